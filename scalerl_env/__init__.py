@@ -1,0 +1,7 @@
+"""scalerl environment: typed records, configuration, problem sources, reward server and CLI.
+
+The contracts every other package relies on live in `scalerl_env.records`; importing this package
+has no side effects.
+"""
+
+__version__ = "0.1.0"

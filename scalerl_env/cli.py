@@ -1,0 +1,47 @@
+"""`scalerl-env`: verify, serve, ledger, data, doctor.
+
+Each command group lives in `scalerl_env/commands/<name>.py` and exposes `register(app)`; heavy
+imports happen inside the commands, so `scalerl-env --help` stays fast. Logging is configured here,
+once, never at import time.
+"""
+
+from __future__ import annotations
+
+import importlib
+import logging
+
+import typer
+
+COMMAND_MODULES = ("verify", "doctor", "serve", "ledger", "data")
+
+
+def build_app() -> typer.Typer:
+    app = typer.Typer(
+        name="scalerl-env",
+        help="Verifiable-reward environment for RL on LLMs.\n\nExample: scalerl-env verify --file items.jsonl",
+        no_args_is_help=True,
+        add_completion=False,
+    )
+
+    @app.callback()
+    def _root(verbose: bool = typer.Option(False, "--verbose", "-v", help="debug logging")) -> None:
+        configure_logging(verbose)
+
+    for name in COMMAND_MODULES:
+        importlib.import_module(f"scalerl_env.commands.{name}").register(app)
+    return app
+
+
+def configure_logging(verbose: bool = False) -> None:
+    logging.basicConfig(
+        level=logging.DEBUG if verbose else logging.INFO,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
+
+
+def main() -> None:
+    build_app()()
+
+
+if __name__ == "__main__":
+    main()

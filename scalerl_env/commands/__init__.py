@@ -1,0 +1,1 @@
+"""Command groups of `scalerl-env`; each module exposes `register(app: typer.Typer)`."""

@@ -1,0 +1,9 @@
+"""`scalerl-env data` (filled in by its issue)."""
+
+from __future__ import annotations
+
+import typer
+
+
+def register(app: typer.Typer) -> None:
+    """Add the `data` command(s) to `app`."""

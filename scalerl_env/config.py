@@ -1,0 +1,112 @@
+"""Configuration: pydantic model defaults → YAML file → dotted CLI overrides → resolved YAML.
+
+The pydantic model is the one source of truth for every default. A YAML file overrides it, dotted
+overrides (`loss.eps_max=5`) override the YAML, and `write_resolved` stores the result atomically in
+the run folder. Unknown keys are errors (models use `extra="forbid"`), with the dotted path named.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+from typing import Any, Iterable, TypeVar
+
+import yaml
+from pydantic import BaseModel
+
+M = TypeVar("M", bound=BaseModel)
+
+
+class ConfigError(ValueError):
+    """A configuration file or override that cannot be applied; the message names the key."""
+
+
+def parse_override(text: str) -> tuple[list[str], Any]:
+    """`a.b.c=value` → (["a", "b", "c"], value parsed as YAML scalar/list/dict)."""
+    if "=" not in text:
+        raise ConfigError(f"override {text!r} is not of the form key.path=value")
+    key, raw = text.split("=", 1)
+    path = [p for p in key.strip().split(".") if p]
+    if not path:
+        raise ConfigError(f"override {text!r} has an empty key")
+    try:
+        value = yaml.safe_load(raw) if raw.strip() else ""
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"override {text!r}: value is not valid YAML ({exc})") from exc
+    return path, value
+
+
+def _set_path(tree: dict, path: list[str], value: Any) -> None:
+    node = tree
+    for part in path[:-1]:
+        child = node.get(part)
+        if not isinstance(child, dict):
+            child = {}
+            node[part] = child
+        node = child
+    node[path[-1]] = value
+
+
+def _deep_merge(base: dict, extra: dict) -> dict:
+    out = dict(base)
+    for key, value in extra.items():
+        if isinstance(value, dict) and isinstance(out.get(key), dict):
+            out[key] = _deep_merge(out[key], value)
+        else:
+            out[key] = value
+    return out
+
+
+def load_config(
+    model: type[M], yaml_path: str | Path | None = None, overrides: Iterable[str] = ()
+) -> M:
+    """Build `model` from its defaults, an optional YAML file and dotted overrides."""
+    tree: dict = {}
+    if yaml_path is not None:
+        path = Path(yaml_path)
+        if not path.is_file():
+            raise ConfigError(f"config file {path} does not exist")
+        loaded = yaml.safe_load(path.read_text()) or {}
+        if not isinstance(loaded, dict):
+            raise ConfigError(f"config file {path} must hold a mapping at top level")
+        tree = loaded
+    for text in overrides:
+        key_path, value = parse_override(text)
+        patch: dict = {}
+        _set_path(patch, key_path, value)
+        tree = _deep_merge(tree, patch)
+    try:
+        return model.model_validate(tree)
+    except Exception as exc:  # pydantic.ValidationError: re-raise with dotted field paths
+        errors = getattr(exc, "errors", None)
+        if errors is None:
+            raise
+        lines = [f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in errors()]
+        raise ConfigError("invalid configuration:\n  " + "\n  ".join(lines)) from exc
+
+
+def atomic_write_text(path: str | Path, text: str) -> Path:
+    """Write `text` to `path` via a temporary file and rename: readers never see a partial file."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w") as fh:
+            fh.write(text)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return path
+
+
+def dump_yaml(cfg: BaseModel) -> str:
+    return yaml.safe_dump(cfg.model_dump(mode="json"), sort_keys=False)
+
+
+def write_resolved(cfg: BaseModel, path: str | Path) -> Path:
+    """Store the fully resolved configuration (every default made explicit) atomically."""
+    return atomic_write_text(path, dump_yaml(cfg))

@@ -1,0 +1,209 @@
+"""The records that cross folders (DESIGN.md, "Contracts that cross folders").
+
+Guarantees: every model forbids unknown fields, so a typo in a request or a file is an error naming
+the field, never silently ignored. `Verdict` is what every verifier returns; `VerifyItem` is what the
+server, the CLI and `verifiers.verify_batch` take; `ProblemRecord` is what sources produce and the
+curriculum and trainer consume.
+
+Not guaranteed here: that an answer or a test is *meaningful*; verifiers decide that and report it
+through `Verdict.status`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from enum import Enum
+from typing import Annotated, Any, Literal, Union
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+Domain = Literal["math", "code"]
+DOMAINS: tuple[str, ...] = ("math", "code")
+
+
+class Strict(BaseModel):
+    """Base of every boundary model: unknown fields are rejected."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
+class Status(str, Enum):
+    """Outcome of scoring one completion. `error` is the verifier's failure, never the model's."""
+
+    correct = "correct"
+    wrong = "wrong"
+    no_answer = "no_answer"
+    unparsable = "unparsable"
+    timeout = "timeout"
+    error = "error"
+
+
+class RewardTable(Strict):
+    """Status → reward. Reward shaping is this table, not scattered `if`s."""
+
+    correct: float = 1.0
+    wrong: float = 0.0
+    no_answer: float = 0.0
+    unparsable: float = 0.0
+    timeout: float = 0.0
+    error: float = 0.0
+
+    def reward(self, status: Status | str) -> float:
+        return float(getattr(self, Status(status).value))
+
+
+DEFAULT_REWARDS = RewardTable()
+
+
+class Verdict(Strict):
+    """The result of scoring one completion."""
+
+    status: Status
+    reward: float
+    details: dict[str, Any] = Field(default_factory=dict)
+    elapsed_s: float = 0.0
+    id: str | None = None
+
+    @property
+    def correct(self) -> bool:
+        return self.status is Status.correct
+
+    @classmethod
+    def of(
+        cls,
+        status: Status | str,
+        *,
+        details: dict[str, Any] | None = None,
+        elapsed_s: float = 0.0,
+        rewards: RewardTable = DEFAULT_REWARDS,
+        id: str | None = None,
+    ) -> "Verdict":
+        status = Status(status)
+        return cls(
+            status=status, reward=rewards.reward(status), details=details or {}, elapsed_s=elapsed_s, id=id
+        )
+
+
+# ---------------------------------------------------------------------------------------------- code tests
+class StdioCase(Strict):
+    input: str = ""
+    output: str
+
+
+class FunctionalCase(Strict):
+    args: list[Any] = Field(default_factory=list)
+    kwargs: dict[str, Any] = Field(default_factory=dict)
+    expected: Any = None
+
+
+class StdioTests(Strict):
+    """Program reads stdin, writes stdout; compared with `compare`."""
+
+    kind: Literal["stdio"] = "stdio"
+    cases: list[StdioCase] = Field(min_length=1)
+    compare: str = Field(
+        default="tokens", pattern=r"^(tokens|exact|lines|float:[0-9.eE+-]+)$",
+        description="tokens (default) | exact | lines | float:<tol>",
+    )
+
+
+class FunctionalTests(Strict):
+    """Call `entry_point(*args, **kwargs)` and compare the (serialized) result with `expected`."""
+
+    kind: Literal["functional"] = "functional"
+    entry_point: str = Field(min_length=1)
+    cases: list[FunctionalCase] = Field(min_length=1)
+
+
+class AssertTests(Strict):
+    """A test program appended to the solution (HumanEval/MBPP style); passing means it ran to the end."""
+
+    kind: Literal["assert"] = "assert"
+    code: str = Field(min_length=1)
+    entry_point: str | None = None
+
+
+CodeTests = Annotated[Union[StdioTests, FunctionalTests, AssertTests], Field(discriminator="kind")]
+
+
+class Limits(Strict):
+    time_s: float = Field(default=2.0, gt=0, le=60, description="CPU-time limit per test, seconds")
+    memory_mb: int = Field(default=512, ge=16, le=8192, description="address-space limit, MiB")
+
+
+# ---------------------------------------------------------------------------------------------- verify item
+class VerifyItem(Strict):
+    """One completion to score (DESIGN.md "Verify item")."""
+
+    id: str = ""
+    domain: Domain
+    completion: str
+    answer: str | None = None
+    tests: CodeTests | None = None
+    limits: Limits | None = None
+    prompt_id: str | None = None
+    # Optional training context carried into the ledger when a prompt_id is present.
+    step: int | None = None
+    policy_version: int | None = None
+    sample_index: int | None = None
+    truncated: bool | None = None
+    completion_tokens: int | None = None
+
+    @model_validator(mode="after")
+    def _needs_reference(self) -> "VerifyItem":
+        if self.domain == "math" and self.answer is None:
+            raise ValueError("math items need 'answer'")
+        if self.domain == "code" and self.tests is None:
+            raise ValueError("code items need 'tests'")
+        return self
+
+
+# ---------------------------------------------------------------------------------------------- problems
+class ChatMessage(Strict):
+    role: Literal["system", "user", "assistant"]
+    content: str
+
+
+def normalize_prompt(text: str) -> str:
+    """Whitespace-insensitive form used for the stable prompt id."""
+    return " ".join(text.split())
+
+
+def make_prompt_id(source: str, prompt: str | list[ChatMessage] | list[dict]) -> str:
+    """Stable hash of source + normalized prompt text: same problem, same id, on any machine."""
+    if isinstance(prompt, str):
+        text = normalize_prompt(prompt)
+    else:
+        msgs = [m.model_dump() if isinstance(m, ChatMessage) else m for m in prompt]
+        text = json.dumps([[m["role"], normalize_prompt(m["content"])] for m in msgs], ensure_ascii=False)
+    digest = hashlib.sha256(f"{source}\x00{text}".encode()).hexdigest()
+    return digest[:16]
+
+
+class ProblemRecord(Strict):
+    """A training/evaluation problem (DESIGN.md "Problem record")."""
+
+    prompt_id: str
+    domain: Domain
+    source: str
+    prompt: list[ChatMessage] = Field(min_length=1)
+    answer: str | None = None
+    tests: CodeTests | None = None
+    difficulty_prior: float | None = Field(default=None, ge=0.0, le=1.0)
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _needs_reference(self) -> "ProblemRecord":
+        if self.domain == "math" and self.answer is None:
+            raise ValueError("math problems need 'answer'")
+        if self.domain == "code" and self.tests is None:
+            raise ValueError("code problems need 'tests'")
+        return self
+
+    def verify_item(self, completion: str, **context: Any) -> VerifyItem:
+        """The verify item scoring `completion` against this problem."""
+        return VerifyItem(
+            id=context.pop("id", self.prompt_id), domain=self.domain, completion=completion,
+            answer=self.answer, tests=self.tests, prompt_id=self.prompt_id, **context,
+        )
