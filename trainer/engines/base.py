@@ -1,0 +1,106 @@
+"""The generation-engine interface (E8) that the torch engine and the vLLM engine implement.
+
+Contract:
+- `submit(request)` queues one prompt for `samples_per_prompt` samples and returns at once.
+- `poll(timeout_s)` returns the groups whose samples have all finished (possibly none).
+- `update_weights(weights, policy_version)` is applied *in flight*: running sequences keep their
+  KV cache and continue with the new weights; every token records the policy version that sampled it.
+- Sampling for training is at temperature 1 with no top-p/top-k truncation unless asked, and the
+  recorded logprob is that of the distribution actually sampled from.
+- Token ids go end to end: nothing is re-tokenized from text.
+
+Not guaranteed: ordering of finished groups (they finish when they finish).
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from typing import Any, Literal, Mapping
+
+from pydantic import Field, model_validator
+
+from scalerl_env.records import Strict
+
+FinishReason = Literal["stop", "length", "interrupted", "abort"]
+
+
+class SamplingParams(Strict):
+    temperature: float = Field(default=1.0, gt=0)
+    top_p: float = Field(default=1.0, gt=0, le=1)
+    top_k: int = Field(default=0, ge=0, description="0 disables top-k")
+    max_new_tokens: int = Field(default=256, ge=1, description="total sampled-token budget per sample")
+    stop_token_ids: list[int] = Field(default_factory=list)
+    seed: int | None = None
+
+
+class InterruptionPlan(Strict):
+    """Forced-interruption length control for one request (ScaleRL §length control).
+
+    After `think_budget_tokens` sampled tokens without a stop, `phrase_token_ids` are appended
+    (loss-masked: they were not sampled) and up to `answer_budget_tokens` more tokens are sampled.
+    A sample that still does not stop is `length` (truncated)."""
+
+    think_budget_tokens: int = Field(ge=1)
+    phrase_token_ids: list[int] = Field(min_length=1)
+    answer_budget_tokens: int = Field(ge=1)
+
+
+class GenerationRequest(Strict):
+    request_id: str
+    prompt_token_ids: list[int] = Field(min_length=1)
+    samples_per_prompt: int = Field(default=1, ge=1)
+    sampling: SamplingParams = Field(default_factory=SamplingParams)
+    interruption: InterruptionPlan | None = None
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+
+class GeneratedSample(Strict):
+    """One finished sample. The per-token lists all have len(token_ids)."""
+
+    sample_index: int
+    token_ids: list[int]
+    logprobs: list[float]
+    policy_versions: list[int]
+    loss_mask: list[int]  # 0 where the token was injected (interruption phrase), 1 where sampled
+    finish_reason: FinishReason
+    interrupted: bool = False
+
+    @model_validator(mode="after")
+    def _aligned(self) -> "GeneratedSample":
+        n = len(self.token_ids)
+        if not (len(self.logprobs) == len(self.policy_versions) == len(self.loss_mask) == n):
+            raise ValueError("per-token lists must have the same length as token_ids")
+        return self
+
+    @property
+    def truncated(self) -> bool:
+        return self.finish_reason == "length"
+
+
+class GeneratedGroup(Strict):
+    request: GenerationRequest
+    samples: list[GeneratedSample]
+
+
+class GenerationEngine(ABC):
+    """What every engine implements; see the module docstring for the contract."""
+
+    @abstractmethod
+    def submit(self, request: GenerationRequest) -> None: ...
+
+    @abstractmethod
+    def poll(self, timeout_s: float = 0.0) -> list[GeneratedGroup]: ...
+
+    @abstractmethod
+    def update_weights(self, weights: Mapping[str, Any], policy_version: int) -> None: ...
+
+    @property
+    @abstractmethod
+    def policy_version(self) -> int: ...
+
+    @abstractmethod
+    def num_pending(self) -> int:
+        """Requests submitted and not yet returned by `poll`."""
+
+    def close(self) -> None:  # noqa: B027 - optional hook
+        """Release processes and memory; idempotent."""

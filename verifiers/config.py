@@ -1,0 +1,31 @@
+"""Verifier settings: one pydantic model, the one source of truth for every verifier default."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field
+
+from scalerl_env.records import RewardTable, Strict
+
+
+class MathConfig(Strict):
+    workers: int = Field(default=2, ge=1, le=64, description="persistent math-verify worker processes")
+    timeout_s: float = Field(default=5.0, gt=0, description="hard per-item deadline; the worker is killed past it")
+    max_completion_chars: int = Field(default=1_000_000, ge=1, description="longer completions are cut from the front")
+    max_answer_chars: int = Field(default=1000, ge=1, description="extracted answers longer than this are unparsable")
+
+
+class CodeConfig(Strict):
+    sandbox: Literal["strict", "standard", "minimal"] = Field(
+        default="strict", description="minimum isolation level; refuse to run below it"
+    )
+    slots: int = Field(default=2, ge=1, le=64, description="concurrent sandboxed executions")
+    stop_at_first_failure: bool = True
+    max_output_bytes: int = Field(default=1 << 20, ge=1024)
+
+
+class VerifierConfig(Strict):
+    math: MathConfig = Field(default_factory=MathConfig)
+    code: CodeConfig = Field(default_factory=CodeConfig)
+    rewards: RewardTable = Field(default_factory=RewardTable)
