@@ -1,0 +1,88 @@
+"""Procedural problem generators: seeded, unbounded, with difficulty levels; no download needed.
+
+`generate(domain, seed=..., count=..., level=...)` returns `ProblemRecord`s whose `metadata` holds
+`"solution"` (a gold completion the verifiers score `correct`: `\\boxed{...}` for math, a fenced
+```python block for code), `"task"` (the family name) and `"level"`.
+
+Guarantees
+- Deterministic: the same (domain, seed, count, level) gives the same records on any machine, and
+  `generate(..., count=n)` is a prefix of `generate(..., count=m)` for n ≤ m (each item has its own
+  RNG, seeded from (domain, level, seed, index) as a string; `random.Random` hashes string seeds
+  with SHA-512, independent of `PYTHONHASHSEED`).
+- Unbounded: any seed ≥ 0 and any level ≥ 0; higher levels widen operand ranges and unlock families.
+- Level 0 is what a ~1M-parameter character-level model learns on 2 CPU cores in minutes
+  (shared/notes/tiny-cpu-rl.md): math `a+b`, `a-b` with a, b ≤ 19 and `a*b` with a, b ≤ 9; code
+  `f(x)=a*x+b` from three shown values, checked on those and a hidden fourth. Level-0 prompts are
+  under 60 characters and carry no instruction text (the tiny model's context is small).
+- `prompt_id` is `make_prompt_id("gen-<domain>", prompt text)`: the same prompt from two seeds is the
+  same problem (its examples determine the answer) and gets the same id.
+
+Non-guarantees: records are not deduplicated (a small level-0 pool repeats for large counts); the
+difficulty of a level is by construction, not measured (`difficulty_prior` stays `None`).
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+from typing import Callable, Literal
+
+from scalerl_env.records import ProblemRecord, make_prompt_id
+
+from .code_tasks import CODE_FAMILIES
+from .math_tasks import MATH_FAMILIES
+from .types import Generated
+
+
+@dataclass(frozen=True)
+class TaskFamily:
+    """One family of generated problems: `make(rng, level)` builds one problem at `level`."""
+
+    name: str
+    domain: Literal["math", "code"]
+    min_level: int
+    make: Callable[[random.Random, int], Generated]
+
+
+GENERATORS: dict[str, TaskFamily] = {
+    name: TaskFamily(name, domain, min_level, make)
+    for domain, families in (("math", MATH_FAMILIES), ("code", CODE_FAMILIES))
+    for name, (min_level, make) in families.items()
+}
+
+
+def families_at(domain: str, level: int) -> list[TaskFamily]:
+    """The families `generate` draws from at `level` (those whose `min_level` ≤ level), in a fixed order."""
+    return [f for f in GENERATORS.values() if f.domain == domain and f.min_level <= level]
+
+
+def generate(
+    domain: Literal["math", "code"], *, seed: int, count: int, level: int = 0
+) -> list[ProblemRecord]:
+    """`count` problems of `domain` at `level`, deterministic for `seed` (see the module docstring)."""
+    if domain not in ("math", "code"):
+        raise ValueError(f"domain must be 'math' or 'code', not {domain!r}")
+    if count < 0 or level < 0 or seed < 0:
+        raise ValueError(f"count, level and seed must be ≥ 0 (got {count}, {level}, {seed})")
+    families = families_at(domain, level)
+    return [_one(domain, families, seed, level, index) for index in range(count)]
+
+
+def _one(domain: str, families: list[TaskFamily], seed: int, level: int, index: int) -> ProblemRecord:
+    rng = random.Random(f"scalerl-gen/{domain}/{level}/{seed}/{index}")
+    family = rng.choice(families)
+    item = family.make(rng, level)
+    source = f"gen-{domain}"
+    return ProblemRecord(
+        prompt_id=make_prompt_id(source, item.prompt),
+        domain=domain,
+        source=source,
+        prompt=[{"role": "user", "content": item.prompt}],
+        answer=item.answer,
+        tests=item.tests,
+        metadata={"solution": item.solution, "task": family.name, "level": level, "seed": seed,
+                  "index": index},
+    )
+
+
+__all__ = ["GENERATORS", "TaskFamily", "families_at", "generate", "Generated"]

@@ -1,0 +1,164 @@
+"""Math task families: short prompts ("12+7=") with exact answers, graded by the math verifier.
+
+Each family is `make(rng, level) -> Generated`. Answers are exact (integers, terminating decimals
+written out in full, fractions in lowest terms as `\\frac{p}{q}`), so the gold completion
+`\\boxed{answer}` is `correct` by construction and any equivalent form a model writes is left to the
+verifier. Operand ranges grow with the level: level 0 matches shared/notes/tiny-cpu-rl.md exactly.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from decimal import Decimal
+from fractions import Fraction
+
+from .types import Generated
+
+
+def _span(level: int) -> int:
+    """Largest operand for additive tasks: 19 at level 0, then 99, 999, ..."""
+    return 19 if level == 0 else 10 ** (level + 1) - 1
+
+
+def _int(rng: random.Random, hi: int, level: int) -> int:
+    """An operand in [0, hi], negative allowed from level 2 on."""
+    value = rng.randint(0, hi)
+    return -value if level >= 2 and rng.random() < 0.3 else value
+
+
+def _fmt(value: int) -> str:
+    """An operand as it appears in a prompt: negatives parenthesized so `3--4` never appears."""
+    return f"({value})" if value < 0 else str(value)
+
+
+def _problem(prompt: str, answer: str) -> Generated:
+    return Generated(prompt=prompt, answer=answer, solution=f"\\boxed{{{answer}}}")
+
+
+def _frac_text(value: Fraction) -> str:
+    if value.denominator == 1:
+        return str(value.numerator)
+    sign = "-" if value < 0 else ""
+    return f"{sign}\\frac{{{abs(value.numerator)}}}{{{value.denominator}}}"
+
+
+def _decimal_text(value: Decimal) -> str:
+    text = format(value.normalize(), "f")
+    return "0" if text in ("-0", "0") else text
+
+
+def add(rng: random.Random, level: int) -> Generated:
+    a, b = _int(rng, _span(level), level), _int(rng, _span(level), level)
+    return _problem(f"{_fmt(a)}+{_fmt(b)}=", str(a + b))
+
+
+def sub(rng: random.Random, level: int) -> Generated:
+    a, b = _int(rng, _span(level), level), _int(rng, _span(level), level)
+    return _problem(f"{_fmt(a)}-{_fmt(b)}=", str(a - b))
+
+
+def mul(rng: random.Random, level: int) -> Generated:
+    hi_a = 9 if level == 0 else 10 ** (1 + (level + 1) // 2) - 1
+    hi_b = 9 if level == 0 else 10 ** (1 + level // 2) - 1
+    a, b = _int(rng, hi_a, level), _int(rng, hi_b, level)
+    return _problem(f"{_fmt(a)}*{_fmt(b)}=", str(a * b))
+
+
+def decimal(rng: random.Random, level: int) -> Generated:
+    places = min(level, 4)
+    scale = Decimal(10) ** -places
+    a = Decimal(rng.randint(0, 10 ** (places + 2))) * scale
+    b = Decimal(rng.randint(0, 10 ** (places + 2))) * scale
+    if rng.random() < 0.5:
+        return _problem(f"{a}+{b}=", _decimal_text(a + b))
+    return _problem(f"{a}-{b}=", _decimal_text(a - b))
+
+
+def order_of_operations(rng: random.Random, level: int) -> Generated:
+    hi = 9 * level + 1
+    a, b, c = (rng.randint(0, hi) for _ in range(3))
+    form = rng.randrange(3)
+    if form == 0:
+        return _problem(f"{a}+{b}*{c}=", str(a + b * c))
+    if form == 1:
+        return _problem(f"{a}*{b}-{c}=", str(a * b - c))
+    return _problem(f"({a}+{b})*{c}=", str((a + b) * c))
+
+
+def _coprime_pair(rng: random.Random, level: int) -> tuple[int, int, int]:
+    common = rng.randint(1, 4 * level + 2)
+    x, y = rng.randint(1, 5 * level + 5), rng.randint(1, 5 * level + 5)
+    return common, x, y
+
+
+def gcd(rng: random.Random, level: int) -> Generated:
+    common, x, y = _coprime_pair(rng, level)
+    a, b = common * x, common * y
+    return _problem(f"gcd({a},{b})=", str(math.gcd(a, b)))
+
+
+def lcm(rng: random.Random, level: int) -> Generated:
+    common, x, y = _coprime_pair(rng, level)
+    a, b = common * x, common * y
+    return _problem(f"lcm({a},{b})=", str(a * b // math.gcd(a, b)))
+
+
+def modulo(rng: random.Random, level: int) -> Generated:
+    b = rng.randint(2, 5 * level + 5)
+    a = rng.randint(0, 10 ** (level + 1))
+    return _problem(f"{a} mod {b}=", str(a % b))
+
+
+def fraction(rng: random.Random, level: int) -> Generated:
+    hi = 3 * level + 3
+    p, r = rng.randint(1, hi), rng.randint(1, hi)
+    q, s = rng.randint(2, hi + 1), rng.randint(2, hi + 1)
+    op = rng.choice("+-*")
+    x, y = Fraction(p, q), Fraction(r, s)
+    value = x + y if op == "+" else x - y if op == "-" else x * y
+    return _problem(f"{p}/{q}{op}{r}/{s}=", _frac_text(value))
+
+
+def linear_equation(rng: random.Random, level: int) -> Generated:
+    """a*x+b=c. Integer solutions at level 2; from level 3 on the solution may be a fraction."""
+    hi = 3 * level + 3
+    a = rng.choice([k for k in range(-hi, hi + 1) if k != 0])
+    b = rng.randint(-hi * 3, hi * 3)
+    if level >= 3 and rng.random() < 0.5:
+        c = rng.randint(-hi * 5, hi * 5)
+        x = Fraction(c - b, a)
+    else:
+        x = Fraction(rng.randint(-hi, hi))
+        c = int(a * x + b)
+    coefficient = {1: "", -1: "-"}.get(a, str(a))
+    lhs = f"{coefficient}x{b:+d}" if b else f"{coefficient}x"
+    return _problem(f"{lhs}={c}, x=", _frac_text(x))
+
+
+def square_root(rng: random.Random, level: int) -> Generated:
+    root = rng.randint(0, 10 * level + 5)
+    return _problem(f"sqrt({root * root})=", str(root))
+
+
+def power(rng: random.Random, level: int) -> Generated:
+    base = rng.randint(2, level + 3)
+    exponent = rng.randint(2, level + 4)
+    return _problem(f"{base}^{exponent}=", str(base**exponent))
+
+
+# name -> (min_level, make). Order is part of determinism: do not reorder, only append.
+MATH_FAMILIES = {
+    "add": (0, add),
+    "sub": (0, sub),
+    "mul": (0, mul),
+    "decimal": (1, decimal),
+    "order_of_operations": (1, order_of_operations),
+    "gcd": (1, gcd),
+    "lcm": (1, lcm),
+    "modulo": (1, modulo),
+    "fraction": (2, fraction),
+    "linear_equation": (2, linear_equation),
+    "square_root": (2, square_root),
+    "power": (3, power),
+}
