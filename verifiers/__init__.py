@@ -1,4 +1,31 @@
 """Verifiers: score model completions (math, code) into `scalerl_env.records.Verdict`s.
 
 Model output is hostile input: verifiers never raise on it; every failure has a status.
+
+Public API: `verify_batch(items, *, config=None) -> list[Verdict]` (process-wide pool, created on first
+use) and `VerifierPool(config)` (`verify_batch`, `averify_batch`, `ready`, `info`, `close`). Importing
+this package starts nothing and does not import math-verify or sympy.
 """
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+__all__ = ["VerifierPool", "verify_batch", "close_default_pools", "VerifierConfig", "MathConfig", "CodeConfig"]
+
+if TYPE_CHECKING:
+    from verifiers.batch import VerifierPool, close_default_pools, verify_batch
+    from verifiers.config import CodeConfig, MathConfig, VerifierConfig
+
+
+def __getattr__(name: str) -> Any:
+    # Lazy: `import verifiers` (e.g. for its config models) must stay cheap; sympy loads on first use.
+    if name in ("VerifierPool", "verify_batch", "close_default_pools"):
+        from verifiers import batch
+
+        return getattr(batch, name)
+    if name in ("VerifierConfig", "MathConfig", "CodeConfig"):
+        from verifiers import config
+
+        return getattr(config, name)
+    raise AttributeError(f"module 'verifiers' has no attribute {name!r}")

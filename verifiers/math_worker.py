@@ -1,0 +1,92 @@
+"""The math worker process: a persistent loop that judges (gold, pred) pairs sent by the parent.
+
+Protocol (one JSON object per line): the worker first writes
+`{"ready": pid, "startup_s": ...}` once math-verify is imported and warmed; then for every request
+`{"gold": ..., "pred": ...}` it writes `{"status": ..., "reason": ..., "elapsed_s": ...}`.
+The protocol uses private copies of stdin/stdout; fd 1 is pointed at stderr so that a stray print in a
+library cannot corrupt the stream.
+
+Guarantees: a soft timer (`soft_timeout_s`) interrupts pure-Python sympy work and answers `timeout`
+without losing the warm process. Work the timer cannot interrupt (big-integer arithmetic in C) is the
+parent's to stop: it kills this process at the hard deadline. An address-space limit
+(`memory_mb`) turns memory blow-ups into `MemoryError` -> `unparsable` instead of swapping the host.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import resource
+import signal
+import sys
+import time
+
+
+# MathConfig fields forwarded to `verifiers.math.CompareSettings` (same names in both).
+SETTINGS_FIELDS = ("float_rounding", "numeric_precision", "strict", "allow_set_relation_comp",
+                   "guard_false_positives")
+
+
+class SoftTimeout(BaseException):
+    """Raised by the soft timer; a BaseException so that library `except Exception` cannot eat it."""
+
+
+def _on_alarm(signum, frame):  # noqa: ARG001 - signal handler signature
+    raise SoftTimeout()
+
+
+def _limit_memory(memory_mb: int) -> None:
+    if memory_mb > 0:
+        limit = memory_mb << 20
+        try:
+            resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+        except (ValueError, OSError):  # a lower hard limit already applies; keep it
+            pass
+
+
+def _answer(settings, gold: str, pred: str, soft_timeout_s: float) -> dict:
+    from verifiers.math import judge
+
+    start = time.perf_counter()
+    signal.setitimer(signal.ITIMER_REAL, soft_timeout_s)
+    try:
+        result = judge(gold, pred, settings)
+        out = {"status": result.status, "reason": result.reason}
+    except SoftTimeout:
+        out = {"status": "timeout", "reason": f"soft timer ({soft_timeout_s:.2f}s) fired in the worker"}
+    except Exception as exc:  # the verifier failed: report it, keep serving
+        out = {"status": "error", "reason": f"{type(exc).__name__}: {str(exc)[:200]}"}
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+    out["elapsed_s"] = time.perf_counter() - start
+    return out
+
+
+def main() -> None:
+    """Entry point: `python -c 'from verifiers.math_worker import main; main()' SETTINGS_JSON`."""
+    config = json.loads(sys.argv[1])
+    proto_in = os.fdopen(os.dup(0), "r", encoding="utf-8")
+    proto_out = os.fdopen(os.dup(1), "w", encoding="utf-8")
+    os.dup2(2, 1)
+    logging.getLogger("math_verify").setLevel(logging.ERROR)  # its "timeout disabled" warning is ours
+    start = time.perf_counter()
+    from verifiers.math import CompareSettings, judge
+
+    settings = CompareSettings(**config["settings"])
+    judge("\\frac{1}{2}", "0.5", settings)  # warm the LaTeX parser and sympy caches once
+    judge("x^2+1", "1+x^2", settings)
+    _limit_memory(int(config.get("memory_mb", 0)))
+    signal.signal(signal.SIGALRM, _on_alarm)
+    proto_out.write(json.dumps({"ready": os.getpid(), "startup_s": time.perf_counter() - start}) + "\n")
+    proto_out.flush()
+    soft = float(config["soft_timeout_s"])
+    for line in proto_in:
+        request = json.loads(line)
+        reply = _answer(settings, request["gold"], request["pred"], soft)
+        proto_out.write(json.dumps(reply) + "\n")
+        proto_out.flush()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,251 @@
+"""Persistent math worker processes with a hard per-item deadline enforced by the parent.
+
+`MathWorkerPool(config)` starts `config.workers` processes (`sys.executable`, spawned fresh, never
+forked from a threaded parent), each driven by one parent thread. A request is a (gold, pred) pair;
+the driver writes it to its worker and waits at most `timeout_s`. Past that the worker is killed
+(SIGKILL) and replaced, and the request is answered `timeout`. A worker that dies on its own is
+replaced too and its request is answered `error` (the verifier failed, not the model).
+
+Guarantees: every submitted request resolves (answer, `timeout`, or `error`), including on `close()`;
+no request runs longer than `timeout_s` inside a worker (queueing time is not counted: the deadline
+is per item, from the moment a worker receives it); kills are counted by reason for metrics.
+Non-guarantees: start-up (math-verify import and warm-up, ~1-3 s per worker) is not bounded by the
+deadline; requests queue while workers warm.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import queue
+import select
+import subprocess
+import sys
+import threading
+import time
+from concurrent.futures import Future
+from pathlib import Path
+
+from verifiers.config import MathConfig
+from verifiers.math_worker import SETTINGS_FIELDS
+
+logger = logging.getLogger(__name__)
+
+STARTUP_TIMEOUT_S = 120.0
+MAX_START_FAILURES = 3
+_PACKAGE_ROOT = str(Path(__file__).resolve().parent.parent)
+_BOOT = "import sys; sys.path.insert(0, sys.argv.pop(1)); from verifiers.math_worker import main; main()"
+
+
+class WorkerDied(Exception):
+    """The worker process exited or closed its pipe."""
+
+
+class _Worker:
+    """One worker process and the line-framed pipe to it."""
+
+    def __init__(self, config: MathConfig):
+        boot = {"settings": {name: getattr(config, name) for name in SETTINGS_FIELDS},
+                "memory_mb": config.worker_memory_mb,
+                "soft_timeout_s": config.timeout_s * config.soft_timeout_fraction}
+        self.proc = subprocess.Popen(
+            [sys.executable, "-I", "-c", _BOOT, _PACKAGE_ROOT, json.dumps(boot)],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=None, bufsize=0,
+            start_new_session=True,  # a Ctrl-C in the terminal goes to the parent, which cleans up
+        )
+        self._buf = b""
+
+    def wait_ready(self, timeout_s: float) -> dict:
+        return self._read_line(time.monotonic() + timeout_s)
+
+    def request(self, gold: str, pred: str, timeout_s: float) -> dict | None:
+        """The worker's reply, or None when the deadline passed (the caller kills the worker)."""
+        try:
+            self.proc.stdin.write((json.dumps({"gold": gold, "pred": pred}) + "\n").encode())
+        except (BrokenPipeError, OSError) as exc:
+            raise WorkerDied(f"write failed: {exc}") from exc
+        return self._read_line(time.monotonic() + timeout_s)
+
+    def _read_line(self, deadline: float) -> dict | None:
+        fd = self.proc.stdout.fileno()
+        while b"\n" not in self._buf:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return None
+            readable, _, _ = select.select([fd], [], [], remaining)
+            if not readable:
+                return None
+            chunk = os.read(fd, 1 << 16)
+            if not chunk:
+                raise WorkerDied(f"worker exited with code {self.proc.poll()}")
+            self._buf += chunk
+        line, self._buf = self._buf.split(b"\n", 1)
+        return json.loads(line)
+
+    def kill(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+        self.proc.wait()
+        for stream in (self.proc.stdin, self.proc.stdout):
+            try:
+                stream.close()
+            except OSError:
+                pass
+
+
+class _Request:
+    __slots__ = ("gold", "pred", "future")
+
+    def __init__(self, gold: str, pred: str):
+        self.gold, self.pred, self.future = gold, pred, Future()
+
+
+class MathWorkerPool:
+    """`submit(gold, pred) -> Future[dict]` over persistent, deadline-guarded worker processes."""
+
+    def __init__(self, config: MathConfig):
+        self.config = config
+        self._queue: queue.SimpleQueue[_Request | None] = queue.SimpleQueue()
+        self._lock = threading.Lock()
+        self._closed = False
+        self._alive = 0
+        self._warm: set[int] = set()
+        self._workers: dict[int, _Worker] = {}
+        self._started: set[int] = set()  # driver slots that had a warm worker once (later starts are restarts)
+        self.stats = {"restarts": 0, "kills": {"timeout": 0, "crash": 0}, "requests": 0,
+                      "start_failures": 0, "startup_s": []}
+        self._threads = [threading.Thread(target=self._drive, args=(i,), name=f"math-driver-{i}", daemon=True)
+                         for i in range(config.workers)]
+        for thread in self._threads:
+            thread.start()
+
+    def submit(self, gold: str, pred: str) -> Future:
+        request = _Request(gold, pred)
+        with self._lock:
+            if self._closed:
+                request.future.set_result({"status": "error", "reason": "verifier pool is closed",
+                                           "elapsed_s": 0.0})
+                return request.future
+            self.stats["requests"] += 1
+        self._queue.put(request)
+        return request.future
+
+    def ready(self) -> bool:
+        with self._lock:
+            return not self._closed and len(self._warm) == self.config.workers
+
+    def info(self) -> dict:
+        with self._lock:
+            return {"workers": self.config.workers, "alive": self._alive, "warm": len(self._warm),
+                    "restarts": self.stats["restarts"], "kills": dict(self.stats["kills"]),
+                    "requests": self.stats["requests"], "start_failures": self.stats["start_failures"],
+                    "queued": self._queue.qsize(), "timeout_s": self.config.timeout_s,
+                    "startup_s": list(self.stats["startup_s"][-8:])}
+
+    def close(self) -> None:
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            workers = list(self._workers.values())
+        for _ in self._threads:
+            self._queue.put(None)
+        for worker in workers:
+            worker.kill()  # a driver blocked on a long request sees WorkerDied and answers `error`
+        for thread in self._threads:
+            thread.join(timeout=5)
+        self._drain("verifier pool closed before this item ran")
+
+    def _drain(self, reason: str) -> None:
+        while True:
+            try:
+                request = self._queue.get_nowait()
+            except queue.Empty:
+                return
+            if request is not None and not request.future.done():
+                request.future.set_result({"status": "error", "reason": reason, "elapsed_s": 0.0})
+
+    # ------------------------------------------------------------------------------------ driver side
+    def _drive(self, index: int) -> None:
+        worker = self._start(index)
+        while True:
+            request = self._queue.get()
+            if request is None or self._closed:
+                if request is not None:
+                    request.future.set_result({"status": "error", "reason": "verifier pool closed",
+                                               "elapsed_s": 0.0})
+                break
+            if worker is None:
+                worker = self._start(index)
+            if worker is None:
+                request.future.set_result({"status": "error", "elapsed_s": 0.0,
+                                           "reason": "math worker could not be started (see logs)"})
+                continue
+            reply, worker = self._run_one(index, worker, request)
+            request.future.set_result(reply)
+        if worker is not None:
+            self._retire(index, worker)
+
+    def _run_one(self, index: int, worker: _Worker, request: _Request) -> tuple[dict, _Worker | None]:
+        timeout_s = self.config.timeout_s
+        start = time.perf_counter()
+        try:
+            reply = worker.request(request.gold, request.pred, timeout_s)
+        except (WorkerDied, ValueError) as exc:
+            self._count_kill("crash", index, worker)
+            return ({"status": "error", "reason": f"math worker crashed: {exc}",
+                     "elapsed_s": time.perf_counter() - start}, None)
+        if reply is None:
+            self._count_kill("timeout", index, worker)
+            return ({"status": "timeout", "reason": f"hard deadline {timeout_s}s passed; worker killed",
+                     "elapsed_s": time.perf_counter() - start}, None)
+        return reply, worker
+
+    def _count_kill(self, reason: str, index: int, worker: _Worker) -> None:
+        with self._lock:
+            closing = self._closed
+            if not closing:
+                self.stats["kills"][reason] += 1
+        if not closing:
+            logger.warning("math worker %d (pid %d) killed: %s", index, worker.proc.pid, reason)
+        self._retire(index, worker)
+
+    def _retire(self, index: int, worker: _Worker) -> None:
+        worker.kill()
+        with self._lock:
+            if self._workers.get(index) is worker:
+                del self._workers[index]
+                self._alive -= 1
+                self._warm.discard(index)
+
+    def _start(self, index: int) -> _Worker | None:
+        for attempt in range(MAX_START_FAILURES):
+            with self._lock:
+                if self._closed:
+                    return None
+                replacing = index in self._started
+            try:
+                worker = _Worker(self.config)
+            except OSError as exc:
+                logger.error("cannot spawn math worker: %s", exc)
+                return None
+            with self._lock:
+                self._workers[index] = worker
+                self._alive += 1
+            try:
+                hello = worker.wait_ready(STARTUP_TIMEOUT_S)
+            except (WorkerDied, ValueError) as exc:
+                hello = None
+                logger.error("math worker %d failed to start (attempt %d): %s", index, attempt + 1, exc)
+            if hello and "ready" in hello:
+                with self._lock:
+                    self._warm.add(index)
+                    self._started.add(index)
+                    self.stats["restarts"] += int(replacing)
+                    self.stats["startup_s"].append(round(hello.get("startup_s", 0.0), 3))
+                return worker
+            with self._lock:
+                self.stats["start_failures"] += 1
+            self._retire(index, worker)
+        return None
