@@ -18,8 +18,9 @@ answer format.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 from pydantic import Field, model_validator
 
@@ -49,7 +50,7 @@ class TinyModelConfig(Strict):
     seed: int = 0
 
     @model_validator(mode="after")
-    def _heads_fit(self) -> "TinyModelConfig":
+    def _heads_fit(self) -> TinyModelConfig:
         if self.num_heads * self.head_dim < self.hidden_size // 2:
             raise ValueError("num_heads * head_dim should be comparable to hidden_size")
         return self

@@ -26,13 +26,18 @@ import logging
 import threading
 import time
 from collections import deque
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any
 
 import torch
 
 from trainer.engines.base import (
-    GeneratedGroup, GeneratedSample, GenerationEngine, GenerationRequest, SamplingParams,
+    GeneratedGroup,
+    GeneratedSample,
+    GenerationEngine,
+    GenerationRequest,
+    SamplingParams,
 )
 from trainer.engines.torch_decoder import SlotDecoder
 
@@ -41,7 +46,7 @@ log = logging.getLogger(__name__)
 
 @dataclass
 class _Seq:
-    group: "_Group"
+    group: _Group
     index: int
     pos: int  # next cache position to write (= current length)
     last_token: int
@@ -293,9 +298,7 @@ class TorchEngine(GenerationEngine):
             s.interrupted, s.sampled = True, 0
             s.forced.extend(req.interruption.phrase_token_ids)
         elif req.interruption is not None and s.interrupted and not forced \
-                and s.sampled >= req.interruption.answer_budget_tokens:
-            reason = "length"
-        elif req.interruption is None and s.sampled >= req.sampling.max_new_tokens:
+                and s.sampled >= req.interruption.answer_budget_tokens or req.interruption is None and s.sampled >= req.sampling.max_new_tokens:
             reason = "length"
         if reason is not None:
             s.group.samples[s.index] = GeneratedSample(
