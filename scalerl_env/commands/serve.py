@@ -1,9 +1,48 @@
-"""`scalerl-env serve` (filled in by its issue)."""
+"""`scalerl-env serve`: the reward server (see docs/server.md)."""
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import Annotated
+
 import typer
+
+EXAMPLE = """Serve rewards on loopback port 8000, recording verdicts with a prompt_id into a ledger:
+
+  scalerl-env serve --port 8000 --workers 4 --ledger runs/ledger.duckdb
+
+Then: curl -s localhost:8000/v1/verify -H 'content-type: application/json' -d '{"items": [{"domain": "math", "completion": "\\\\boxed{2}", "answer": "2"}]}'
+"""
 
 
 def register(app: typer.Typer) -> None:
-    """Add the `serve` command(s) to `app`."""
+    """Add the `serve` command to `app`."""
+
+    @app.command("serve", help=EXAMPLE)
+    def serve(
+        host: Annotated[str | None, typer.Option(help="bind address (default 127.0.0.1, loopback)")] = None,
+        port: Annotated[int | None, typer.Option(help="TCP port (default 8000; 0 picks a free one)")] = None,
+        workers: Annotated[int | None, typer.Option(
+            help="verifier worker processes: math workers and code sandbox slots (one server process)")] = None,
+        ledger: Annotated[Path | None, typer.Option(
+            help="DuckDB ledger file; items with a prompt_id are recorded")] = None,
+        config: Annotated[Path | None, typer.Option(help="YAML file for ServerConfig (embeds `verifier:`)")] = None,
+        set_: Annotated[list[str] | None, typer.Option(
+            "--set", help="dotted override, e.g. --set limits.max_batch_items=256")] = None,
+    ) -> None:
+        from scalerl_env.config import ConfigError, load_config
+        from scalerl_env.server.config import ServerConfig
+        from scalerl_env.server.lifecycle import run_server
+
+        try:
+            cfg = load_config(ServerConfig, config, set_ or [])
+            flags = {k: v for k, v in (("host", host), ("port", port), ("ledger", ledger)) if v is not None}
+            tree = cfg.model_dump()
+            tree.update({k: str(v) if isinstance(v, Path) else v for k, v in flags.items()})
+            if workers is not None:
+                tree["verifier"]["math"]["workers"] = tree["verifier"]["code"]["slots"] = workers
+            cfg = ServerConfig.model_validate(tree)
+        except (ConfigError, ValueError) as exc:
+            typer.echo(f"serve: {exc}", err=True)
+            raise typer.Exit(2)
+        run_server(cfg)

@@ -1,0 +1,56 @@
+"""TRL adapter: a reward function for `GRPOTrainer(reward_funcs=[...])`.
+
+    from scalerl_env.adapters.trl import ScaleRLReward
+    trainer = GRPOTrainer(model=..., reward_funcs=[ScaleRLReward("http://127.0.0.1:8000")], ...)
+
+TRL calls `reward(prompts=..., completions=..., **columns)` with every other dataset column as a
+keyword list (plus `completion_ids`, `trainer_state`); the reference is read from the column named
+`reference_key` (default `answer`; a math answer or a code test spec, see `scalerl_env.adapters`).
+Completions may be plain text or conversational (a list of messages; their contents are joined).
+A `prompt_id` column, when present, is passed on so an attached ledger records the verdicts.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from scalerl_env.adapters import reference_item, score_items
+
+
+class ScaleRLReward:
+    """`(prompts, completions, **kwargs) -> list[float]`; `__name__` names the reward in TRL's logs."""
+
+    def __init__(self, url: str | None = None, *, reference_key: str = "answer", name: str = "scalerl_reward"):
+        self.url = url
+        self.reference_key = reference_key
+        self.__name__ = name
+
+    def __call__(self, prompts: Sequence[Any], completions: Sequence[Any], **kwargs: Any) -> list[float]:
+        if self.reference_key not in kwargs:
+            raise KeyError(f"reward needs the dataset column {self.reference_key!r}; "
+                           f"columns passed: {sorted(kwargs)}")
+        references = kwargs[self.reference_key]
+        prompt_ids = kwargs.get("prompt_id") or [None] * len(completions)
+        if not len(references) == len(prompt_ids) == len(completions):
+            raise ValueError(f"{len(completions)} completions but {len(references)} references "
+                             f"and {len(prompt_ids)} prompt ids")
+        items = [
+            reference_item(completion_text(c), ref, id=str(i), prompt_id=pid, loc=(self.reference_key, i))
+            for i, (c, ref, pid) in enumerate(zip(completions, references, prompt_ids))
+        ]
+        return [float(v.reward) for v in score_items(items, url=self.url)]
+
+
+def completion_text(completion: Any) -> str:
+    """Plain text as is; a conversational completion (list of {"role", "content"}) as its joined contents."""
+    if isinstance(completion, str):
+        return completion
+    if isinstance(completion, list):
+        return "\n".join(str(m.get("content", "")) if isinstance(m, dict) else str(m) for m in completion)
+    raise TypeError(f"completion must be text or a list of messages, got {type(completion).__name__}")
+
+
+def reward_func(prompts: Sequence[Any], completions: Sequence[Any], **kwargs: Any) -> list[float]:
+    """A ready-made function (reference column `answer`, server from `SCALERL_REWARD_URL` or in process)."""
+    return ScaleRLReward()(prompts, completions, **kwargs)

@@ -1,0 +1,28 @@
+"""The reward server (`scalerl-env serve`): FastAPI app factory, limits, metrics and lifecycle.
+
+Modules: `config` (ServerConfig), `models` (HTTP models), `app` (create_app), `routes`, `state`
+(pool, ledger, scoring), `limits` (body guard, in-flight bound), `metrics`, `lifecycle` (run_server).
+Names are imported lazily so that `scalerl_env.client` can use the models without loading FastAPI.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = ["ServerConfig", "create_app", "run_server"]
+
+
+def __getattr__(name: str) -> Any:
+    if name == "ServerConfig":
+        from scalerl_env.server.config import ServerConfig
+
+        return ServerConfig
+    if name == "create_app":
+        from scalerl_env.server.app import create_app
+
+        return create_app
+    if name == "run_server":
+        from scalerl_env.server.lifecycle import run_server
+
+        return run_server
+    raise AttributeError(name)

@@ -1,0 +1,84 @@
+"""The reward server's FastAPI app, built by `create_app` (a factory: no app exists at import time).
+
+Middleware order, outermost first: request timing (per route, fixed label set) → `BodyGuard` (413 for
+oversized bodies, 400 for invalid UTF-8) → FastAPI (422 with the field path for schema errors).
+The app's lifespan creates the verifier pool and opens the ledger on start-up and, on shutdown (after
+uvicorn has drained in-flight requests), closes the pool (killing sandboxes) and flushes the ledger.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from scalerl_env.server.config import ServerConfig
+from scalerl_env.server.limits import BodyGuard
+from scalerl_env.server.routes import ROUTE_PATHS, router
+from scalerl_env.server.state import Pool, ServerState, build_version
+
+
+def create_app(config: ServerConfig | None = None, *, pool: Pool | None = None, ledger: Any | None = None) -> FastAPI:
+    """Build the app. A `pool` or `ledger` passed in is used as is and not closed by the app."""
+    config = config or ServerConfig()
+    state = ServerState(config, pool=pool, ledger=ledger)
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        await state.start()
+        try:
+            yield
+        finally:
+            await state.stop()
+
+    app = FastAPI(
+        title="scalerl reward server",
+        version=build_version(),
+        description="Verifiable rewards for RL on LLMs: math and code verdicts, OpenRLHF/veRL/TRL adapters.",
+        lifespan=lifespan,
+    )
+    app.state.scalerl = state
+    app.include_router(router)
+    app.add_exception_handler(RequestValidationError, _validation_error)
+    app.add_middleware(BodyGuard, max_body_bytes=config.limits.max_body_bytes,
+                       on_reject=lambda reason: state.metrics.rejected.labels(reason=reason).inc())
+    app.add_middleware(_Timing, state=state)
+    return app
+
+
+async def _validation_error(request: Request, exc: RequestValidationError) -> JSONResponse:
+    """422 naming each offending field by its dotted path; the input is not echoed back (it may be huge)."""
+    request.app.state.scalerl.metrics.rejected.labels(reason="invalid").inc()
+    detail = []
+    for err in exc.errors():
+        loc = [p if isinstance(p, int) else str(p) for p in err.get("loc", ())]
+        path = loc[1:] if loc[:1] == ["body"] else loc
+        detail.append({"field": ".".join(str(p) for p in path) or "body", "loc": loc,
+                       "msg": str(err.get("msg", "")), "type": str(err.get("type", ""))})
+    return JSONResponse({"detail": detail}, status_code=422)
+
+
+class _Timing:
+    """Request latency by route template; unknown paths share one label so cardinality stays fixed."""
+
+    def __init__(self, app: ASGIApp, state: ServerState) -> None:
+        self.app = app
+        self.state = state
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        start = time.perf_counter()
+        try:
+            await self.app(scope, receive, send)
+        finally:
+            path = scope.get("path", "")
+            route = path if path in ROUTE_PATHS else "other"
+            self.state.metrics.request_seconds.labels(route=route).observe(time.perf_counter() - start)

@@ -1,0 +1,108 @@
+"""Prometheus metrics of the reward server, in a registry owned by one app (several apps can coexist).
+
+Exposed names (no per-prompt or per-item labels, so cardinality is fixed):
+- `scalerl_verdicts_total{domain,status}`            counter of verdicts returned
+- `scalerl_item_verify_seconds{domain}`              histogram of each verdict's `elapsed_s`
+- `scalerl_request_seconds{route}`                   histogram of request latency, admission to answer
+- `scalerl_items_in_flight`                          gauge of admitted, unanswered items
+- `scalerl_requests_rejected_total{reason}`          counter: overloaded, too_large, bad_encoding, ...
+- `scalerl_ledger_records_total`                     counter of verdicts committed to the ledger
+- `scalerl_sandbox_kills_total{reason}`              counter read from the verifier pool at scrape time
+- `scalerl_verifier_worker_kills_total{domain,reason}` same, for the verifier worker processes
+- `scalerl_build_info{version,python}`               always 1
+"""
+
+from __future__ import annotations
+
+import platform
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
+from prometheus_client.registry import Collector
+
+from scalerl_env.records import DOMAINS, Status
+
+LATENCY_BUCKETS_S = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300)
+
+
+class ServerMetrics:
+    def __init__(self, info: Callable[[], dict[str, Any]], version: str) -> None:
+        self.registry = CollectorRegistry(auto_describe=True)
+        r = self.registry
+        self.verdicts = Counter("scalerl_verdicts", "Verdicts returned", ["domain", "status"], registry=r)
+        self.item_seconds = Histogram("scalerl_item_verify_seconds", "Verifier time per item", ["domain"],
+                                      buckets=LATENCY_BUCKETS_S, registry=r)
+        self.request_seconds = Histogram("scalerl_request_seconds", "Request latency", ["route"],
+                                         buckets=LATENCY_BUCKETS_S, registry=r)
+        self.in_flight = Gauge("scalerl_items_in_flight", "Items admitted and not yet answered", registry=r)
+        self.rejected = Counter("scalerl_requests_rejected", "Requests refused", ["reason"], registry=r)
+        self.ledger_records = Counter("scalerl_ledger_records", "Verdicts committed to the ledger", registry=r)
+        self.build = Gauge("scalerl_build_info", "Build information", ["version", "python"], registry=r)
+        self.build.labels(version=version, python=platform.python_version()).set(1)
+        for domain in DOMAINS:  # series exist from the start, so rates are defined before the first item
+            for status in Status:
+                self.verdicts.labels(domain=domain, status=status.value)
+        r.register(_PoolCollector(info))
+
+    def observe(self, domains: Iterable[str], verdicts: Iterable[Any]) -> None:
+        for domain, verdict in zip(domains, verdicts):
+            self.verdicts.labels(domain=domain, status=verdict.status.value).inc()
+            self.item_seconds.labels(domain=domain).observe(max(0.0, verdict.elapsed_s))
+
+    def render(self) -> bytes:
+        return generate_latest(self.registry)
+
+
+class _PoolCollector(Collector):
+    """Turns the verifier pool's `info()` into kill counters at scrape time (the pool owns the counts)."""
+
+    def __init__(self, info: Callable[[], dict[str, Any]]) -> None:
+        self.info = info
+
+    def describe(self) -> list:
+        return []  # dynamic: nothing to check at registration
+
+    def collect(self) -> Iterable:
+        try:
+            info = self.info() or {}
+        except Exception:  # noqa: BLE001 - a scrape must never fail because the pool is starting or closing
+            info = {}
+        sandbox = CounterMetricFamily("scalerl_sandbox_kills", "Sandboxed runs killed, by reason", labels=["reason"])
+        for reason, count in sorted(sandbox_kills(info).items()):
+            sandbox.add_metric([reason], count)
+        workers = CounterMetricFamily("scalerl_verifier_worker_kills", "Verifier workers killed",
+                                      labels=["domain", "reason"])
+        for (domain, reason), count in sorted(worker_kills(info).items()):
+            workers.add_metric([domain, reason], count)
+        alive = GaugeMetricFamily("scalerl_verifier_workers", "Verifier worker processes alive", labels=["domain"])
+        for domain, count in sorted(workers_alive(info).items()):
+            alive.add_metric([domain], count)
+        return [sandbox, workers, alive]
+
+
+def sandbox_kills(info: dict[str, Any]) -> dict[str, float]:
+    code = info.get("code") if isinstance(info.get("code"), dict) else {}
+    return _numbers(code.get("kills") or code.get("kills_by_reason") or {})
+
+
+def worker_kills(info: dict[str, Any]) -> dict[tuple[str, str], float]:
+    math = info.get("math") if isinstance(info.get("math"), dict) else {}
+    kills = _numbers(math.get("kills") or math.get("kills_by_reason") or {})
+    return {("math", reason): count for reason, count in kills.items()}
+
+
+def workers_alive(info: dict[str, Any]) -> dict[str, float]:
+    out = {}
+    for domain in DOMAINS:
+        part = info.get(domain)
+        if isinstance(part, dict) and isinstance(part.get("workers_alive"), (int, float)):
+            out[domain] = float(part["workers_alive"])
+    return out
+
+
+def _numbers(mapping: Any) -> dict[str, float]:
+    if not isinstance(mapping, dict):
+        return {}
+    return {str(k): float(v) for k, v in mapping.items() if isinstance(v, (int, float))}

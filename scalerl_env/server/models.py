@@ -1,0 +1,82 @@
+"""HTTP request and response models of the reward server (all `extra="forbid"`).
+
+The verify route takes and returns the project's own contracts (`VerifyItem`, `Verdict`); the
+OpenRLHF route takes the shape OpenRLHF's remote reward model sends (`query`, `prompts`, `labels`).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import Field, model_validator
+
+from scalerl_env.records import Strict, Verdict, VerifyItem
+
+
+class VerifyRequest(Strict):
+    items: list[VerifyItem] = Field(description="math and code items, mixed freely; answered in order")
+
+
+class VerifyResponse(Strict):
+    results: list[Verdict] = Field(description="one verdict per item, in the order of the request")
+
+
+class Health(Strict):
+    status: str = "ok"
+
+
+class Readiness(Strict):
+    ready: bool
+    draining: bool
+    verifier: dict[str, Any] = Field(default_factory=dict, description="the verifier pool's info()")
+    sandbox: dict[str, Any] = Field(default_factory=dict, description="sandbox isolation layers detected")
+    ledger: str | None = None
+
+
+class LedgerQueryRequest(Strict):
+    sql: str = Field(min_length=1, max_length=100_000, description="one read-only SQL statement")
+    timeout_s: float | None = Field(default=None, gt=0, description="defaults to the server's setting")
+
+
+class LedgerQueryResponse(Strict):
+    columns: list[str]
+    rows: list[list[Any]]
+
+
+class RewardRequest(Strict):
+    """OpenRLHF remote reward model request: `query` is prompt + response, `labels` the references."""
+
+    query: list[str]
+    prompts: list[str] | None = Field(default=None, description="stripped from the front of each query")
+    labels: list[str | dict[str, Any]] = Field(
+        description="math: the answer; code: a JSON object with the tests (see docs/server.md)"
+    )
+
+    @model_validator(mode="after")
+    def _same_lengths(self) -> RewardRequest:
+        if len(self.labels) != len(self.query):
+            raise ValueError(f"labels has {len(self.labels)} entries, query has {len(self.query)}")
+        if self.prompts is not None and len(self.prompts) != len(self.query):
+            raise ValueError(f"prompts has {len(self.prompts)} entries, query has {len(self.query)}")
+        return self
+
+
+class RewardResponse(Strict):
+    rewards: list[float] = Field(description="the reward table's value for each verdict")
+    scores: list[float] = Field(description="1.0 when the verdict is correct, else 0.0 (for dynamic filtering)")
+    extra_logs: dict[str, list[float]] = Field(description="per-sample diagnostics OpenRLHF logs")
+
+
+class ErrorResponse(Strict):
+    detail: str
+
+
+class FieldError(Strict):
+    field: str = Field(description="dotted path of the offending field, e.g. items.3.answer")
+    loc: list[str | int]
+    msg: str
+    type: str
+
+
+class ValidationErrorResponse(Strict):
+    detail: list[FieldError]

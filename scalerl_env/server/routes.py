@@ -1,0 +1,151 @@
+"""Routes of the reward server. Each takes and returns a pydantic model; errors are 4xx naming the field."""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+import decimal
+import math
+import uuid
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from fastapi import APIRouter, HTTPException, Request, Response
+from fastapi.exceptions import RequestValidationError
+
+from scalerl_env.adapters import AdapterInputError, openrlhf
+from scalerl_env.records import VerifyItem
+from scalerl_env.server.models import (
+    ErrorResponse,
+    Health,
+    LedgerQueryRequest,
+    LedgerQueryResponse,
+    Readiness,
+    RewardRequest,
+    RewardResponse,
+    ValidationErrorResponse,
+    VerifyRequest,
+    VerifyResponse,
+)
+from scalerl_env.server.state import ServerState
+
+router = APIRouter()
+ROUTE_PATHS = frozenset({"/v1/verify", "/healthz", "/readyz", "/metrics", "/v1/ledger/query", "/get_reward"})
+METRICS_CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
+
+
+def _errors(*codes: int) -> dict[int | str, dict[str, Any]]:
+    described = {
+        400: "malformed body (invalid UTF-8, bad Content-Length) or rejected SQL",
+        409: "no ledger is attached (start the server with --ledger FILE)",
+        413: "body larger than limits.max_body_bytes or more items than limits.max_batch_items",
+        503: "overloaded (too many items in flight) or shutting down; retry after Retry-After seconds",
+        504: "not finished within the deadline",
+    }
+    out: dict[int | str, dict[str, Any]] = {
+        code: {"model": ErrorResponse, "description": described[code]} for code in codes
+    }
+    out[422] = {"model": ValidationErrorResponse, "description": "schema error; `field` names the path"}
+    return out
+
+
+def _state(request: Request) -> ServerState:
+    return request.app.state.scalerl
+
+
+@router.post("/v1/verify", response_model=VerifyResponse, responses=_errors(400, 413, 503, 504))
+async def verify(body: VerifyRequest, request: Request) -> VerifyResponse:
+    """Score math and code items (mixed freely); verdicts come back in request order."""
+    _reject_surrogates(body.items, lambda i, name: ("items", i, name))
+    return VerifyResponse(results=await _state(request).score(body.items))
+
+
+@router.post("/get_reward", response_model=RewardResponse, responses=_errors(400, 413, 503, 504))
+async def get_reward(body: RewardRequest, request: Request) -> RewardResponse:
+    """OpenRLHF remote reward model: `--remote_rm_url http://HOST:PORT/get_reward`."""
+    try:
+        items = openrlhf.request_items(body)
+    except AdapterInputError as exc:
+        raise RequestValidationError([{"loc": ("body", *exc.loc), "msg": exc.msg, "type": "value_error"}])
+    _reject_surrogates(items, lambda i, name: ("query", i) if name == "completion" else ("labels", i))
+    verdicts = await _state(request).score(items)
+    return openrlhf.reward_response(verdicts, prompts_stripped=openrlhf.stripped_flags(body))
+
+
+@router.get("/healthz", response_model=Health)
+async def healthz() -> Health:
+    """Alive: the process answers. Says nothing about the verifier pool (see /readyz)."""
+    return Health()
+
+
+@router.get("/readyz", response_model=Readiness, responses={503: {"model": Readiness}})
+async def readyz(request: Request, response: Response) -> Readiness:
+    """Ready: the verifier pool is warm, sandbox layers are known, and the server is not draining."""
+    state = _state(request)
+    pool_ready = state.pool is not None and await asyncio.to_thread(state.pool.ready)
+    ready = bool(pool_ready) and not state.draining
+    if not ready:
+        response.status_code = 503
+    return Readiness(ready=ready, draining=state.draining, verifier=_plain(state.pool_info()),
+                     sandbox=state.sandbox_layers, ledger=state.config.ledger)
+
+
+@router.get("/metrics", response_class=Response,
+            responses={200: {"content": {"text/plain": {}}, "description": "Prometheus text format"}})
+async def metrics(request: Request) -> Response:
+    """Prometheus exposition (text format 0.0.4); an explicit route, not a mounted sub-app."""
+    body = await asyncio.to_thread(_state(request).metrics.render)
+    return Response(content=body, media_type=METRICS_CONTENT_TYPE)
+
+
+@router.post("/v1/ledger/query", response_model=LedgerQueryResponse, responses=_errors(400, 409, 413, 504))
+async def ledger_query(body: LedgerQueryRequest, request: Request) -> LedgerQueryResponse:
+    """Read-only SQL against the attached ledger (what `scalerl-env ledger query --url` calls)."""
+    state = _state(request)
+    if state.ledger is None:
+        raise HTTPException(409, "no ledger is attached to this server; start it with --ledger FILE")
+    timeout_s = min(body.timeout_s or state.config.ledger_query_timeout_s, state.config.max_ledger_query_timeout_s)
+    try:
+        result = await asyncio.wait_for(
+            state.in_ledger_thread(state.ledger.query, body.sql, timeout_s=timeout_s), timeout=timeout_s + 5.0
+        )
+    except (asyncio.TimeoutError, TimeoutError):
+        raise HTTPException(504, f"query did not finish within {timeout_s} s")
+    except Exception as exc:  # noqa: BLE001 - the ledger's read-only guard and SQL errors: the caller's mistake, not ours
+        raise HTTPException(400, f"{type(exc).__name__}: {exc}")
+    rows = [[_plain(v) for v in row] for row in list(result.rows)[: state.config.max_ledger_rows]]
+    return LedgerQueryResponse(columns=[str(c) for c in result.columns], rows=rows)
+
+
+def _reject_surrogates(items: Sequence[VerifyItem], loc: Callable[[int, str], tuple]) -> None:
+    """JSON escapes can smuggle lone surrogates (not Unicode) past the UTF-8 check: 422 naming the field."""
+    for i, item in enumerate(items):
+        for name in ("completion", "answer"):
+            text = getattr(item, name)
+            if text is not None and not text.isascii():
+                try:
+                    text.encode("utf-8")
+                except UnicodeEncodeError as exc:
+                    raise RequestValidationError([{"loc": ("body", *loc(i, name)), "type": "unicode_error",
+                                                   "msg": f"lone surrogate at character {exc.start}"}])
+
+
+def _plain(value: Any) -> Any:
+    """A JSON-safe copy: NaN/inf → null, timestamps → ISO text, decimals → float, bytes → hex."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, (str, int, bool)) or value is None:
+        return value
+    if isinstance(value, dict):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple, set)):
+        return [_plain(v) for v in value]
+    if isinstance(value, (dt.datetime, dt.date, dt.time)):
+        return value.isoformat()
+    if isinstance(value, decimal.Decimal):
+        return _plain(float(value))
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return bytes(value).hex()
+    if isinstance(value, (uuid.UUID, dt.timedelta)):
+        return str(value)
+    return str(value)

@@ -1,0 +1,153 @@
+"""What one running reward server holds: the verifier pool, the optional ledger, limits and metrics.
+
+Guarantees:
+- Scoring runs on worker threads that call the (thread-safe) verifier pool, never on the event loop,
+  so one slow item does not stall other requests, health checks or metrics.
+- Items that carry a `prompt_id` are committed to the attached ledger before their request is answered:
+  an acknowledged verdict is a committed one. All ledger calls go through one thread (one writer).
+- Items count against `max_items_in_flight` from admission until the pool has finished with them, even
+  when their request already got 504 for passing its deadline; the bound holds for work, not for replies.
+
+Not guaranteed: a request answered 504 may still have its verdicts recorded afterwards (they were
+computed; the client just stopped waiting).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from importlib import metadata
+from typing import Any, Protocol
+
+from fastapi import HTTPException
+
+from scalerl_env.records import Verdict, VerifyItem
+from scalerl_env.server.config import ServerConfig
+from scalerl_env.server.limits import InFlight
+from scalerl_env.server.metrics import ServerMetrics
+
+logger = logging.getLogger(__name__)
+
+
+class Pool(Protocol):
+    def verify_batch(self, items: Sequence[VerifyItem]) -> list[Verdict]: ...
+    def ready(self) -> bool: ...
+    def info(self) -> dict[str, Any]: ...
+    def close(self) -> None: ...
+
+
+def build_version() -> str:
+    try:
+        return metadata.version("scalerl")
+    except metadata.PackageNotFoundError:
+        return "0+unknown"
+
+
+def detect_sandbox_layers() -> dict[str, Any]:
+    """The sandbox isolation layers available here (reported by /readyz); the error text if detection fails."""
+    try:
+        from verifiers.sandbox import detect_layers
+
+        return dict(detect_layers())
+    except Exception as exc:  # noqa: BLE001 - reported, not fatal: math-only servers run without a sandbox
+        return {"error": f"{type(exc).__name__}: {exc}"}
+
+
+class ServerState:
+    def __init__(self, config: ServerConfig, pool: Pool | None = None, ledger: Any | None = None) -> None:
+        self.config = config
+        self.pool = pool
+        self.owns_pool = pool is None
+        self.ledger = ledger
+        self.owns_ledger = ledger is None
+        self.draining = False
+        self.sandbox_layers: dict[str, Any] = {}
+        self.inflight = InFlight(config.limits.max_items_in_flight)
+        self.metrics = ServerMetrics(self.pool_info, build_version())
+        self.executor = ThreadPoolExecutor(config.limits.concurrent_batches, thread_name_prefix="scalerl-verify")
+        self.ledger_executor = ThreadPoolExecutor(1, thread_name_prefix="scalerl-ledger")
+
+    # ------------------------------------------------------------------------------------- lifecycle
+    async def start(self) -> None:
+        if self.pool is None:
+            from verifiers import VerifierPool
+
+            self.pool = await asyncio.to_thread(VerifierPool, self.config.verifier)
+        self.sandbox_layers = await asyncio.to_thread(detect_sandbox_layers)
+        if self.ledger is None and self.config.ledger:
+            from curriculum.ledger import Ledger
+
+            self.ledger = await self.in_ledger_thread(Ledger, self.config.ledger)
+        logger.info("reward server ready (ledger: %s)", self.config.ledger or "none")
+
+    async def stop(self) -> None:
+        """Called after uvicorn drained the requests: kill sandboxes/workers, flush and close the ledger."""
+        self.draining = True
+        if self.pool is not None and self.owns_pool:
+            await asyncio.to_thread(self.pool.close)
+        if self.ledger is not None:
+            await self.in_ledger_thread(self.ledger.flush)
+            if self.owns_ledger:
+                await self.in_ledger_thread(self.ledger.close)
+        self.executor.shutdown(wait=False, cancel_futures=True)
+        self.ledger_executor.shutdown(wait=True)
+        logger.info("reward server stopped")
+
+    async def in_ledger_thread(self, fn: Any, *args: Any, **kwargs: Any) -> Any:
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self.ledger_executor, lambda: fn(*args, **kwargs))
+
+    def pool_info(self) -> dict[str, Any]:
+        return self.pool.info() if self.pool is not None else {}
+
+    # ------------------------------------------------------------------------------------- scoring
+    async def score(self, items: Sequence[VerifyItem]) -> list[Verdict]:
+        """Admit, score off the loop, record, answer: 413/503/504 as `HTTPException`s."""
+        limits = self.config.limits
+        if self.draining or self.pool is None:
+            self.metrics.rejected.labels(reason="draining").inc()
+            raise HTTPException(503, "server is starting or shutting down",
+                                headers={"Retry-After": str(limits.retry_after_s)})
+        n = len(items)
+        if n > limits.max_batch_items:
+            self.metrics.rejected.labels(reason="too_many_items").inc()
+            raise HTTPException(413, f"batch of {n} items exceeds limits.max_batch_items={limits.max_batch_items}")
+        if n == 0:
+            return []
+        if not self.inflight.try_acquire(n):
+            self.metrics.rejected.labels(reason="overloaded").inc()
+            raise HTTPException(503, f"{self.inflight.count} items in flight; limit {limits.max_items_in_flight}",
+                                headers={"Retry-After": str(limits.retry_after_s)})
+        self.metrics.in_flight.set(self.inflight.count)
+        future = asyncio.get_running_loop().run_in_executor(self.executor, self._score_and_record, list(items))
+        future.add_done_callback(lambda _f: self._release(n))
+        try:
+            verdicts = await asyncio.wait_for(asyncio.shield(future), timeout=limits.request_deadline_s)
+        except asyncio.TimeoutError:
+            self.metrics.rejected.labels(reason="deadline").inc()
+            raise HTTPException(504, f"not scored within limits.request_deadline_s={limits.request_deadline_s}")
+        self.metrics.observe((item.domain for item in items), verdicts)
+        return verdicts
+
+    def _release(self, n: int) -> None:
+        self.inflight.release(n)
+        self.metrics.in_flight.set(self.inflight.count)
+
+    def _score_and_record(self, items: list[VerifyItem]) -> list[Verdict]:
+        """Runs on a worker thread."""
+        verdicts = self.pool.verify_batch(items)
+        if len(verdicts) != len(items):
+            raise RuntimeError(f"verifier returned {len(verdicts)} verdicts for {len(items)} items")
+        for item, verdict in zip(items, verdicts):
+            if verdict.id is None:
+                verdict.id = item.id
+        if self.ledger is not None:
+            keep = [i for i, item in enumerate(items) if item.prompt_id is not None]
+            if keep:
+                self.ledger_executor.submit(
+                    self.ledger.record, [items[i] for i in keep], [verdicts[i] for i in keep]
+                ).result()
+                self.metrics.ledger_records.inc(len(keep))
+        return verdicts
