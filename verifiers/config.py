@@ -14,9 +14,9 @@ class MathConfig(Strict):
     timeout_s: float = Field(default=5.0, gt=0, description="hard per-item deadline; the worker is killed past it")
     max_completion_chars: int = Field(default=1_000_000, ge=1, description="longer completions are cut from the front")
     max_answer_chars: int = Field(default=1000, ge=1, description="extracted answers longer than this are unparsable")
-    soft_timeout_fraction: float = Field(
+    soft_timeout_fraction: float | None = Field(
         default=0.8, gt=0, le=1, description="the worker's own timer fires at this fraction of timeout_s "
-        "(answers `timeout` without a kill when the work is interruptible)"
+        "(answers `timeout` without a kill when the work is interruptible); null = hard deadline only"
     )
     worker_memory_mb: int = Field(default=2048, ge=0, description="address-space limit per worker; 0 = none")
     fast_path: bool = Field(default=True, description="decide plain numbers exactly before sympy")

@@ -49,7 +49,8 @@ def _answer(settings, gold: str, pred: str, soft_timeout_s: float) -> dict:
     from verifiers.math import judge
 
     start = time.perf_counter()
-    signal.setitimer(signal.ITIMER_REAL, soft_timeout_s)
+    if soft_timeout_s > 0:  # 0: no soft timer, the parent's hard deadline alone applies
+        signal.setitimer(signal.ITIMER_REAL, soft_timeout_s)
     try:
         result = judge(gold, pred, settings)
         out = {"status": result.status, "reason": result.reason}

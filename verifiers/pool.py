@@ -48,7 +48,7 @@ class _Worker:
     def __init__(self, config: MathConfig):
         boot = {"settings": {name: getattr(config, name) for name in SETTINGS_FIELDS},
                 "memory_mb": config.worker_memory_mb,
-                "soft_timeout_s": config.timeout_s * config.soft_timeout_fraction}
+                "soft_timeout_s": config.timeout_s * (config.soft_timeout_fraction or 0.0)}
         self.proc = subprocess.Popen(
             [sys.executable, "-I", "-c", _BOOT, _PACKAGE_ROOT, json.dumps(boot)],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=None, bufsize=0,
@@ -141,7 +141,8 @@ class MathWorkerPool:
                     "restarts": self.stats["restarts"], "kills": dict(self.stats["kills"]),
                     "requests": self.stats["requests"], "start_failures": self.stats["start_failures"],
                     "queued": self._queue.qsize(), "timeout_s": self.config.timeout_s,
-                    "startup_s": list(self.stats["startup_s"][-8:])}
+                    "startup_s": list(self.stats["startup_s"][-8:]),
+                    "pids": sorted(w.proc.pid for w in self._workers.values())}
 
     def close(self) -> None:
         with self._lock:

@@ -1,9 +1,131 @@
-"""`scalerl-env verify` (filled in by its issue)."""
+"""`scalerl-env verify`: score a JSONL file of verify items, one verdict per line, in input order.
+
+Every input line is validated before any work starts: a malformed line stops the command with exit
+code 2 and a message naming the line number and the field; nothing is written in that case. Wrong
+answers are results, not failures: the exit code is 0 whenever the file was scored. With `--out` the
+verdict file is written atomically and a summary (counts by status, accuracy, throughput) is printed
+to stdout; without it verdicts go to stdout and the summary to stderr.
+"""
 
 from __future__ import annotations
 
+import json
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Optional
+
 import typer
+
+CHUNK_ITEMS = 256
+READY_TIMEOUT_S = 300.0
+EXAMPLE = "scalerl-env verify --file datasets/samples/math_items.jsonl --out runs/demo/verdicts.jsonl"
+
+
+def read_items(source: str) -> list:
+    """Verify items from a JSONL file (`-` = stdin); blank lines are skipped.
+
+    Raises `typer.BadParameter`-style `ValueError` naming the 1-based line number and the field."""
+    from pydantic import ValidationError
+
+    from scalerl_env.records import VerifyItem
+
+    stream = sys.stdin if source == "-" else open(source, encoding="utf-8")
+    items = []
+    with stream:
+        for lineno, line in enumerate(stream, start=1):
+            if not line.strip():
+                continue
+            try:
+                items.append(VerifyItem.model_validate_json(line))
+            except ValidationError as exc:
+                first = exc.errors()[0]
+                field = ".".join(str(p) for p in first["loc"]) or "(line)"
+                raise ValueError(f"line {lineno}: {field}: {first['msg']}") from None
+    return items
+
+
+def summarize(verdicts: list, wall_s: float) -> dict:
+    counts = Counter(v.status.value for v in verdicts)
+    scored = len(verdicts) - counts.get("error", 0)
+    paths = Counter(v.details.get("path", "extraction") for v in verdicts)
+    return {
+        "items": len(verdicts), "counts": dict(counts), "correct": counts.get("correct", 0),
+        "accuracy": counts.get("correct", 0) / scored if scored else 0.0, "errors": counts.get("error", 0),
+        "wall_s": wall_s, "items_per_s": len(verdicts) / wall_s if wall_s > 0 else 0.0,
+        "deduplicated": sum(bool(v.details.get("deduplicated")) for v in verdicts), "paths": dict(paths),
+        "max_elapsed_s": max((v.elapsed_s for v in verdicts), default=0.0),
+    }
+
+
+def format_summary(s: dict, workers: int, startup_s: float) -> str:
+    order = ("correct", "wrong", "no_answer", "unparsable", "timeout", "error")
+    lines = [f"verified {s['items']} items in {s['wall_s']:.2f} s = {s['items_per_s']:.1f} items/s "
+             f"({workers} math workers, warm-up {startup_s:.1f} s not counted)"]
+    for status in order:
+        n = s["counts"].get(status, 0)
+        share = 100.0 * n / s["items"] if s["items"] else 0.0
+        lines.append(f"  {status:<11}{n:>7}  {share:5.1f}%")
+    lines.append(f"accuracy {s['correct']}/{s['items'] - s['errors']} = {100 * s['accuracy']:.1f}% "
+                 f"(verifier errors excluded: {s['errors']})")
+    paths = ", ".join(f"{k} {v}" for k, v in sorted(s["paths"].items()))
+    lines.append(f"decided by: {paths}; deduplicated {s['deduplicated']}; "
+                 f"slowest item {s['max_elapsed_s']:.3f} s")
+    return "\n".join(lines)
+
+
+def _score(pool, items: list, show_progress: bool) -> list:
+    if not show_progress:
+        return pool.verify_batch(items)
+    from rich.progress import Progress
+
+    verdicts: list = []
+    with Progress(transient=True) as progress:
+        task = progress.add_task("verifying", total=len(items))
+        for start in range(0, len(items), CHUNK_ITEMS):
+            verdicts.extend(pool.verify_batch(items[start:start + CHUNK_ITEMS]))
+            progress.update(task, completed=len(verdicts))
+    return verdicts
 
 
 def register(app: typer.Typer) -> None:
-    """Add the `verify` command(s) to `app`."""
+    """Add the `verify` command to `app`."""
+
+    @app.command("verify", help=f"Score verify items (JSONL) into verdicts.\n\nExample: {EXAMPLE}")
+    def verify(
+        file: str = typer.Option(..., "--file", "-f", help="JSONL verify items, one per line; - for stdin"),
+        out: Optional[Path] = typer.Option(None, "--out", "-o", help="verdicts JSONL (default: stdout)"),
+        workers: Optional[int] = typer.Option(None, "--workers", "-w", min=1, help="math worker processes"),
+        config: Optional[Path] = typer.Option(None, "--config", help="VerifierConfig YAML"),
+        overrides: Optional[list[str]] = typer.Argument(None, help="dotted overrides, e.g. math.timeout_s=2"),
+    ) -> None:
+        from scalerl_env.config import ConfigError, atomic_write_text, load_config
+        from verifiers.batch import VerifierPool
+        from verifiers.config import VerifierConfig
+
+        extra = [f"math.workers={workers}"] if workers else []
+        try:
+            cfg = load_config(VerifierConfig, config, [*(overrides or []), *extra])
+            items = read_items(file)
+        except (ConfigError, ValueError, OSError) as exc:
+            typer.echo(f"error: {file if not isinstance(exc, ConfigError) else 'config'}: {exc}", err=True)
+            raise typer.Exit(2) from None
+        with VerifierPool(cfg) as pool:
+            start = time.perf_counter()
+            while not pool.ready() and time.perf_counter() - start < READY_TIMEOUT_S:
+                time.sleep(0.05)
+            startup_s = time.perf_counter() - start
+            t0 = time.perf_counter()
+            verdicts = _score(pool, items, show_progress=sys.stderr.isatty())
+            wall_s = time.perf_counter() - t0
+        text = "".join(json.dumps(v.model_dump(mode="json", include={"id", "status", "reward", "details",
+                                                                      "elapsed_s"})) + "\n" for v in verdicts)
+        summary = format_summary(summarize(verdicts, wall_s), cfg.math.workers, startup_s)
+        if out is not None:
+            atomic_write_text(out, text)
+            typer.echo(summary)
+            typer.echo(f"verdicts: {out}")
+        else:
+            sys.stdout.write(text)
+            typer.echo(summary, err=True)
