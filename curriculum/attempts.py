@@ -1,0 +1,101 @@
+"""Turning verdicts and attempt rows into the Arrow batches the ledger appends.
+
+Every path into `attempts` goes through `to_attempts_table`, which checks the columns once for the
+whole batch (required columns present and non-null, statuses known) and fills the derived ones:
+`correct` from `status`, and `reward` from the reward table when a row has none.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping, Sequence
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from curriculum.models import LedgerError
+from curriculum.schema import ATTEMPT_COLUMNS
+from scalerl_env.records import DEFAULT_REWARDS, RewardTable, Status, Verdict, VerifyItem
+
+ATTEMPT_SCHEMA = pa.schema([
+    ("prompt_id", pa.string()), ("domain", pa.string()), ("step", pa.int64()), ("policy_version", pa.int64()),
+    ("sample_index", pa.int32()), ("reward", pa.float64()), ("status", pa.string()), ("correct", pa.bool_()),
+    ("truncated", pa.bool_()), ("completion_tokens", pa.int64()), ("item_id", pa.string()),
+    ("elapsed_s", pa.float64()),
+])
+assert tuple(ATTEMPT_SCHEMA.names) == ATTEMPT_COLUMNS
+REQUIRED = ("prompt_id", "domain", "status")
+STATUSES = [s.value for s in Status]
+
+
+def rows_from_verdicts(
+    items: Sequence[VerifyItem], verdicts: Sequence[Verdict], *, step: int | None, policy_version: int | None
+) -> dict[str, list[Any]]:
+    """Columns for the items that carry a prompt_id; an item's own step/policy_version win."""
+    if len(items) != len(verdicts):
+        raise LedgerError(f"record() got {len(items)} items but {len(verdicts)} verdicts")
+    cols: dict[str, list[Any]] = {name: [] for name in ATTEMPT_COLUMNS}
+    for item, verdict in zip(items, verdicts):
+        if item.prompt_id is None:
+            continue
+        values = (
+            item.prompt_id, item.domain, item.step if item.step is not None else step,
+            item.policy_version if item.policy_version is not None else policy_version, item.sample_index,
+            float(verdict.reward), verdict.status.value, verdict.status is Status.correct, item.truncated,
+            item.completion_tokens, verdict.id or item.id or None, float(verdict.elapsed_s),
+        )
+        for name, value in zip(ATTEMPT_COLUMNS, values):
+            cols[name].append(value)
+    return cols
+
+
+def to_attempts_table(
+    rows: pa.Table | Sequence[Mapping[str, Any]] | Mapping[str, list[Any]],
+    rewards: RewardTable = DEFAULT_REWARDS,
+) -> pa.Table:
+    """An Arrow table with exactly ATTEMPT_SCHEMA; raises LedgerError naming the bad column."""
+    if isinstance(rows, pa.Table):
+        table = rows
+    elif isinstance(rows, Mapping):
+        table = pa.table(dict(rows))
+    else:
+        table = pa.Table.from_pylist(list(rows))
+    unknown = [c for c in table.column_names if c not in ATTEMPT_COLUMNS]
+    if unknown:
+        raise LedgerError(f"unknown attempt column(s) {unknown}; known: {list(ATTEMPT_COLUMNS)}")
+    missing = [c for c in REQUIRED if c not in table.column_names]
+    if missing and table.num_rows:
+        raise LedgerError(f"attempt rows need column(s) {missing}")
+    n = table.num_rows
+    columns = []
+    for field in ATTEMPT_SCHEMA:
+        if field.name in table.column_names:
+            try:
+                columns.append(table[field.name].cast(field.type))
+            except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
+                raise LedgerError(f"attempt column {field.name!r} is not {field.type}: {exc}") from exc
+        else:
+            columns.append(pa.nulls(n, field.type))
+    out = pa.Table.from_arrays(columns, schema=ATTEMPT_SCHEMA)
+    return _fill_derived(out, rewards) if n else out
+
+
+def _fill_derived(table: pa.Table, rewards: RewardTable) -> pa.Table:
+    for name in REQUIRED:
+        if table[name].null_count:
+            raise LedgerError(f"attempt column {name!r} has {table[name].null_count} null value(s)")
+    known = pc.is_in(table["status"], value_set=pa.array(STATUSES))
+    if not pc.all(known).as_py():
+        bad = pc.filter(table["status"], pc.invert(known)).unique().to_pylist()[:5]
+        raise LedgerError(f"unknown status value(s) {bad}; known: {STATUSES}")
+    is_correct = pc.equal(table["status"], "correct")
+    given = table["correct"]
+    if given.null_count < len(given) and not pc.all(pc.equal(pc.fill_null(given, True), is_correct)).as_py():
+        # `correct` is derived from status; a row that says otherwise is contradictory input.
+        raise LedgerError("attempt column 'correct' contradicts 'status' (correct is status == 'correct')")
+    table = table.set_column(table.schema.get_field_index("correct"), "correct", is_correct)
+    if table["reward"].null_count:
+        by_status = pa.array([rewards.reward(s) for s in STATUSES], pa.float64())
+        default = pc.take(by_status, pc.index_in(table["status"], value_set=pa.array(STATUSES)))
+        filled = pc.coalesce(table["reward"], default)
+        table = table.set_column(table.schema.get_field_index("reward"), "reward", filled)
+    return table

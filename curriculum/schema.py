@@ -1,0 +1,164 @@
+"""The ledger's DuckDB schema: tables, views, the version stamp and the migrations between versions.
+
+Version history (stored in `ledger_meta.schema_version`):
+- 1: `ledger_meta`, `problems`, `attempts` (the minimal DESIGN.md layout, pass rates computed ad hoc).
+- 2: adds `retirements` (permanent, with the step, epoch and sequence number of each retirement),
+  `ingests` (sha256 of every bulk-imported file: a second import of the same file is refused),
+  `sampler_state` / `epochs` (what the sampler needs to resume), attempt columns `item_id` and
+  `elapsed_s`, and the views `pass_rates` and `retired`.
+
+Opening a file of an older version migrates it in one transaction (`MIGRATIONS`); a file of a newer
+version is refused with `LedgerSchemaError` (this code cannot know what the newer one means).
+
+`pass_rates` is the one definition of a prompt's statistics: the owner's in-memory index is built from
+this view when the file is opened and is checked against it by the tests.
+- `scored` excludes `status = 'error'` (the verifier failed, not the model; DESIGN.md "Verdict");
+  `pass_rate = correct / scored`.
+- The "last group" is the prompt's samples at its most recent step (`coalesce(step, -1)`, so samples
+  without a step form one group); `last_group_pass_rate` is what no-positive resampling compares with
+  its threshold under `window = "group"`.
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+import duckdb
+
+SCHEMA_VERSION = 2
+NO_STEP = -1  # the group key of samples recorded without a step
+
+V1_DDL = """
+CREATE TABLE IF NOT EXISTS ledger_meta (key VARCHAR PRIMARY KEY, value VARCHAR NOT NULL);
+CREATE TABLE IF NOT EXISTS problems (
+    prompt_id VARCHAR PRIMARY KEY, domain VARCHAR NOT NULL, source VARCHAR NOT NULL, prompt JSON NOT NULL,
+    answer VARCHAR, tests JSON, difficulty_prior DOUBLE, metadata JSON, added_at TIMESTAMPTZ DEFAULT now());
+CREATE TABLE IF NOT EXISTS attempts (
+    prompt_id VARCHAR NOT NULL, domain VARCHAR NOT NULL, step BIGINT, policy_version BIGINT,
+    sample_index INTEGER, reward DOUBLE NOT NULL, status VARCHAR NOT NULL, correct BOOLEAN NOT NULL,
+    truncated BOOLEAN, completion_tokens BIGINT, created_at TIMESTAMPTZ NOT NULL DEFAULT now());
+"""
+
+V2_DDL = """
+ALTER TABLE attempts ADD COLUMN IF NOT EXISTS item_id VARCHAR;
+ALTER TABLE attempts ADD COLUMN IF NOT EXISTS elapsed_s DOUBLE;
+CREATE TABLE IF NOT EXISTS retirements (
+    prompt_id VARCHAR PRIMARY KEY, domain VARCHAR NOT NULL, seq BIGINT NOT NULL, step BIGINT, epoch BIGINT,
+    pass_rate DOUBLE NOT NULL, window_samples BIGINT NOT NULL, threshold DOUBLE NOT NULL,
+    retired_at TIMESTAMPTZ NOT NULL DEFAULT now());
+CREATE TABLE IF NOT EXISTS ingests (
+    sha256 VARCHAR PRIMARY KEY, path VARCHAR NOT NULL, rows BIGINT NOT NULL,
+    ingested_at TIMESTAMPTZ NOT NULL DEFAULT now());
+CREATE TABLE IF NOT EXISTS sampler_state (
+    name VARCHAR PRIMARY KEY, state JSON NOT NULL, updated_at TIMESTAMPTZ NOT NULL DEFAULT now());
+CREATE TABLE IF NOT EXISTS epochs (
+    sampler VARCHAR NOT NULL, domain VARCHAR NOT NULL, epoch BIGINT NOT NULL, active_prompts BIGINT NOT NULL,
+    retired_before BIGINT NOT NULL, started_at TIMESTAMPTZ NOT NULL DEFAULT now(),
+    PRIMARY KEY (sampler, domain, epoch));
+"""
+
+# Column order of the attempts Arrow batches the ledger appends (created_at is filled by DuckDB).
+ATTEMPT_COLUMNS = (
+    "prompt_id", "domain", "step", "policy_version", "sample_index", "reward", "status", "correct",
+    "truncated", "completion_tokens", "item_id", "elapsed_s",
+)
+
+VIEWS_DDL = f"""
+CREATE OR REPLACE VIEW pass_rates AS
+WITH groups AS (
+    SELECT prompt_id, coalesce(step, {NO_STEP}) AS group_step, any_value(domain) AS domain,
+           count(*) AS attempts, count(*) FILTER (WHERE status <> 'error') AS scored,
+           count(*) FILTER (WHERE correct) AS correct, count(*) FILTER (WHERE truncated) AS truncated,
+           sum(reward) AS reward_sum, min(step) AS first_step, max(step) AS last_step,
+           max(created_at) AS last_seen_at
+    FROM attempts GROUP BY ALL
+), prompts AS (
+    SELECT prompt_id, any_value(domain) AS domain, sum(attempts)::BIGINT AS attempts,
+           sum(scored)::BIGINT AS scored, sum(correct)::BIGINT AS correct,
+           sum(truncated)::BIGINT AS truncated, sum(reward_sum) / sum(attempts) AS reward_mean,
+           min(first_step) AS first_step, max(last_step) AS last_step, max(group_step) AS last_group_step,
+           arg_max(scored, group_step) AS last_group_scored, arg_max(correct, group_step) AS last_group_correct,
+           max(last_seen_at) AS last_seen_at
+    FROM groups GROUP BY prompt_id
+)
+SELECT p.prompt_id, p.domain, p.attempts, p.scored, p.correct, p.truncated,
+       p.correct / nullif(p.scored, 0) AS pass_rate, p.reward_mean, p.first_step, p.last_step,
+       nullif(p.last_group_step, {NO_STEP}) AS last_group_step, p.last_group_scored, p.last_group_correct,
+       p.last_group_correct / nullif(p.last_group_scored, 0) AS last_group_pass_rate,
+       r.prompt_id IS NOT NULL AS retired, r.step AS retired_step, r.epoch AS retired_epoch, p.last_seen_at
+FROM prompts p LEFT JOIN retirements r USING (prompt_id);
+
+CREATE OR REPLACE VIEW retired AS
+SELECT prompt_id, domain, seq, step, epoch, pass_rate, window_samples, threshold, retired_at
+FROM retirements ORDER BY seq;
+"""
+
+
+class LedgerSchemaError(RuntimeError):
+    """The file's schema version is not one this code can open (newer, or unreadable)."""
+
+
+def _migrate_1_to_2(con: duckdb.DuckDBPyConnection) -> None:
+    # Pass-rate history already in a v1 file is kept; retirements start empty and are decided from the
+    # next recorded batch on (the ledger re-evaluates every prompt once right after a migration).
+    con.execute(V2_DDL)
+
+
+MIGRATIONS: dict[int, Callable[[duckdb.DuckDBPyConnection], None]] = {1: _migrate_1_to_2}
+
+
+def read_version(con: duckdb.DuckDBPyConnection) -> int | None:
+    """The stored schema version, or None for an empty database."""
+    tables = {r[0] for r in con.execute("SELECT table_name FROM duckdb_tables()").fetchall()}
+    if "ledger_meta" not in tables:
+        if tables:
+            raise LedgerSchemaError(f"not a scalerl ledger (tables {sorted(tables)} but no ledger_meta)")
+        return None
+    row = con.execute("SELECT value FROM ledger_meta WHERE key = 'schema_version'").fetchone()
+    if row is None:
+        raise LedgerSchemaError("ledger_meta has no schema_version")
+    return int(row[0])
+
+
+def create_or_migrate(con: duckdb.DuckDBPyConnection, path: str) -> int:
+    """Bring the database to SCHEMA_VERSION; returns the version found (0 for a new file)."""
+    found = read_version(con)
+    if found is not None and found > SCHEMA_VERSION:
+        raise LedgerSchemaError(
+            f"ledger {path} has schema version {found}; this scalerl understands versions up to "
+            f"{SCHEMA_VERSION}. Open it with a newer scalerl (the file was not modified)."
+        )
+    if found == SCHEMA_VERSION:
+        con.execute(VIEWS_DDL)  # views are code: refresh them to this version's definition
+        return found
+    con.execute("BEGIN TRANSACTION")
+    try:
+        if found is None:
+            con.execute(V1_DDL)
+            con.execute(V2_DDL)
+        else:
+            for version in range(found, SCHEMA_VERSION):
+                MIGRATIONS[version](con)
+        con.execute(VIEWS_DDL)
+        con.execute(
+            "INSERT OR REPLACE INTO ledger_meta VALUES ('schema_version', ?)", [str(SCHEMA_VERSION)]
+        )
+        con.execute("COMMIT")
+    except Exception:
+        con.execute("ROLLBACK")
+        raise
+    return found or 0
+
+
+def check_readable(con: duckdb.DuckDBPyConnection, path: str) -> int:
+    """For read-only opens: the version must be exactly current (a read-only open cannot migrate)."""
+    found = read_version(con)
+    if found is None:
+        raise LedgerSchemaError(f"{path} is an empty database, not a scalerl ledger")
+    if found != SCHEMA_VERSION:
+        newer = found > SCHEMA_VERSION
+        hint = "open it with a newer scalerl" if newer else "open it once read-write to migrate it"
+        raise LedgerSchemaError(
+            f"ledger {path} has schema version {found}, this scalerl reads version {SCHEMA_VERSION}; {hint}"
+        )
+    return found
