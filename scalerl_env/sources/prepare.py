@@ -1,0 +1,165 @@
+"""Prepare a source into problem records, hold out a validation split, and self-check gold answers.
+
+`prepare` reads raw rows (loading.py), adapts each (adapters.py), drops repeated prompt ids (first
+kept) and splits off a held-out set. A row that fails is reported as a `RowError` (source, origin,
+row number, reason) and the run goes on. `check_records` scores every record's gold completion
+(`metadata["solution"]`) with `verifiers.verify_batch` and reports those not `correct`.
+
+Held-out split: the `n` records with the smallest sha256(f"{seed}:{prompt_id}") — independent of row
+order and of the other rows' presence, so a problem's side of the split never changes between runs
+(the paper holds out 1,000 prompts for validation).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable
+
+from scalerl_env.records import ProblemRecord, VerifyItem
+
+from .adapters import AdapterError, PromptConfig, adapt_row, converter
+from .loading import RowError, iter_rows
+from .manifest import SourceManifest
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass
+class PrepareResult:
+    records: list[ProblemRecord] = field(default_factory=list)
+    heldout: list[ProblemRecord] = field(default_factory=list)
+    errors: list[RowError] = field(default_factory=list)
+    rows_read: int = 0
+    duplicates: int = 0
+
+
+def prepare(
+    manifest: SourceManifest,
+    *,
+    files: list[Path] | dict[str | None, list[Path]] | None = None,
+    configs: list[str | None] | None = None,
+    split: str | None = None,
+    limit: int | None = None,
+    holdout: int = 0,
+    holdout_seed: int = 0,
+    prompts: PromptConfig | None = None,
+    cache_dir: str | None = None,
+) -> PrepareResult:
+    """Rows of `manifest`'s source as records: local `files` (a list, read as `configs[0]`, or a dict
+    config → files), else the hub's `configs` (default: all in the manifest) at `split`."""
+    prompts = prompts or PromptConfig()
+    if manifest.converter:
+        converter(manifest.converter)  # a missing converter is a setup error, not thousands of row errors
+    result = PrepareResult()
+    seen: set[str] = set()
+    split = split or manifest.hub.splits[0]
+    if isinstance(files, dict):
+        plan = list(files.items())
+    elif files:
+        plan = [((configs or [None])[0], list(files))]
+    else:
+        plan = [(config, None) for config in configs or manifest.hub.configs]
+    for config, paths in plan:
+        rows = iter_rows(manifest.name, files=paths, hub_path=manifest.hub.path, config=config,
+                         split=split, cache_dir=cache_dir)
+        for item in rows:
+            if limit is not None and result.rows_read >= limit:
+                break
+            result.rows_read += 1
+            if isinstance(item, RowError):
+                result.errors.append(item)
+                continue
+            origin, number, row = item
+            extra = {"split": split, **({"config": config} if config else {})}
+            try:
+                record = adapt_row(manifest, row, prompts, extra)
+            except (AdapterError, ValueError, TypeError) as exc:
+                result.errors.append(RowError(manifest.name, origin, number, str(exc)))
+                continue
+            if record.prompt_id in seen:
+                result.duplicates += 1
+                continue
+            seen.add(record.prompt_id)
+            result.records.append(record)
+    result.records, result.heldout = split_holdout(result.records, holdout, seed=holdout_seed)
+    for error in result.errors:
+        logger.warning("skipped %s", error)
+    return result
+
+
+def holdout_key(prompt_id: str, seed: int) -> str:
+    return hashlib.sha256(f"{seed}:{prompt_id}".encode()).hexdigest()
+
+
+def split_holdout(records: list[ProblemRecord], n: int, *, seed: int = 0
+                  ) -> tuple[list[ProblemRecord], list[ProblemRecord]]:
+    """(train, held-out): the `n` records of lowest `holdout_key` are held out; order is kept."""
+    if n <= 0:
+        return list(records), []
+    chosen = set(sorted((holdout_key(r.prompt_id, seed) for r in records))[:n])
+    train = [r for r in records if holdout_key(r.prompt_id, seed) not in chosen]
+    held = [r for r in records if holdout_key(r.prompt_id, seed) in chosen]
+    return train, held
+
+
+@dataclass
+class CheckFailure:
+    index: int
+    prompt_id: str
+    source: str
+    status: str
+    detail: str
+
+
+@dataclass
+class CheckReport:
+    total: int
+    checked: int
+    failures: list[CheckFailure]
+
+    @property
+    def correct(self) -> int:
+        return self.checked - len(self.failures)
+
+    @property
+    def unchecked(self) -> int:
+        return self.total - self.checked
+
+
+def gold_item(record: ProblemRecord, index: int) -> VerifyItem | None:
+    """The verify item scoring `record`'s gold completion, or None when it has none."""
+    solution = record.metadata.get("solution")
+    if not isinstance(solution, str) or not solution:
+        return None
+    return VerifyItem(id=str(index), domain=record.domain, completion=solution, answer=record.answer,
+                      tests=record.tests)
+
+
+def check_records(records: list[ProblemRecord], *, config: Any = None, batch_size: int = 256
+                  ) -> CheckReport:
+    """Score every gold completion; the report lists the records whose gold is not `correct`."""
+    from verifiers import verify_batch
+
+    items = [(i, item) for i, r in enumerate(records) if (item := gold_item(r, i)) is not None]
+    failures: list[CheckFailure] = []
+    for start in range(0, len(items), batch_size):
+        chunk = items[start:start + batch_size]
+        for (index, _), verdict in zip(chunk, verify_batch([it for _, it in chunk], config=config)):
+            if not verdict.correct:
+                failures.append(CheckFailure(index, records[index].prompt_id, records[index].source,
+                                             verdict.status.value, _detail(verdict.details)))
+    return CheckReport(total=len(records), checked=len(items), failures=failures)
+
+
+def _detail(details: dict[str, Any]) -> str:
+    keys = ("extracted", "answer", "reason", "error", "stderr_tail", "message")
+    found = {k: details[k] for k in keys if details.get(k) not in (None, "")}
+    return "; ".join(f"{k}={str(v)[:200]}" for k, v in found.items())
+
+
+def drop_failing(records: Iterable[ProblemRecord], report: CheckReport) -> list[ProblemRecord]:
+    bad = {f.index for f in report.failures}
+    return [r for i, r in enumerate(records) if i not in bad]
