@@ -97,8 +97,9 @@ def workers_alive(info: dict[str, Any]) -> dict[str, float]:
     out = {}
     for domain in DOMAINS:
         part = info.get(domain)
-        if isinstance(part, dict) and isinstance(part.get("workers_alive"), (int, float)):
-            out[domain] = float(part["workers_alive"])
+        alive = part.get("alive") if isinstance(part, dict) else None
+        if isinstance(alive, (int, float)) and not isinstance(alive, bool):
+            out[domain] = float(alive)
     return out
 
 

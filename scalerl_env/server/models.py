@@ -39,8 +39,11 @@ class LedgerQueryRequest(Strict):
 
 
 class LedgerQueryResponse(Strict):
+    """Same shape as `curriculum.models.QueryResult`."""
+
     columns: list[str]
     rows: list[list[Any]]
+    truncated: bool = Field(default=False, description="more rows existed than max_ledger_rows")
 
 
 class RewardRequest(Strict):

@@ -106,15 +106,17 @@ async def ledger_query(body: LedgerQueryRequest, request: Request) -> LedgerQuer
         raise HTTPException(409, "no ledger is attached to this server; start it with --ledger FILE")
     timeout_s = min(body.timeout_s or state.config.ledger_query_timeout_s, state.config.max_ledger_query_timeout_s)
     try:
-        result = await asyncio.wait_for(
-            state.in_ledger_thread(state.ledger.query, body.sql, timeout_s=timeout_s), timeout=timeout_s + 5.0
+        result = await asyncio.to_thread(
+            state.ledger.query, body.sql, timeout_s=timeout_s, max_rows=state.config.max_ledger_rows
         )
-    except (asyncio.TimeoutError, TimeoutError):
-        raise HTTPException(504, f"query did not finish within {timeout_s} s")
-    except Exception as exc:  # noqa: BLE001 - the ledger's read-only guard and SQL errors: the caller's mistake, not ours
-        raise HTTPException(400, f"{type(exc).__name__}: {exc}")
-    rows = [[_plain(v) for v in row] for row in list(result.rows)[: state.config.max_ledger_rows]]
-    return LedgerQueryResponse(columns=[str(c) for c in result.columns], rows=rows)
+    except Exception as exc:  # noqa: BLE001 - read-only guard, SQL errors: the caller's mistake, not ours
+        from curriculum.models import QueryTimeoutError  # importable whenever a ledger is attached
+
+        status = 504 if isinstance(exc, QueryTimeoutError) else 400
+        raise HTTPException(status, f"{type(exc).__name__}: {exc}") from None
+    rows = [[_plain(v) for v in row] for row in result.rows]
+    return LedgerQueryResponse(columns=[str(c) for c in result.columns], rows=rows,
+                               truncated=bool(getattr(result, "truncated", False)))
 
 
 def _reject_surrogates(items: Sequence[VerifyItem], loc: Callable[[int, str], tuple]) -> None:

@@ -4,7 +4,8 @@ Guarantees:
 - Scoring runs on worker threads that call the (thread-safe) verifier pool, never on the event loop,
   so one slow item does not stall other requests, health checks or metrics.
 - Items that carry a `prompt_id` are committed to the attached ledger before their request is answered:
-  an acknowledged verdict is a committed one. All ledger calls go through one thread (one writer).
+  an acknowledged verdict is a committed one (`curriculum.ledger.Ledger.record` returns after commit;
+  the ledger serialises writers itself and lets read-only queries run beside them).
 - Items count against `max_items_in_flight` from admission until the pool has finished with them, even
   when their request already got 504 for passing its deadline; the bound holds for work, not for replies.
 
@@ -67,7 +68,6 @@ class ServerState:
         self.inflight = InFlight(config.limits.max_items_in_flight)
         self.metrics = ServerMetrics(self.pool_info, build_version())
         self.executor = ThreadPoolExecutor(config.limits.concurrent_batches, thread_name_prefix="scalerl-verify")
-        self.ledger_executor = ThreadPoolExecutor(1, thread_name_prefix="scalerl-ledger")
 
     # ------------------------------------------------------------------------------------- lifecycle
     async def start(self) -> None:
@@ -79,7 +79,7 @@ class ServerState:
         if self.ledger is None and self.config.ledger:
             from curriculum.ledger import Ledger
 
-            self.ledger = await self.in_ledger_thread(Ledger, self.config.ledger)
+            self.ledger = await asyncio.to_thread(Ledger, self.config.ledger)
         logger.info("reward server ready (ledger: %s)", self.config.ledger or "none")
 
     async def stop(self) -> None:
@@ -87,17 +87,13 @@ class ServerState:
         self.draining = True
         if self.pool is not None and self.owns_pool:
             await asyncio.to_thread(self.pool.close)
+        # No recording may race the ledger's close below.
+        await asyncio.to_thread(self.executor.shutdown, wait=True, cancel_futures=True)
         if self.ledger is not None:
-            await self.in_ledger_thread(self.ledger.flush)
+            await asyncio.to_thread(self.ledger.flush)
             if self.owns_ledger:
-                await self.in_ledger_thread(self.ledger.close)
-        self.executor.shutdown(wait=False, cancel_futures=True)
-        self.ledger_executor.shutdown(wait=True)
+                await asyncio.to_thread(self.ledger.close)
         logger.info("reward server stopped")
-
-    async def in_ledger_thread(self, fn: Any, *args: Any, **kwargs: Any) -> Any:
-        loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(self.ledger_executor, lambda: fn(*args, **kwargs))
 
     def pool_info(self) -> dict[str, Any]:
         return self.pool.info() if self.pool is not None else {}
@@ -146,8 +142,6 @@ class ServerState:
         if self.ledger is not None:
             keep = [i for i, item in enumerate(items) if item.prompt_id is not None]
             if keep:
-                self.ledger_executor.submit(
-                    self.ledger.record, [items[i] for i in keep], [verdicts[i] for i in keep]
-                ).result()
+                self.ledger.record([items[i] for i in keep], [verdicts[i] for i in keep])
                 self.metrics.ledger_records.inc(len(keep))
         return verdicts
