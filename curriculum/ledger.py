@@ -251,15 +251,15 @@ class Ledger:
                 self._con.unregister("_problems")
         return len(rows)
 
-    def known_prompt_ids(self, prompt_ids: Sequence[str]) -> set[str]:
-        """The subset of `prompt_ids` present in `problems`."""
+    def problem_domains(self, prompt_ids: Sequence[str]) -> dict[str, str]:
+        """prompt_id → domain for those of `prompt_ids` present in `problems`."""
         cur = self._cursor()
         try:
-            rows = cur.execute("SELECT prompt_id FROM problems WHERE prompt_id IN (SELECT unnest(?))",
+            rows = cur.execute("SELECT prompt_id, domain FROM problems WHERE prompt_id IN (SELECT unnest(?))",
                                [list(set(prompt_ids))]).fetchall()
         finally:
             cur.close()
-        return {r[0] for r in rows}
+        return dict(rows)
 
     def has_ingested(self, sha256: str) -> tuple[str, int, Any] | None:
         """(path, rows, time) of an earlier ingest of a file with this content hash, if any."""

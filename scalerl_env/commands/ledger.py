@@ -1,9 +1,190 @@
-"""`scalerl-env ledger` (filled in by its issue)."""
+"""`scalerl-env ledger query|snapshot|ingest|stats`: read and feed the DuckDB pass-rate ledger.
+
+`query` and `stats` go to a running owner when `--url` is given (the reward server's `POST
+/v1/ledger/query`), otherwise they open the file read-only (which fails, with a hint, while an owner
+holds it). Only single SELECT statements are accepted, with a time limit. Exit codes: 0 done, 2 bad
+input or refused (the message says why), 1 unexpected failure.
+"""
 
 from __future__ import annotations
 
+import csv
+import io
+import json
+import sys
+from enum import Enum
+from pathlib import Path
+from typing import Optional
+
 import typer
+
+LEDGER_OPT = typer.Option(None, "--ledger", help="ledger file (DuckDB)")
+URL_OPT = typer.Option(None, "--url", help="a running owner, e.g. http://127.0.0.1:8000")
+TIMEOUT_OPT = typer.Option(10.0, "--timeout-s", min=0.1, help="query time limit, seconds")
+
+STATS_SQL = {
+    "totals": """SELECT (SELECT count(*) FROM problems) AS problems, count(*) AS prompts_seen,
+                        coalesce(sum(attempts), 0) AS attempts, count(*) FILTER (WHERE retired) AS retired,
+                        (SELECT max(last_step) FROM pass_rates) AS last_step FROM pass_rates""",
+    "domains": """SELECT domain, count(*) AS prompts, sum(attempts) AS attempts, sum(correct) AS correct,
+                         round(sum(correct) / nullif(sum(scored), 0), 4) AS pass_rate,
+                         count(*) FILTER (WHERE retired) AS retired FROM pass_rates GROUP BY domain ORDER BY domain""",
+    "histogram": """SELECT domain, least(floor(pass_rate * 10), 9)::INT AS bucket, count(*) AS prompts
+                    FROM pass_rates WHERE pass_rate IS NOT NULL GROUP BY ALL ORDER BY ALL""",
+}
+
+
+class Format(str, Enum):
+    table = "table"
+    csv = "csv"
+    json = "json"
+
+
+def _fail(message: str, code: int = 2) -> None:
+    typer.echo(f"error: {message}", err=True)
+    raise typer.Exit(code)
+
+
+def run_query(sql: str, *, ledger: Optional[Path], url: Optional[str], timeout_s: float):
+    """QueryResult from the owner at `url`, or from the file opened read-only."""
+    from curriculum.models import LedgerError, QueryResult
+
+    if (ledger is None) == (url is None):
+        _fail("give exactly one of --ledger FILE or --url URL")
+    if url is not None:
+        import httpx
+
+        try:
+            resp = httpx.post(url.rstrip("/") + "/v1/ledger/query", json={"sql": sql, "timeout_s": timeout_s},
+                              timeout=timeout_s + 10.0)
+        except httpx.HTTPError as exc:
+            _fail(f"cannot reach the ledger owner at {url}: {exc}")
+        if resp.status_code != 200:
+            try:
+                detail = resp.json().get("detail", resp.text)
+            except ValueError:
+                detail = resp.text
+            _fail(f"owner answered {resp.status_code}: {detail}")
+        body = resp.json()
+        return QueryResult(columns=body["columns"], rows=body["rows"], truncated=body.get("truncated", False))
+    from curriculum.ledger import Ledger
+
+    try:
+        with Ledger(ledger, read_only=True) as led:
+            return led.query(sql, timeout_s=timeout_s)
+    except LedgerError as exc:
+        _fail(str(exc))
+
+
+def _render(result, fmt: Format) -> str:
+    if fmt is Format.json:
+        return json.dumps({"columns": result.columns, "rows": result.rows}, default=str) + "\n"
+    if fmt is Format.csv:
+        buf = io.StringIO()
+        writer = csv.writer(buf)
+        writer.writerow(result.columns)
+        writer.writerows(result.rows)
+        return buf.getvalue()
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(*result.columns)
+    for row in result.rows:
+        table.add_row(*("NULL" if v is None else str(v) for v in row))
+    console = Console(file=io.StringIO(), width=200, force_terminal=False)
+    console.print(table)
+    return console.file.getvalue()
+
+
+def query(
+    sql: str = typer.Argument(..., help="one SELECT statement"),
+    ledger: Optional[Path] = LEDGER_OPT, url: Optional[str] = URL_OPT,
+    fmt: Format = typer.Option(Format.table, "--format", help="table | csv | json"),
+    timeout_s: float = TIMEOUT_OPT,
+) -> None:
+    """Run one read-only SQL statement against the ledger.
+
+    Example: scalerl-env ledger query "SELECT * FROM pass_rates ORDER BY pass_rate LIMIT 10" --ledger runs/ledger.duckdb
+    """
+    result = run_query(sql, ledger=ledger, url=url, timeout_s=timeout_s)
+    sys.stdout.write(_render(result, fmt))
+    if result.truncated:
+        typer.echo(f"(truncated to {len(result.rows)} rows)", err=True)
+
+
+def snapshot(
+    ledger: Path = typer.Option(..., "--ledger", help="ledger file (DuckDB)"),
+    out: Path = typer.Option(..., "--out", help="directory that receives snapshot-*/ and latest"),
+    keep: int = typer.Option(3, "--keep", min=1, help="snapshots kept"),
+) -> None:
+    """Write an atomic Parquet snapshot (readable without the DuckDB lock).
+
+    Example: scalerl-env ledger snapshot --ledger runs/ledger.duckdb --out runs/ledger_snapshots
+    """
+    from curriculum.ledger import Ledger
+    from curriculum.models import LedgerError
+
+    try:
+        with Ledger(ledger, read_only=True) as led:
+            path = led.snapshot(out, keep=keep)
+    except LedgerError as exc:
+        _fail(str(exc))
+    typer.echo(f"snapshot: {path}")
+
+
+def ingest(
+    ledger: Path = typer.Option(..., "--ledger", help="ledger file (created if missing)"),
+    file: Path = typer.Option(..., "--file", help="verdict lines (JSONL) carrying prompt_id"),
+    allow_unknown: bool = typer.Option(False, "--allow-unknown", help="accept prompt_ids not in problems"),
+) -> None:
+    """Bulk-import verdict lines; all or nothing, and a file already ingested is refused.
+
+    Example: scalerl-env ledger ingest --ledger runs/ledger.duckdb --file runs/demo/verdicts.jsonl
+    """
+    from curriculum.ingest import ingest_file
+    from curriculum.ledger import Ledger
+    from curriculum.models import LedgerError
+
+    try:
+        with Ledger(ledger) as led:
+            rows = ingest_file(led, file, allow_unknown=allow_unknown)
+    except LedgerError as exc:
+        _fail(str(exc))
+    typer.echo(f"ingested {rows} rows from {file} into {ledger}")
+
+
+def stats(
+    ledger: Optional[Path] = LEDGER_OPT, url: Optional[str] = URL_OPT, timeout_s: float = TIMEOUT_OPT,
+) -> None:
+    """One-screen summary: prompts, attempts, pass-rate histogram per domain, retired count.
+
+    Example: scalerl-env ledger stats --ledger runs/ledger.duckdb
+    """
+    res = {k: run_query(sql, ledger=ledger, url=url, timeout_s=timeout_s) for k, sql in STATS_SQL.items()}
+    totals = dict(zip(res["totals"].columns, res["totals"].rows[0]))
+    lines = [" · ".join(f"{k} {v}" for k, v in totals.items()), ""]
+    lines.append(_render(res["domains"], Format.table).rstrip())
+    hist: dict[str, dict[int, int]] = {}
+    for domain, bucket, n in res["histogram"].rows:
+        hist.setdefault(domain, {})[int(bucket)] = int(n)
+    for domain, buckets in sorted(hist.items()):
+        lines.append(f"\npass-rate histogram, {domain} (prompts per 0.1 bucket)")
+        top = max(buckets.values())
+        for b in range(10):
+            n = buckets.get(b, 0)
+            label = f"[{b / 10:.1f}, {(b + 1) / 10:.1f}{']' if b == 9 else ')'}"
+            lines.append(f"  {label:<11} {'█' * round(30 * n / top) if n else ''} {n}")
+    typer.echo("\n".join(lines))
 
 
 def register(app: typer.Typer) -> None:
-    """Add the `ledger` command(s) to `app`."""
+    """Add the `ledger` command group to `app`."""
+    sub = typer.Typer(
+        name="ledger", no_args_is_help=True,
+        help="The DuckDB pass-rate ledger.\n\nExample: scalerl-env ledger stats --ledger runs/ledger.duckdb",
+    )
+    sub.command("query")(query)
+    sub.command("snapshot")(snapshot)
+    sub.command("ingest")(ingest)
+    sub.command("stats")(stats)
+    app.add_typer(sub, name="ledger")

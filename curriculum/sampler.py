@@ -1,0 +1,200 @@
+"""The training sampler: seeded epochs over the active problems of each domain, mixed by weight.
+
+- Each domain walks its own epochs. An epoch is a permutation of the domain's *active* problems
+  (not held out, not retired when the epoch starts), shuffled by `Random(f"{seed}:{domain}:{epoch}")`.
+  A prompt retired during an epoch is skipped when the cursor reaches it: retired prompts are never
+  sampled again, held-out (validation) prompts never at all.
+- Domains are interleaved by smooth weighted round-robin over `weights` (e.g. `{"math": 1, "code": 1}`):
+  every slot adds each domain's weight to its credit and takes the domain with the highest credit,
+  which then pays the total. Over any run of slots each domain's share is within one slot of its weight
+  share, whatever the domain sizes (a small domain simply runs more epochs). Ties go to the domain name
+  that sorts first. A domain whose active set becomes empty leaves the mix; when none is left,
+  `SamplerExhausted` is raised.
+- Deterministic: the same problems, weights, seed and retirement sequence give the same batches.
+- Resumable: with a ledger, the state (per-domain epoch, cursor and retirement watermark, mixing
+  credits, batch count) is committed to `sampler_state` after every `next_batch`, and epoch starts to
+  `epochs`. A new Sampler on the same ledger continues where the last one stopped: the permutation is
+  rebuilt from the seed and the watermark (retirements with sequence number ≤ watermark were excluded
+  when the epoch started). The state is also available as `state_dict()` for trainer checkpoints.
+
+Not guaranteed: a batch that was drawn but never trained on (a crash between the two) is not redrawn
+after a restart from the ledger (at-most-once per epoch); restore the trainer checkpoint's
+`state_dict()` for exact replay. A domain with fewer active prompts than its share of one batch may
+repeat a prompt within that batch (its epoch wraps).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import random
+from typing import AbstractSet, Any, Mapping, Sequence
+
+from curriculum.ledger import Ledger
+from scalerl_env.records import ProblemRecord
+
+logger = logging.getLogger(__name__)
+STATE_VERSION = 1
+
+
+class SamplerExhausted(RuntimeError):
+    """Every domain with a positive weight has run out of active problems."""
+
+
+class SamplerStateError(RuntimeError):
+    """Stored sampler state that does not belong to this problem set / seed / weights."""
+
+
+class Sampler:
+    def __init__(
+        self, problems: Sequence[ProblemRecord], *, weights: Mapping[str, float], seed: int,
+        ledger: Ledger | None = None, holdout_ids: AbstractSet[str] = frozenset(), name: str = "train",
+        resume: bool = True,
+    ) -> None:
+        self.ledger, self.name, self.seed = ledger, name, int(seed)
+        self.weights = self._check_weights(problems, weights)
+        self._by_id: dict[str, ProblemRecord] = {}
+        for p in problems:
+            if p.prompt_id in self._by_id:
+                raise ValueError(f"duplicate prompt_id {p.prompt_id!r} in problems")
+            self._by_id[p.prompt_id] = p
+        self.holdout_ids = frozenset(holdout_ids)
+        self._ids = {d: sorted(p.prompt_id for p in problems if p.domain == d and p.prompt_id not in self.holdout_ids)
+                     for d in self.weights}
+        self._own_retired: dict[str, int] = {}
+        self._orders: dict[str, list[str]] = {}
+        self._new_epochs: list[tuple] = []
+        self._state = self._fresh_state()
+        stored = ledger.load_sampler_state(name) if (ledger is not None and resume) else None
+        if stored is not None:
+            self.load_state_dict(stored)
+            logger.info("sampler %r resumed at batch %d", name, self._state["batches"])
+
+    @staticmethod
+    def _check_weights(problems: Sequence[ProblemRecord], weights: Mapping[str, float]) -> dict[str, float]:
+        present = {p.domain for p in problems}
+        out = {}
+        for domain, w in sorted(weights.items()):
+            if w < 0:
+                raise ValueError(f"weight for {domain!r} is negative ({w})")
+            if w > 0 and domain not in present:
+                raise ValueError(f"weight given for domain {domain!r} but no problem has that domain")
+            if w > 0:
+                out[domain] = float(w)
+        if not out:
+            raise ValueError("at least one domain needs a positive weight")
+        unmixed = sorted(present - set(out))
+        if unmixed:
+            logger.info("domains without weight are not sampled: %s", unmixed)
+        return out
+
+    def _fingerprint(self) -> dict[str, str]:
+        return {d: hashlib.sha256("\n".join(ids).encode()).hexdigest()[:16] for d, ids in self._ids.items()}
+
+    def _fresh_state(self) -> dict[str, Any]:
+        return {"version": STATE_VERSION, "seed": self.seed, "weights": self.weights,
+                "fingerprint": self._fingerprint(), "batches": 0, "credit": {d: 0.0 for d in self.weights},
+                "domains": {d: {"epoch": -1, "cursor": 0, "watermark": 0, "exhausted": False} for d in self.weights},
+                "own_retired": {}}
+
+    # ------------------------------------------------------------------------------------------ state
+    def state_dict(self) -> dict[str, Any]:
+        state = dict(self._state)
+        state["own_retired"] = dict(self._own_retired)
+        return state
+
+    def load_state_dict(self, state: Mapping[str, Any]) -> None:
+        mine = self._fresh_state()
+        for key in ("version", "seed", "weights", "fingerprint"):
+            if state.get(key) != mine[key]:
+                raise SamplerStateError(
+                    f"stored sampler state {self.name!r} has {key}={state.get(key)!r}, this sampler has "
+                    f"{mine[key]!r}; use the same problems/seed/weights or start fresh with resume=False")
+        self._state = {k: state[k] for k in mine}
+        self._state["credit"] = dict(state["credit"])
+        self._state["domains"] = {d: dict(v) for d, v in state["domains"].items()}
+        self._own_retired = dict(state.get("own_retired", {}))
+        self._orders = {}
+
+    # ------------------------------------------------------------------------------------------ retirement
+    def _retired(self) -> dict[str, int]:
+        return self.ledger.retired_seq() if self.ledger is not None else self._own_retired
+
+    def retire(self, prompt_ids: Sequence[str]) -> None:
+        """Without a ledger: retire these prompts for good (e.g. from `filters.no_positive_resampling`)."""
+        if self.ledger is not None:
+            raise RuntimeError("this sampler reads retirements from its ledger; record the verdicts there instead")
+        for pid in prompt_ids:
+            self._own_retired.setdefault(pid, len(self._own_retired) + 1)
+
+    # ------------------------------------------------------------------------------------------ drawing
+    def _order(self, domain: str, retired: Mapping[str, int]) -> list[str]:
+        st = self._state["domains"][domain]
+        order = self._orders.get(domain)
+        if order is None:
+            wm = st["watermark"]
+            order = [pid for pid in self._ids[domain] if retired.get(pid, wm + 1) > wm]
+            random.Random(f"{self.seed}:{domain}:{st['epoch']}").shuffle(order)
+            self._orders[domain] = order
+        return order
+
+    def _start_epoch(self, domain: str, retired: Mapping[str, int]) -> list[str]:
+        st = self._state["domains"][domain]
+        st.update(epoch=st["epoch"] + 1, cursor=0, watermark=max(retired.values(), default=0))
+        self._orders.pop(domain, None)
+        order = self._order(domain, retired)
+        self._new_epochs.append((domain, st["epoch"], len(order), sum(1 for p in self._ids[domain] if p in retired)))
+        if not order:
+            st["exhausted"] = True
+            logger.warning("domain %r has no active problems left; it leaves the mix", domain)
+        return order
+
+    def _draw(self, domain: str, retired: Mapping[str, int]) -> str | None:
+        st = self._state["domains"][domain]
+        order = self._order(domain, retired) if st["epoch"] >= 0 else self._start_epoch(domain, retired)
+        for _ in range(2):  # at most one epoch change per draw: a fresh order holds no retired prompt
+            while st["cursor"] < len(order):
+                pid = order[st["cursor"]]
+                st["cursor"] += 1
+                if pid not in retired:
+                    return pid
+            order = self._start_epoch(domain, retired)
+            if st["exhausted"]:
+                return None
+        return None
+
+    def _pick_domain(self) -> str | None:
+        live = [d for d in self.weights if not self._state["domains"][d]["exhausted"]]
+        if not live:
+            return None
+        credit = self._state["credit"]
+        total = sum(self.weights[d] for d in live)
+        for d in live:
+            credit[d] += self.weights[d]
+        best = max(live, key=lambda d: (credit[d], [-ord(c) for c in d]))
+        credit[best] -= total
+        return best
+
+    def next_batch(self, n: int) -> list[ProblemRecord]:
+        """The next `n` training problems (state committed to the ledger before returning)."""
+        if n < 1:
+            raise ValueError(f"batch size must be >= 1, got {n}")
+        retired = self._retired()
+        batch: list[ProblemRecord] = []
+        while len(batch) < n:
+            domain = self._pick_domain()
+            if domain is None:
+                raise SamplerExhausted(f"every weighted domain ran out of active problems after {len(batch)} "
+                                       f"of {n} in batch {self._state['batches']}")
+            pid = self._draw(domain, retired)
+            if pid is not None:
+                batch.append(self._by_id[pid])
+        self._state["batches"] += 1
+        if self.ledger is not None:
+            self.ledger.save_sampler_state(self.name, self.state_dict(), self._new_epochs)
+        self._new_epochs = []
+        return batch
+
+    def epochs(self) -> dict[str, int]:
+        """Current epoch of each domain (-1 before its first draw)."""
+        return {d: st["epoch"] for d, st in self._state["domains"].items()}
