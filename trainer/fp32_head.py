@@ -3,7 +3,7 @@ the LM head", after MiniMax-M1).
 
     h = last hidden states of the decoder (model dtype)          [T, d]
     z = (h.float() @ W.float()ᵀ + b.float()) / temperature       [T, V]   fp32, autocast disabled
-    logprobs[t] = log_softmax(z[t − 1])[input_ids[t]]            fp32
+    logprobs[t] = log_softmax(z[t − 1])[input_ids[t]]            fp32 (float64 for a float64 model)
 
 Alignment: `logprobs[t]` is the log-probability of token t given the tokens before it *in its own
 sequence*, so it lines up with the sampler's per-token logprob of the same token. The first token of
@@ -49,13 +49,15 @@ def positions_from_boundaries(cu_seqlens: Tensor) -> Tensor:
 def head_logits(hidden: Tensor, head: nn.Module, *, temperature: float, fp32_head: bool) -> Tensor:
     """Logits of the LM head, fp32 (autocast off) or in the model's dtype (the ablation), temperature applied."""
     bias = getattr(head, "bias", None)
+    # At least fp32: a float64 model (used for exactness tests) keeps float64.
+    wide = torch.promote_types(head.weight.dtype, torch.float32)
     if fp32_head:
         with torch.autocast(device_type=hidden.device.type, enabled=False):
-            logits = hidden.float() @ head.weight.float().T
+            logits = hidden.to(wide) @ head.weight.to(wide).T
             if bias is not None:
-                logits = logits + bias.float()
+                logits = logits + bias.to(wide)
     else:
-        logits = head(hidden).float()
+        logits = head(hidden).to(wide)
     return logits / temperature if temperature != 1.0 else logits
 
 
@@ -76,7 +78,7 @@ def token_logprobs(
     temperature: float = 1.0,
     fp32_head: bool = True,
 ) -> Tensor:
-    """Per-token logprobs `[T]` (fp32) of a packed row `input_ids [T]`; see the module docstring.
+    """Per-token logprobs `[T]` (fp32, or float64 for a float64 model) of a packed row `input_ids [T]`; see the module docstring.
 
     Give the sequence boundaries as `position_ids [T]` (restarting at 0) or as `cu_seqlens [S+1]`;
     when both are given they must agree. With neither, the row is one sequence.
