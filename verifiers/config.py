@@ -35,8 +35,23 @@ class CodeConfig(Strict):
         default="strict", description="minimum isolation level; refuse to run below it"
     )
     slots: int = Field(default=2, ge=1, le=64, description="concurrent sandboxed executions")
-    stop_at_first_failure: bool = True
-    max_output_bytes: int = Field(default=1 << 20, ge=1024)
+    stop_at_first_failure: bool = Field(default=True, description="stop an item's tests at the first failure")
+    max_output_bytes: int = Field(default=1 << 20, ge=1024, description="cap per stream; over it the run is killed")
+    wall_factor: float = Field(
+        default=3.0, ge=1.0, le=100.0,
+        description="wall-clock deadline = time_s x wall_factor + 1 s; CPU time is the judge, so load "
+        "on the machine does not fail honest programs",
+    )
+    max_code_chars: int = Field(default=100_000, ge=1, description="longer extracted programs are cut")
+    max_tests: int = Field(default=1000, ge=1, description="tests beyond this many per item are not run")
+    disk_mb: int = Field(default=64, ge=1, le=4096, description="per-run tmpfs working directory size")
+    max_processes: int = Field(default=32, ge=1, le=4096, description="processes per run (rlimit and cgroup)")
+    max_open_files: int = Field(default=256, ge=16, le=65536)
+    max_file_mb: int = Field(default=16, ge=1, le=4096, description="largest file a program may write")
+    stderr_tail_chars: int = Field(default=2000, ge=0, description="stderr kept in verdict details")
+    disable_layers: list[str] = Field(
+        default_factory=list, description="sandbox layers to switch off although available (e.g. ['seccomp'])"
+    )
 
 
 class VerifierConfig(Strict):

@@ -1,0 +1,208 @@
+"""Inside one sandboxed child: apply the isolation layers, then run the program (standard library only).
+
+Order matters and is fixed: read the job → own session → join the slot's cgroups → private tmpfs
+working directory and chroot → rlimits → drop to the slot's uid → parent-death signal → scrubbed
+environment → seccomp (which forbids undoing any of the above) → run.
+
+Modes: `stdio` runs the program as `__main__`; `functional` calls `entry_point` per case and writes each
+result's canonical encoding (see `_canon`) to fd 3, so the parent compares; `assert` runs the program,
+then the test code in a namespace with pristine builtins, with `assert a == b` rewritten to canonical
+equality, under an audit hook that blocks frame and gc introspection; the per-run token is written to
+fd 3 only after the last statement of the test code. Nothing expected (stdio outputs, functional
+expectations) ever enters this process.
+"""
+
+from __future__ import annotations
+
+import ast
+import resource
+import builtins
+import json
+import os
+import signal
+import sys
+import time
+
+import _canon
+import _libc
+
+RESULT_FD = 3
+_write, _dumps, _exit = os.write, json.dumps, os._exit
+_BLOCKED_EVENTS = frozenset({"sys._getframe", "sys._current_frames", "gc.get_objects", "gc.get_referrers",
+                             "gc.get_referents", "sys.settrace", "sys.setprofile", "ctypes.dlopen",
+                             "ctypes.dlsym", "ctypes.addressof", "ctypes.cdata", "code.__new__",
+                             "function.__new__", "sys._getframemodulename"})
+_FRAME_ATTRS = frozenset({"tb_frame", "gi_frame", "cr_frame", "ag_frame", "f_back", "f_locals",
+                          "f_globals", "gi_code", "__closure__", "cell_contents"})
+
+
+def _read_all(fd: int) -> bytes:
+    chunks = []
+    while True:
+        b = os.read(fd, 1 << 20)
+        if not b:
+            return b"".join(chunks)
+        chunks.append(b)
+
+
+def setup(job_fd: int, fds: list[int], cfg: dict, seccomp) -> dict:
+    """Apply every enabled layer; returns the job. Raises on any failure (the child then exits 120)."""
+    job = json.loads(_read_all(job_fd))
+    for target, fd in enumerate(fds):
+        os.dup2(fd, target)
+    os.closerange(len(fds), 1 << 16)
+    os.setsid()
+    layers, limits, uid = cfg["layers"], job["limits"], cfg["uid"]
+    for ctl in ("memory", "pids"):
+        if layers.get(f"cgroup_{ctl}"):
+            with open(os.path.join(cfg["cgroup_root"][ctl], f"slot{cfg['slot']}", "cgroup.procs"), "w") as f:
+                f.write("0")
+    if layers.get("chroot"):
+        root = cfg["root"]
+        opts = f"size={limits['disk_mb']}m,nr_inodes={limits['inodes']},mode=0700,uid={uid},gid={uid}"
+        _libc.mount("tmpfs", root + "/work", "tmpfs", _libc.MS_NOSUID | _libc.MS_NODEV, opts)
+        os.chroot(root)
+        os.chdir("/work")
+    else:
+        os.chdir(cfg["workdir"])
+    if layers.get("rlimits"):
+        _set_rlimits(limits)
+    if layers.get("uid_drop"):
+        os.setgroups([])
+        os.setresgid(uid, uid, uid)
+        os.setresuid(uid, uid, uid)
+    _libc.prctl(_libc.PR_SET_PDEATHSIG, signal.SIGKILL)
+    os.environ.clear()
+    os.environ.update({"PATH": "/usr/bin:/bin", "HOME": "/work", "LANG": "C.UTF-8", "TMPDIR": "/work"})
+    for sig in (signal.SIGPIPE, signal.SIGXFSZ):
+        signal.signal(sig, signal.SIG_DFL)
+    if layers.get("seccomp"):
+        seccomp.load()
+    return job
+
+
+def _set_rlimits(limits: dict) -> None:
+    r = resource
+
+    cpu = int(limits["cpu_s"]) + 1
+    mb = 1 << 20
+    for res, soft, hard in (
+        (r.RLIMIT_CPU, cpu, cpu + 1), (r.RLIMIT_AS, limits["memory_mb"] * mb, limits["memory_mb"] * mb),
+        (r.RLIMIT_NPROC, limits["nproc"], limits["nproc"]), (r.RLIMIT_FSIZE, limits["fsize_mb"] * mb,
+                                                             limits["fsize_mb"] * mb),
+        (r.RLIMIT_NOFILE, limits["nofile"], limits["nofile"]), (r.RLIMIT_CORE, 0, 0),
+        (r.RLIMIT_MEMLOCK, 0, 0), (r.RLIMIT_MSGQUEUE, 0, 0),
+    ):
+        r.setrlimit(res, (soft, hard))
+
+
+# ---------------------------------------------------------------------------------------------- modes
+def run(job: dict) -> None:
+    """Run the job's mode and exit; never returns."""
+    mode = job["mode"]
+    try:
+        code = compile(job["code"], "<solution>", "exec", dont_inherit=True, optimize=0)
+    except (SyntaxError, ValueError, MemoryError, RecursionError) as exc:
+        _emit({"compile_error": f"{type(exc).__name__}: {exc}"[:2000]})
+        _exit(2)
+    if mode == "assert":
+        _run_assert(job, code)
+    elif mode == "functional":
+        _run_functional(job, code)
+    else:
+        _run_main(code, {"__name__": "__main__", "__builtins__": builtins})
+        _flush_exit(0)
+
+
+def _emit(obj: dict) -> None:
+    try:
+        _write(RESULT_FD, (_dumps(obj) + "\n").encode())
+    except (OSError, TypeError, ValueError):
+        pass
+
+
+def _run_main(code, namespace: dict) -> None:
+    """exec the program; SystemExit(0/None) is a normal end, anything else exits nonzero."""
+    try:
+        exec(code, namespace)
+    except SystemExit as exc:
+        if exc.code not in (None, 0):
+            _flush_exit(exc.code if isinstance(exc.code, int) else 1)
+    except BaseException:  # noqa: BLE001 — the program's own failure: print it like Python would
+        etype, exc, tb = sys.exc_info()
+        sys.__excepthook__(etype, exc, tb.tb_next if tb is not None else None)  # hide the harness frame
+        _flush_exit(1)
+
+
+def _flush_exit(status: int) -> None:
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except BaseException:  # noqa: BLE001
+            status = status or 1
+    _exit(status & 0xFF)
+
+
+def _run_functional(job: dict, code) -> None:
+    namespace = {"__name__": "__main__", "__builtins__": builtins}
+    _run_main(code, namespace)
+    fn = namespace.get(job["entry_point"])
+    if not callable(fn):
+        _emit({"i": 0, "ok": 0, "err": f"entry point {job['entry_point']!r} not defined"})
+        _flush_exit(1)
+    for i, raw in enumerate(job["cases"]):
+        args, kwargs = json.loads(raw)
+        t0 = time.process_time()
+        try:
+            value = _canon.to_json(_canon.canon(fn(*args, **kwargs)))
+            _emit({"i": i, "ok": 1, "v": value, "cpu_s": time.process_time() - t0})
+        except BaseException as exc:  # noqa: BLE001 — SystemExit inside the call fails the case too
+            _emit({"i": i, "ok": 0, "err": f"{type(exc).__name__}: {exc}"[:500]})
+    _flush_exit(0)
+
+
+def _run_assert(job: dict, code) -> None:
+    token, test_src = job.pop("token"), job.pop("test")
+    pristine = dict(builtins.__dict__)
+    try:
+        test_tree = ast.parse(test_src)
+        prelude, test_code = _split_test(test_tree)
+    except (SyntaxError, ValueError, MemoryError, RecursionError) as exc:
+        _emit({"test_error": f"{type(exc).__name__}: {exc}"[:2000]})
+        _exit(3)
+    namespace = {"__name__": "__main__", "__builtins__": builtins}
+    exec(prelude, namespace)  # the test's leading imports, visible to the solution (MBPP relies on it)
+    sys.addaudithook(_audit)
+    _run_main(code, namespace)
+    test_ns = {k: v for k, v in namespace.items() if k not in pristine}
+    test_ns.update({"__builtins__": pristine, "__name__": "__main__", "__scalerl_eq__": _canon.equal})
+    _run_main(test_code, test_ns)
+    _emit({"done": token})
+    _flush_exit(0)
+
+
+def _audit(event: str, args: tuple) -> None:
+    if event in _BLOCKED_EVENTS or (event == "object.__getattr__" and args[1] in _FRAME_ATTRS):
+        raise ValueError(f"{event} is not allowed in the sandbox")
+
+
+class _EqRewriter(ast.NodeTransformer):
+    """`assert a == b` / `assert a != b` → canonical equality, so overridden __eq__ cannot pass asserts."""
+
+    def visit_Assert(self, node: ast.Assert) -> ast.Assert:
+        t = node.test
+        if isinstance(t, ast.Compare) and len(t.ops) == 1 and isinstance(t.ops[0], (ast.Eq, ast.NotEq)):
+            call = ast.Call(ast.Name("__scalerl_eq__", ast.Load()), [t.left, t.comparators[0]], [])
+            node.test = call if isinstance(t.ops[0], ast.Eq) else ast.UnaryOp(ast.Not(), call)
+        return node
+
+
+def _split_test(tree: ast.Module):
+    """(leading imports, rest with rewritten asserts), both compiled with asserts enabled."""
+    n = 0
+    while n < len(tree.body) and isinstance(tree.body[n], (ast.Import, ast.ImportFrom)):
+        n += 1
+    prelude = ast.Module(tree.body[:n], [])
+    rest = ast.fix_missing_locations(_EqRewriter().visit(ast.Module(tree.body[n:], [])))
+    return (compile(prelude, "<test>", "exec", dont_inherit=True, optimize=0),
+            compile(rest, "<test>", "exec", dont_inherit=True, optimize=0))

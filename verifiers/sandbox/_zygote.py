@@ -1,0 +1,286 @@
+"""The fork server (zygote): `python -I -S _zygote.py CONFIG_JSON` or `... --probe`.
+
+A small, long-lived, single-threaded process holding no models or data. At start it enters its own
+network, IPC, UTS and mount namespaces (so every child has no network and cannot see host IPC), builds a
+read-only root (bind mounts of /usr, /lib*, /bin and the Python install, a few /dev nodes, an empty
+/work) on a private tmpfs, builds a seccomp filter and creates per-slot cgroups. Then, per request from
+the parent (over a SOCK_SEQPACKET socket, file descriptors passed with SCM_RIGHTS), it clones one child
+into a fresh PID + mount namespace (see `_child`), watches it with a pidfd, kills it at its wall-clock
+deadline or on request, reaps it and reports exit status, CPU time and cgroup OOM kills.
+
+Kill semantics: the child is PID 1 of its namespace, so killing it makes the kernel kill every process
+left in the namespace (daemons, detached grandchildren, fork bombs); wait4 returns only once they are
+all gone. Without a PID namespace, the process group, the slot's cgroup and every process of the slot's
+uid are killed instead. If the parent dies, the zygote dies (parent-death signal), and its children
+with it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import resource
+import selectors
+import shutil
+import signal
+import socket
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import _child  # noqa: E402
+import _libc  # noqa: E402
+
+NS_LAYERS = {"net_ns": _libc.CLONE_NEWNET, "ipc_ns": _libc.CLONE_NEWIPC, "uts_ns": _libc.CLONE_NEWUTS,
+             "mount_ns": _libc.CLONE_NEWNS}  # entered once by the zygote; pid_ns is per child
+CHILD_FAIL = 120  # exit status of a child whose isolation setup failed (the verifier's error, not the model's)
+
+
+# ---------------------------------------------------------------------------------------------- setup
+def build_root(root: str) -> None:
+    """Read-only root on a private tmpfs: the system and Python install, nothing else of the host."""
+    ro = _libc.MS_BIND | _libc.MS_REMOUNT | _libc.MS_RDONLY | _libc.MS_NOSUID | _libc.MS_NODEV
+    _libc.mount("tmpfs", root, "tmpfs", _libc.MS_NOSUID | _libc.MS_NODEV, "size=1m,mode=0755")
+    for path in ("/usr", "/lib", "/lib64", "/lib32", "/bin", "/sbin", sys.base_prefix):
+        if not os.path.lexists(path) or os.path.lexists(root + path):
+            continue
+        os.makedirs(os.path.dirname(root + path), mode=0o755, exist_ok=True)
+        if os.path.islink(path):
+            os.symlink(os.readlink(path), root + path)
+            continue
+        os.makedirs(root + path, mode=0o755)
+        _libc.mount(path, root + path, None, _libc.MS_BIND | _libc.MS_REC)
+        _libc.mount(None, root + path, None, ro)
+    os.makedirs(root + "/dev", mode=0o755)
+    for dev in ("null", "zero", "full", "random", "urandom"):
+        open(root + "/dev/" + dev, "w").close()
+        _libc.mount("/dev/" + dev, root + "/dev/" + dev, None, _libc.MS_BIND)
+        _libc.mount(None, root + "/dev/" + dev, None, _libc.MS_BIND | _libc.MS_REMOUNT | _libc.MS_NOSUID)
+    os.makedirs(root + "/work", mode=0o755)
+    os.symlink("work", root + "/tmp")
+    _libc.mount("tmpfs", root, "tmpfs", _libc.MS_REMOUNT | _libc.MS_RDONLY | _libc.MS_NOSUID | _libc.MS_NODEV)
+
+
+def make_cgroups(cfg: dict) -> None:
+    for ctl, base in cfg["cgroup_root"].items():
+        if cfg["layers"].get(f"cgroup_{ctl}"):
+            for slot in range(cfg["slots"]):
+                os.makedirs(os.path.join(base, f"slot{slot}"), exist_ok=True)
+
+
+def remove_cgroups(cfg: dict) -> None:
+    for ctl, base in cfg["cgroup_root"].items():
+        if cfg["layers"].get(f"cgroup_{ctl}"):
+            for slot in range(cfg["slots"]):
+                try:
+                    os.rmdir(os.path.join(base, f"slot{slot}"))
+                except OSError:
+                    pass
+            try:
+                os.rmdir(base)
+            except OSError:
+                pass
+
+
+def _cg_write(cfg: dict, ctl: str, slot: int, name: str, value: str) -> None:
+    with open(os.path.join(cfg["cgroup_root"][ctl], f"slot{slot}", name), "w") as f:
+        f.write(value)
+
+
+def _oom_kills(cfg: dict, slot: int) -> int:
+    if not cfg["layers"].get("cgroup_memory"):
+        return 0
+    try:
+        with open(os.path.join(cfg["cgroup_root"]["memory"], f"slot{slot}", "memory.oom_control")) as f:
+            for line in f:
+                if line.startswith("oom_kill "):
+                    return int(line.split()[1])
+    except OSError:
+        pass
+    return 0
+
+
+# ---------------------------------------------------------------------------------------------- server
+class Server:
+    def __init__(self, cfg: dict, sock: socket.socket) -> None:
+        self.cfg, self.sock = cfg, sock
+        self.layers = cfg["layers"]
+        self.seccomp = _libc.SeccompFilter() if self.layers.get("seccomp") else None
+        self.sel = selectors.DefaultSelector()
+        self.sel.register(sock, selectors.EVENT_READ, None)
+        self.jobs: dict[int, dict] = {}  # pid -> job state
+
+    def serve(self) -> None:
+        while True:
+            deadlines = [j["deadline"] for j in self.jobs.values()]
+            timeout = max(0.0, min(deadlines) - time.monotonic()) if deadlines else None
+            for key, _ in self.sel.select(timeout):
+                if key.data is None:
+                    if not self._handle_request():
+                        return
+                else:
+                    self._reap(key.data)
+            now = time.monotonic()
+            for pid, job in list(self.jobs.items()):
+                if job["deadline"] <= now and not job["killed"]:
+                    self._kill(pid, "wall")
+
+    def _handle_request(self) -> bool:
+        try:
+            data, fds, _, _ = socket.recv_fds(self.sock, 1 << 16, 8)
+        except OSError:
+            data, fds = b"", []
+        if not data:
+            return False
+        msg = json.loads(data)
+        if msg["op"] == "kill":
+            for pid, job in self.jobs.items():
+                if job["id"] == msg["job"] and not job["killed"]:
+                    self._kill(pid, msg.get("reason", "request"))
+        elif msg["op"] == "run":
+            try:
+                self._start(msg, fds)
+            except OSError as exc:
+                self._send({"job": msg["job"], "event": "error", "error": f"start failed: {exc}"})
+            finally:
+                for fd in fds:
+                    os.close(fd)
+        return True
+
+    def _start(self, msg: dict, fds: list[int]) -> None:
+        slot, limits, cfg = msg["slot"], msg["limits"], self.cfg
+        if self.layers.get("cgroup_memory"):
+            _cg_write(cfg, "memory", slot, "memory.limit_in_bytes", str(limits["memory_mb"] << 20))
+        if self.layers.get("cgroup_pids"):
+            _cg_write(cfg, "pids", slot, "pids.max", str(limits["nproc"]))
+        child_cfg = dict(cfg, slot=slot, uid=cfg["uid_base"] + slot)
+        if not self.layers.get("chroot"):
+            child_cfg["workdir"] = os.path.join(cfg["root"], f"w{msg['job']}")
+            os.makedirs(child_cfg["workdir"], mode=0o700)
+            os.chown(child_cfg["workdir"], child_cfg["uid"], child_cfg["uid"])
+        oom_before = _oom_kills(cfg, slot)
+        flags = (_libc.CLONE_NEWPID if self.layers.get("pid_ns") else 0)
+        flags |= (_libc.CLONE_NEWNS if self.layers.get("chroot") else 0)
+        high = [os.dup(fd) for fd in fds]  # stay clear of 0..3, which the child dup2s onto
+        pid = _libc.clone_process(flags)
+        if pid == 0:
+            self._child(high, child_cfg)
+        for fd in high:
+            os.close(fd)
+        pidfd = os.pidfd_open(pid)
+        self.jobs[pid] = {"id": msg["job"], "slot": slot, "pidfd": pidfd, "killed": None,
+                          "deadline": time.monotonic() + msg["wall_s"], "t0": time.monotonic(),
+                          "oom_before": oom_before, "uid": child_cfg["uid"],
+                          "workdir": child_cfg.get("workdir")}
+        self.sel.register(pidfd, selectors.EVENT_READ, pid)
+
+    def _child(self, fds: list[int], cfg: dict) -> None:
+        try:
+            self.sock.close()
+            job = _child.setup(fds[0], fds[1:], cfg, self.seccomp)
+        except BaseException as exc:  # noqa: BLE001 — report on stderr, exit with the setup-failure code
+            try:
+                os.write(2, f"sandbox setup failed: {type(exc).__name__}: {exc}\n".encode())
+            except OSError:
+                pass
+            os._exit(CHILD_FAIL)
+        _child.run(job)
+        os._exit(0)
+
+    def _kill(self, pid: int, reason: str) -> None:
+        job = self.jobs[pid]
+        job["killed"] = reason
+        os.kill(pid, signal.SIGKILL)  # not yet reaped: the pid is still ours
+        if not self.layers.get("pid_ns"):
+            self._kill_survivors(pid, job)
+
+    def _kill_survivors(self, pid: int, job: dict) -> None:
+        """Without a PID namespace: the process group, the slot's cgroup, and the slot uid's processes."""
+        try:
+            os.killpg(pid, signal.SIGKILL)
+        except OSError:
+            pass
+        for ctl in ("pids", "memory"):
+            if self.layers.get(f"cgroup_{ctl}"):
+                path = os.path.join(self.cfg["cgroup_root"][ctl], f"slot{job['slot']}", "cgroup.procs")
+                with open(path) as f:
+                    for line in f:
+                        try:
+                            os.kill(int(line), signal.SIGKILL)
+                        except OSError:
+                            pass
+        if self.layers.get("uid_drop"):
+            helper = os.fork()
+            if helper == 0:
+                try:
+                    os.setresuid(job["uid"], job["uid"], job["uid"])
+                    os.kill(-1, signal.SIGKILL)
+                finally:
+                    os._exit(0)
+            os.waitpid(helper, 0)
+
+    def _reap(self, pid: int) -> None:
+        _, status, ru = os.wait4(pid, 0)
+        job = self.jobs.pop(pid)
+        self.sel.unregister(job["pidfd"])
+        os.close(job["pidfd"])
+        if not self.layers.get("pid_ns"):
+            self._kill_survivors(pid, job)
+        if job["workdir"]:
+            shutil.rmtree(job["workdir"], ignore_errors=True)
+        oom = _oom_kills(self.cfg, job["slot"]) > job["oom_before"]
+        self._send({
+            "job": job["id"], "event": "exit", "killed": job["killed"], "oom": oom,
+            "exit_code": os.waitstatus_to_exitcode(status), "cpu_s": ru.ru_utime + ru.ru_stime,
+            "max_rss_kb": ru.ru_maxrss, "wall_s": time.monotonic() - job["t0"],
+        })
+
+    def _send(self, msg: dict) -> None:
+        try:
+            self.sock.send(json.dumps(msg).encode())
+        except OSError:
+            pass
+
+    def shutdown(self) -> None:
+        for pid in list(self.jobs):
+            try:
+                self._kill(pid, "shutdown")
+                os.wait4(pid, 0)
+            except OSError:
+                pass
+        remove_cgroups(self.cfg)
+
+
+def main(argv: list[str]) -> int:
+    if argv[1:2] == ["--probe"]:
+        import _probe
+
+        print(json.dumps(_probe.probe(argv[2] if len(argv) > 2 else None)))
+        return 0
+    cfg = json.loads(argv[1])
+    _libc.prctl(_libc.PR_SET_PDEATHSIG, signal.SIGKILL)
+    if os.getppid() != cfg["parent_pid"]:
+        return 1  # the parent died before we set the death signal
+    layers = cfg["layers"]
+    flags = 0
+    for name, flag in NS_LAYERS.items():
+        flags |= flag if layers.get(name) else 0
+    if flags:
+        _libc.unshare(flags)
+    if layers.get("chroot"):
+        _libc.mount(None, "/", None, _libc.MS_REC | _libc.MS_PRIVATE)
+        build_root(cfg["root"])
+    make_cgroups(cfg)
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    sock = socket.socket(fileno=cfg["sock_fd"])
+    server = Server(cfg, sock)
+    try:
+        server.serve()
+    finally:
+        server.shutdown()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))

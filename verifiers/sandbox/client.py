@@ -1,0 +1,291 @@
+"""Parent side of the sandbox: starts the fork server, sends it runs, drains output, enforces caps.
+
+`Sandbox.run(request)` is thread-safe; at most `slots` runs are in flight (each holds one slot: its
+own uid, its own cgroups). Output is drained concurrently from stdout, stderr and the result channel
+with byte caps (over the cap: the run is killed, reason `output`). The fork server enforces the wall
+deadline; the parent keeps a backstop (deadline + grace) after which the server is presumed broken,
+killed and restarted, and the run reported as a sandbox error. Every failure of the sandbox itself is
+a `RunResult.error`, never something blamed on the program.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import logging
+import os
+import queue
+import selectors
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import weakref
+from dataclasses import dataclass, field
+
+logger = logging.getLogger(__name__)
+
+ZYGOTE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_zygote.py")
+BACKSTOP_GRACE_S = 10.0
+_instances = itertools.count()
+
+
+@dataclass
+class RunRequest:
+    mode: str  # stdio | functional | assert
+    code: str
+    stdin: bytes = b""
+    test: str | None = None
+    entry_point: str | None = None
+    cases: list[str] = field(default_factory=list)  # JSON [args, kwargs] per functional case
+    token: str | None = None
+    cpu_s: float = 2.0
+    wall_s: float = 6.0
+    memory_mb: int = 512
+    disk_mb: int = 64
+    inodes: int = 4096
+    fsize_mb: int = 16
+    nproc: int = 32
+    nofile: int = 256
+    max_output_bytes: int = 1 << 20
+
+
+@dataclass
+class RunResult:
+    exit_code: int | None = None
+    killed: str | None = None  # wall | output | request | shutdown
+    oom: bool = False
+    cpu_s: float = 0.0
+    wall_s: float = 0.0
+    stdout: bytes = b""
+    stderr: bytes = b""
+    result_lines: list[bytes] = field(default_factory=list)
+    output_capped: bool = False
+    error: str | None = None  # the sandbox failed (not the program)
+
+
+class _Stream:
+    def __init__(self, fd: int, cap: int) -> None:
+        self.fd, self.cap, self.buf, self.capped = fd, cap, bytearray(), False
+
+
+class Sandbox:
+    """One fork server and its slots. Start with the layers to enable; `close()` is idempotent."""
+
+    def __init__(self, layers: dict[str, bool], slots: int = 2) -> None:
+        self.layers, self.slots = dict(layers), slots
+        self._lock, self._send_lock = threading.Lock(), threading.Lock()
+        self._free: queue.Queue[int] = queue.Queue()
+        for s in range(slots):
+            self._free.put(s)
+        self._jobs = itertools.count(1)
+        self._pending: dict[int, queue.Queue] = {}
+        self._proc: subprocess.Popen | None = None
+        self._sock: socket.socket | None = None
+        self._root: str | None = None
+        self._closed = False
+        n = next(_instances)
+        self._uid_base = 1_000_000 + ((os.getpid() * 131 + n) % 100_000) * 64
+        self._cg_name = f"scalerl-{os.getpid()}-{n}"
+        self._finalizer = weakref.finalize(self, Sandbox._shutdown, self.__dict__)
+
+    # ------------------------------------------------------------------------------------------ server
+    def _ensure_server(self) -> None:
+        with self._lock:
+            if self._closed:
+                raise RuntimeError("sandbox is closed")
+            if self._proc is not None and self._proc.poll() is None and self._sock is not None:
+                return
+            Sandbox._shutdown(self.__dict__)
+            self._start_server()
+
+    def _start_server(self) -> None:
+        self._root = tempfile.mkdtemp(prefix="scalerl-sbx-")
+        os.chmod(self._root, 0o711)
+        parent_sock, child_sock = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        cfg = {
+            "layers": self.layers, "slots": self.slots, "root": self._root, "uid_base": self._uid_base,
+            "sock_fd": child_sock.fileno(), "parent_pid": os.getpid(),
+            "cgroup_root": {c: f"/sys/fs/cgroup/{c}/{self._cg_name}" for c in ("memory", "pids")},
+        }
+        self._proc = subprocess.Popen(
+            [sys.executable, "-I", "-S", ZYGOTE, json.dumps(cfg)], pass_fds=[child_sock.fileno()],
+            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, close_fds=True,
+        )
+        child_sock.close()
+        self._sock = parent_sock
+        threading.Thread(target=self._dispatch, args=(parent_sock,), daemon=True,
+                         name="sandbox-dispatch").start()
+        self._closed = False
+
+    def _dispatch(self, sock: socket.socket) -> None:
+        """Route the server's messages to the waiting runs; on EOF fail every pending run."""
+        while True:
+            try:
+                data = sock.recv(1 << 16)
+            except OSError:
+                data = b""
+            if not data:
+                break
+            msg = json.loads(data)
+            q = self._pending.get(msg["job"])
+            if q is not None:
+                q.put(msg)
+        for q in list(self._pending.values()):
+            q.put({"event": "error", "error": "fork server exited"})
+
+    @staticmethod
+    def _shutdown(state: dict) -> None:
+        sock, proc, root = state.get("_sock"), state.get("_proc"), state.get("_root")
+        state["_sock"] = state["_proc"] = state["_root"] = None
+        if sock is not None:
+            try:
+                sock.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+            sock.close()
+        if proc is not None:
+            try:
+                proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+        if root is not None:
+            shutil.rmtree(root, ignore_errors=True)
+
+    def close(self) -> None:
+        """Kill the fork server and every child; idempotent."""
+        with self._lock:
+            self._closed = True
+            Sandbox._shutdown(self.__dict__)
+
+    @property
+    def server_pid(self) -> int | None:
+        return self._proc.pid if self._proc is not None else None
+
+    # ------------------------------------------------------------------------------------------ runs
+    def run(self, req: RunRequest) -> RunResult:
+        slot = self._free.get()
+        try:
+            self._ensure_server()
+            return self._run_in_slot(req, slot)
+        except (OSError, RuntimeError) as exc:
+            return RunResult(error=f"sandbox: {type(exc).__name__}: {exc}")
+        finally:
+            self._free.put(slot)
+
+    def _run_in_slot(self, req: RunRequest, slot: int) -> RunResult:
+        job = next(self._jobs)
+        payload = json.dumps({"mode": req.mode, "code": req.code, "test": req.test, "token": req.token,
+                              "entry_point": req.entry_point, "cases": req.cases,
+                              "limits": _limits(req)}).encode()
+        pipes = [os.pipe2(os.O_CLOEXEC) for _ in range(5)]  # job, stdin, stdout, stderr, result
+        theirs = [pipes[0][0], pipes[1][0], pipes[2][1], pipes[3][1], pipes[4][1]]
+        ours = [pipes[0][1], pipes[1][1], pipes[2][0], pipes[3][0], pipes[4][0]]
+        q: queue.Queue = queue.Queue()
+        self._pending[job] = q
+        try:
+            header = json.dumps({"op": "run", "job": job, "slot": slot, "limits": _limits(req),
+                                 "wall_s": req.wall_s}).encode()
+            try:
+                with self._send_lock:
+                    socket.send_fds(self._sock, [header], theirs)
+            finally:
+                for fd in theirs:
+                    os.close(fd)
+            result = self._drain(job, req, ours, payload)
+            return self._finish(job, req, q, result)
+        finally:
+            self._pending.pop(job, None)
+            for fd in ours:
+                if fd >= 0:
+                    os.close(fd)
+
+    def _drain(self, job: int, req: RunRequest, ours: list[int], payload: bytes) -> RunResult:
+        job_w, stdin_w, out_r, err_r, res_r = ours  # write ends are closed (and set to -1 in ours) when done
+        cap = req.max_output_bytes
+        streams = {out_r: _Stream(out_r, cap), err_r: _Stream(err_r, cap), res_r: _Stream(res_r, cap)}
+        writes = {job_w: memoryview(payload), stdin_w: memoryview(req.stdin)}
+        sel = selectors.DefaultSelector()
+        for fd in streams:
+            sel.register(fd, selectors.EVENT_READ)
+        for fd in writes:
+            os.set_blocking(fd, False)
+            sel.register(fd, selectors.EVENT_WRITE)
+        backstop = time.monotonic() + req.wall_s + BACKSTOP_GRACE_S
+        killed_output = False
+        while sel.get_map():
+            left = backstop - time.monotonic()
+            if left <= 0:
+                return RunResult(error="sandbox: fork server missed the deadline")
+            for key, _ in sel.select(min(left, 1.0)):
+                fd = key.fd
+                if fd in writes:
+                    if self._write_some(fd, writes):
+                        sel.unregister(fd)
+                        os.close(fd)
+                        ours[ours.index(fd)] = -1
+                    continue
+                s = streams[fd]
+                chunk = os.read(fd, 1 << 16)
+                if not chunk:
+                    sel.unregister(fd)
+                    continue
+                room = s.cap - len(s.buf)
+                s.buf += chunk[:max(room, 0)]
+                if len(chunk) > room and not killed_output:
+                    s.capped = killed_output = True
+                    self._send({"op": "kill", "job": job, "reason": "output"})
+        sel.close()
+        return RunResult(stdout=bytes(streams[out_r].buf), stderr=bytes(streams[err_r].buf),
+                         result_lines=bytes(streams[res_r].buf).splitlines(), output_capped=killed_output)
+
+    @staticmethod
+    def _write_some(fd: int, writes: dict) -> bool:
+        """Write what the pipe takes; True when done (all written, or the reader is gone)."""
+        try:
+            n = os.write(fd, writes[fd][: 1 << 16])
+        except BlockingIOError:
+            return False
+        except BrokenPipeError:
+            return True
+        writes[fd] = writes[fd][n:]
+        return not len(writes[fd])
+
+    def _finish(self, job: int, req: RunRequest, q: queue.Queue, result: RunResult) -> RunResult:
+        if result.error:
+            self._restart()
+            return result
+        try:
+            msg = q.get(timeout=BACKSTOP_GRACE_S)
+        except queue.Empty:
+            self._restart()
+            return RunResult(error="sandbox: no exit report from the fork server")
+        if msg["event"] != "exit":
+            return RunResult(error=f"sandbox: {msg.get('error', msg)}")
+        result.exit_code, result.oom = msg["exit_code"], msg["oom"]
+        result.cpu_s, result.wall_s = msg["cpu_s"], msg["wall_s"]
+        result.killed = "output" if result.output_capped else msg["killed"]
+        if result.exit_code == 120 and b"sandbox setup failed" in result.stderr:
+            result.error = "sandbox: " + result.stderr.decode(errors="replace").strip()[-500:]
+        return result
+
+    def _send(self, msg: dict) -> None:
+        try:
+            with self._send_lock:
+                self._sock.send(json.dumps(msg).encode())
+        except (OSError, AttributeError):
+            pass
+
+    def _restart(self) -> None:
+        logger.warning("sandbox fork server unresponsive; restarting it")
+        with self._lock:
+            Sandbox._shutdown(self.__dict__)
+
+
+def _limits(req: RunRequest) -> dict:
+    return {"cpu_s": req.cpu_s, "memory_mb": req.memory_mb, "disk_mb": req.disk_mb, "inodes": req.inodes,
+            "fsize_mb": req.fsize_mb, "nproc": req.nproc, "nofile": req.nofile}
