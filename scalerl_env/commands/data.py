@@ -177,7 +177,12 @@ def check_cmd(
     records, errors = read_records(file)
     for error in errors[:MAX_SHOWN]:
         typer.echo(f"unreadable: {error}", err=True)
-    result = check_records(records)
+    from verifiers import close_default_pools
+
+    try:
+        result = check_records(records)
+    finally:
+        close_default_pools()
     typer.echo(f"{file}: {len(records)} records, {result.checked} with a gold answer, "
                f"{result.correct} correct, {len(result.failures)} failing, {result.unchecked} unchecked")
     for f in result.failures[:MAX_SHOWN]:
