@@ -58,7 +58,9 @@ def to_attempts_table(
     elif isinstance(rows, Mapping):
         table = pa.table(dict(rows))
     else:
-        table = pa.Table.from_pylist(list(rows))
+        rows = list(rows)
+        names = list(dict.fromkeys(k for row in rows for k in row))  # every row's keys, not just the first's
+        table = pa.table({k: [row.get(k) for row in rows] for k in names}) if rows else pa.table({})
     unknown = [c for c in table.column_names if c not in ATTEMPT_COLUMNS]
     if unknown:
         raise LedgerError(f"unknown attempt column(s) {unknown}; known: {list(ATTEMPT_COLUMNS)}")

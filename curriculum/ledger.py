@@ -140,7 +140,8 @@ class Ledger:
                if pid not in self._retired and passes(*s.window(self.retirement), self.retirement)]
         if due:
             with self._write_lock:
-                rows = self._retirement_rows([(pid, s, None if s.gstep == NO_STEP else s.gstep) for pid, s in due])
+                rows = self._retirement_rows([(pid, s.domain, None if s.gstep == NO_STEP else s.gstep,
+                                               *s.window(self.retirement)) for pid, s in due])
                 self._commit(None, rows, {})
             logger.info("retired %d prompt(s) whose pass-rate window already met the rule", len(due))
 
@@ -170,7 +171,7 @@ class Ledger:
             self._commit(table, self._retirement_rows(retire), updated, ingest=ingest)
         return table.num_rows
 
-    def _apply(self, table: pa.Table) -> tuple[dict[str, _Stats], list[tuple[str, _Stats, int | None]]]:
+    def _apply(self, table: pa.Table) -> tuple[dict[str, _Stats], list[tuple]]:
         """New counters for the prompts in `table` and the retirements they cause (not yet applied)."""
         groups: dict[tuple[str, int], list[int]] = {}
         domains: dict[str, str] = {}
@@ -182,7 +183,7 @@ class Ledger:
             g[2] += bool(correct)
             domains.setdefault(pid, domain)
         updated: dict[str, _Stats] = {}
-        retire: list[tuple[str, _Stats, int | None]] = []
+        retire: list[tuple] = []  # (prompt_id, domain, step, window correct, window scored) at decision time
         for (pid, gstep), (n, scored, correct) in sorted(groups.items(), key=lambda kv: kv[0][1]):
             s = updated.get(pid)
             if s is None:
@@ -191,16 +192,13 @@ class Ledger:
             s.add_group(gstep, n, scored, correct)
             if pid not in self._retired and all(r[0] != pid for r in retire):
                 if passes(*s.window(self.retirement), self.retirement):
-                    retire.append((pid, s, None if gstep == NO_STEP else gstep))
+                    retire.append((pid, s.domain, None if gstep == NO_STEP else gstep, *s.window(self.retirement)))
         return updated, retire
 
-    def _retirement_rows(self, retire: list[tuple[str, _Stats, int | None]]) -> list[tuple]:
-        rows = []
-        for offset, (pid, s, step) in enumerate(retire):
-            correct, scored = s.window(self.retirement)
-            rows.append((pid, s.domain, self._next_seq + offset, step, self._epochs.get(s.domain),
-                         correct / scored, scored, self.retirement.threshold))
-        return rows
+    def _retirement_rows(self, retire: list[tuple]) -> list[tuple]:
+        return [(pid, domain, self._next_seq + offset, step, self._epochs.get(domain), correct / scored, scored,
+                 self.retirement.threshold)
+                for offset, (pid, domain, step, correct, scored) in enumerate(retire)]
 
     def _commit(self, table: pa.Table | None, retirements: list[tuple], updated: dict[str, _Stats], *,
                 ingest: tuple[str, str] | None = None) -> None:
