@@ -20,6 +20,9 @@ import httpx
 REPO = Path(__file__).resolve().parent.parent
 # Small pools: the test machine has 2 cores shared with other suites.
 LEAN = ("--set", "verifier.math.workers=1", "--set", "verifier.code.slots=2")
+# A server that is easy to overload: few items in flight, a short deadline, no ledger.
+OVERLOAD = ("--set", "limits.max_items_in_flight=8", "--set", "limits.max_batch_items=8",
+            "--set", "limits.request_deadline_s=3", "--set", "limits.retry_after_s=1")
 _SHARED: dict[str, "ServerProcess"] = {}
 
 

@@ -10,7 +10,7 @@ import pytest
 
 from scalerl_env.client import RewardClient, RewardServerError
 from scalerl_env.records import Status
-from tests.server_harness import REPO, shared_server
+from tests.server_harness import OVERLOAD, REPO, shared_server
 
 BOXED = "Reasoning... so the answer is \\boxed{{{}}}."
 SUM_PROGRAM = "```python\na, b = map(int, input().split())\nprint(a + b)\n```"
@@ -118,8 +118,7 @@ def test_ledger_query_rejects_writes_with_400(server):
 
 
 def test_ledger_query_without_ledger_is_409(request):
-    # A second, ledger-less server would cost a start-up; reuse the overload server if it exists.
-    bare = shared_server(request, "bare")
+    bare = shared_server(request, "overload", *OVERLOAD)  # the load tests' ledger-less server
     response = httpx.post(bare.url + "/v1/ledger/query", json={"sql": "SELECT 1"})
     assert response.status_code == 409
     assert "--ledger" in response.json()["detail"]
