@@ -112,8 +112,7 @@ class CodeVerifier:
             raise ValueError("code items need tests of kind stdio, functional or assert")
         return _status(results), {"extracted_chars": len(code), "tests": [r["public"] for r in results],
                                   "passed": sum(r["public"]["passed"] for r in results),
-                                  "total": len(results), "stderr_tail": _stderr_tail(results,
-                                                                                     self.config.stderr_tail_chars)}
+                                  "total": len(results), **_failure_output(results, self.config.stderr_tail_chars)}
 
     def _request(self, code: str, limits: Limits, mode: str, n_cases: int = 1, **kw: Any) -> RunRequest:
         c = self.config
@@ -233,7 +232,7 @@ def _test_result(i: int, res: RunResult, req: RunRequest, ok: bool, crashed: boo
               "cpu_s": round(res.cpu_s, 4), "wall_s": round(res.wall_s, 4)}
     if res.error:
         public["error"] = res.error
-    return {"public": public, "stderr": res.stderr}
+    return {"public": public, "stderr": res.stderr, "stdout": res.stdout}
 
 
 def _status(results: list[dict]) -> Status:
@@ -250,8 +249,10 @@ def _status(results: list[dict]) -> Status:
     return Status.correct
 
 
-def _stderr_tail(results: list[dict], chars: int) -> str:
+def _failure_output(results: list[dict], chars: int) -> dict[str, str]:
+    """stderr tail and stdout head of the first failing test (empty when all passed)."""
     for r in results:
-        if not r["public"]["passed"] and r["stderr"]:
-            return r["stderr"].decode(errors="replace")[-chars:] if chars else ""
-    return ""
+        if not r["public"]["passed"]:
+            return {"stderr_tail": r["stderr"].decode(errors="replace")[-chars:] if chars else "",
+                    "stdout_head": r["stdout"][:chars].decode(errors="replace")}
+    return {"stderr_tail": "", "stdout_head": ""}

@@ -22,6 +22,7 @@ import os
 import signal
 import sys
 import time
+import types
 
 import _canon
 import _libc
@@ -110,7 +111,7 @@ def run(job: dict) -> None:
     elif mode == "functional":
         _run_functional(job, code)
     else:
-        _run_main(code, {"__name__": "__main__", "__builtins__": builtins})
+        _run_main(code, _main_namespace())
         _flush_exit(0)
 
 
@@ -121,16 +122,26 @@ def _emit(obj: dict) -> None:
         pass
 
 
-def _run_main(code, namespace: dict) -> None:
-    """exec the program; SystemExit(0/None) is a normal end, anything else exits nonzero."""
+def _main_namespace() -> dict:
+    """A fresh `__main__` module for the program (so pickle, dataclasses, multiprocessing find it)."""
+    module = types.ModuleType("__main__")
+    module.__builtins__ = builtins
+    sys.modules["__main__"] = module
+    return module.__dict__
+
+
+def _run_main(code, namespace: dict, exit_ok: bool = True) -> None:
+    """exec the program; SystemExit(0/None) is a normal end only if `exit_ok`, anything else exits nonzero."""
     try:
         exec(code, namespace)
     except SystemExit as exc:
-        if exc.code not in (None, 0):
-            _flush_exit(exc.code if isinstance(exc.code, int) else 1)
+        if not exit_ok or exc.code not in (None, 0):
+            _flush_exit(exc.code if isinstance(exc.code, int) and exc.code else 1)
     except BaseException:  # noqa: BLE001 — the program's own failure: print it like Python would
         etype, exc, tb = sys.exc_info()
-        sys.__excepthook__(etype, exc, tb.tb_next if tb is not None else None)  # hide the harness frame
+        if tb is not None and exc is not None:
+            exc.__traceback__ = tb.tb_next  # hide the harness frame
+        sys.__excepthook__(etype, exc, exc.__traceback__ if exc is not None else None)
         _flush_exit(1)
 
 
@@ -144,7 +155,7 @@ def _flush_exit(status: int) -> None:
 
 
 def _run_functional(job: dict, code) -> None:
-    namespace = {"__name__": "__main__", "__builtins__": builtins}
+    namespace = _main_namespace()
     _run_main(code, namespace)
     fn = namespace.get(job["entry_point"])
     if not callable(fn):
@@ -170,15 +181,20 @@ def _run_assert(job: dict, code) -> None:
     except (SyntaxError, ValueError, MemoryError, RecursionError) as exc:
         _emit({"test_error": f"{type(exc).__name__}: {exc}"[:2000]})
         _exit(3)
-    namespace = {"__name__": "__main__", "__builtins__": builtins}
+    namespace = _main_namespace()
     exec(prelude, namespace)  # the test's leading imports, visible to the solution (MBPP relies on it)
+    # Everything used after the program runs is bound now and the harness modules are unlisted, so a
+    # program that patches sys.modules entries cannot change what runs after it.
+    run_main, emit, flush_exit, equal = _run_main, _emit, _flush_exit, _canon.equal
+    for name in ("_child", "_canon", "_libc", "_zygote", "_probe"):
+        sys.modules.pop(name, None)
     sys.addaudithook(_audit)
-    _run_main(code, namespace)
+    run_main(code, namespace)
     test_ns = {k: v for k, v in namespace.items() if k not in pristine}
-    test_ns.update({"__builtins__": pristine, "__name__": "__main__", "__scalerl_eq__": _canon.equal})
-    _run_main(test_code, test_ns)
-    _emit({"done": token})
-    _flush_exit(0)
+    test_ns.update({"__builtins__": pristine, "__name__": "__main__", "__scalerl_eq__": equal})
+    run_main(test_code, test_ns, False)  # the test code never ends by SystemExit, not even SystemExit(0)
+    emit({"done": token})
+    flush_exit(0)
 
 
 def _audit(event: str, args: tuple) -> None:

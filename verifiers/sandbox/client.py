@@ -114,6 +114,7 @@ class Sandbox:
         self._proc = subprocess.Popen(
             [sys.executable, "-I", "-S", ZYGOTE, json.dumps(cfg)], pass_fds=[child_sock.fileno()],
             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, close_fds=True,
+            env={"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8"},  # no host secrets in the server's memory
         )
         child_sock.close()
         self._sock = parent_sock

@@ -1,0 +1,4 @@
+# property: aborts
+# kind: stdio
+import os
+os.abort()

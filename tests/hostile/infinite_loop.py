@@ -1,0 +1,4 @@
+# property: infinite loop: CPU-time limit
+# kind: stdio
+while True:
+    pass

@@ -1,0 +1,4 @@
+# property: segfaults
+# kind: stdio
+import ctypes
+ctypes.string_at(0)
