@@ -332,6 +332,12 @@ def _finish(
             warnings.append(f"{name} = {math.exp(theta[k]):.4g} sits at its search bound: the data do "
                             "not determine it; treat the fit as unreliable")
     pos = c[c > 0]
+    if pos.max() < math.exp(theta[3]):
+        warnings.append(f"the fitted points end at C = {pos.max():.4g}, before C_mid = "
+                        f"{math.exp(theta[3]):.4g}: A is an extrapolation beyond the data")
+    a_lo, a_hi = intervals["A"]
+    if "A" in free and a_hi - a_lo > theta[0] - theta[1]:
+        warnings.append("the A interval is wider than the gain A - R0: these data do not determine A")
     return SigmoidFit(
         A=float(theta[0]), R0=float(theta[1]), B=float(math.exp(theta[2])),
         C_mid=float(math.exp(theta[3])), intervals=intervals, level=level, method=method,
