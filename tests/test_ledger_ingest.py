@@ -1,0 +1,95 @@
+"""Bulk ingest refuses bad files as a whole, naming the lines, and never counts a file twice."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from typer.testing import CliRunner
+
+from curriculum.ingest import ingest_file
+from curriculum.ledger import Ledger
+from curriculum.models import IngestError
+from scalerl_env.cli import build_app
+from scalerl_env.records import ChatMessage, ProblemRecord
+
+
+def problem(pid: str, domain: str = "math") -> ProblemRecord:
+    return ProblemRecord(prompt_id=pid, domain=domain, source="t", answer="1",
+                         prompt=[ChatMessage(role="user", content=pid)]) if domain == "math" else None
+
+
+@pytest.fixture
+def ledger(tmp_path):
+    with Ledger(tmp_path / "l.duckdb") as led:
+        led.upsert_problems([problem("p1"), problem("p2")])
+        yield led
+
+
+def write(path, lines: list) -> str:
+    path.write_text("".join((x if isinstance(x, str) else json.dumps(x)) + "\n" for x in lines))
+    return str(path)
+
+
+def count(ledger: Ledger) -> int:
+    return ledger.query("SELECT count(*) FROM attempts").rows[0][0]
+
+
+def test_good_file_is_ingested_with_domain_from_problems(ledger, tmp_path):
+    f = write(tmp_path / "v.jsonl", [{"prompt_id": "p1", "status": "correct", "step": 3}, "",
+                                     {"prompt_id": "p2", "status": "no_answer", "reward": -0.5}])
+    assert ingest_file(ledger, f) == 2
+    assert ledger.query("SELECT prompt_id, domain, step, reward, correct FROM attempts ORDER BY prompt_id").rows == [
+        ["p1", "math", 3, 1.0, True], ["p2", "math", None, -0.5, False]]
+
+
+def test_malformed_lines_are_reported_with_line_numbers_and_nothing_is_written(ledger, tmp_path):
+    f = write(tmp_path / "v.jsonl", [
+        {"prompt_id": "p1", "status": "correct"},
+        "{not json",
+        {"prompt_id": "p1", "status": "great"},
+        {"prompt_id": "p1", "status": "wrong", "colour": "red"},
+        {"prompt_id": "p1", "status": "wrong", "step": -1},
+    ])
+    with pytest.raises(IngestError) as err:
+        ingest_file(ledger, f)
+    msg = str(err.value)
+    assert "4 malformed line(s)" in msg
+    for fragment in (":2: not JSON", ":3: status", ":4: colour: Extra inputs", ":5: step"):
+        assert fragment in msg
+    assert count(ledger) == 0
+    assert ledger.has_ingested("x") is None
+
+
+def test_unknown_prompt_ids_are_refused_unless_allowed_with_a_domain(ledger, tmp_path):
+    f = write(tmp_path / "v.jsonl", [{"prompt_id": "p1", "status": "correct"},
+                                     {"prompt_id": "ghost", "status": "correct"}])
+    with pytest.raises(IngestError, match=r"(?s)--allow-unknown.*:2: unknown prompt_id 'ghost'"):
+        ingest_file(ledger, f)
+    with pytest.raises(IngestError, match=r":2: prompt_id 'ghost' is not in problems; give its 'domain'"):
+        ingest_file(ledger, f, allow_unknown=True)
+    g = write(tmp_path / "w.jsonl", [{"prompt_id": "ghost", "status": "correct", "domain": "code"}])
+    assert ingest_file(ledger, g, allow_unknown=True) == 1 and count(ledger) == 1
+
+
+def test_a_domain_that_contradicts_the_problem_is_refused(ledger, tmp_path):
+    f = write(tmp_path / "v.jsonl", [{"prompt_id": "p1", "status": "correct", "domain": "code"}])
+    with pytest.raises(IngestError, match=r":1: domain 'code' but problem 'p1' is 'math'"):
+        ingest_file(ledger, f)
+
+
+def test_the_same_file_content_is_refused_the_second_time_even_renamed(ledger, tmp_path):
+    lines = [{"prompt_id": "p1", "status": "correct"}]
+    assert ingest_file(ledger, write(tmp_path / "a.jsonl", lines)) == 1
+    with pytest.raises(IngestError, match="already ingested"):
+        ingest_file(ledger, write(tmp_path / "b.jsonl", lines))
+    assert count(ledger) == 1
+
+
+def test_cli_reports_line_numbers_and_exits_2(tmp_path):
+    path = tmp_path / "cli.duckdb"
+    f = write(tmp_path / "v.jsonl", [{"prompt_id": "p1", "status": "correct", "domain": "math"}, "[1, 2]"])
+    out = CliRunner().invoke(build_app(), ["ledger", "ingest", "--ledger", str(path), "--file", f, "--allow-unknown"])
+    assert out.exit_code == 2 and "v.jsonl:2:" in out.stderr
+    out = CliRunner().invoke(build_app(), ["ledger", "query", "DELETE FROM attempts", "--ledger", str(path)])
+    assert out.exit_code == 2 and "only read statements" in out.stderr
