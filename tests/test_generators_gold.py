@@ -12,7 +12,7 @@ from scalerl_env.sources.generators import generate
 from scalerl_env.sources.prepare import check_records
 
 
-def _records(domain: str, seeds: range, per_seed: int, levels=range(0, 6)):
+def _records(domain: str, seeds: range, per_seed: int, levels=range(6)):
     return [r for seed in seeds for level in levels
             for r in generate(domain, seed=seed, count=per_seed, level=level)]
 
@@ -24,18 +24,18 @@ def _assert_all_correct(records):
 
 
 def test_math_gold_answers_are_correct_over_thousands_of_seeds():
-    _assert_all_correct(_records("math", range(0, 500), 1) + _records("math", range(1000, 1010), 150))
+    _assert_all_correct(_records("math", range(500), 1) + _records("math", range(1000, 1010), 150))
 
 
 def test_code_gold_programs_pass_their_tests():
-    _assert_all_correct(_records("code", range(0, 40), 1) + _records("code", range(100, 102), 20))
+    _assert_all_correct(_records("code", range(40), 1) + _records("code", range(100, 102), 20))
 
 
 @pytest.mark.slow
 def test_math_gold_answers_are_correct_slow():
-    _assert_all_correct(_records("math", range(0, 5000), 2))
+    _assert_all_correct(_records("math", range(5000), 2))
 
 
 @pytest.mark.slow
 def test_code_gold_programs_pass_their_tests_slow():
-    _assert_all_correct(_records("code", range(0, 500), 2))
+    _assert_all_correct(_records("code", range(500), 2))

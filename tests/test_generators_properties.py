@@ -9,7 +9,7 @@ import pytest
 from scalerl_env.records import FunctionalTests, ProblemRecord, make_prompt_id
 from scalerl_env.sources.generators import GENERATORS, families_at, generate
 
-LEVELS = range(0, 6)
+LEVELS = range(6)
 
 
 @pytest.mark.parametrize("domain", ["math", "code"])
@@ -109,8 +109,8 @@ def test_examples_identify_the_string_operation():
         assert len(matching) == 1, (record.prompt[0].content, matching)
 
 
-@pytest.mark.parametrize("bad", [dict(domain="physics"), dict(count=-1), dict(level=-1), dict(seed=-2)])
+@pytest.mark.parametrize("bad", [{"domain": "physics"}, {"count": -1}, {"level": -1}, {"seed": -2}])
 def test_invalid_arguments_are_rejected(bad):
-    args = dict(domain="math", seed=0, count=1, level=0) | bad
+    args = {"domain": "math", "seed": 0, "count": 1, "level": 0} | bad
     with pytest.raises(ValueError):
         generate(args.pop("domain"), **args)

@@ -11,7 +11,11 @@ import pytest
 from scalerl_env.records import AssertTests, FunctionalTests, ProblemRecord, StdioTests
 from scalerl_env.sources.adapters import PromptConfig, adapt_row
 from scalerl_env.sources.manifest import (
-    DATASETS_DIR, FIXTURE_DIR, list_sources, load_manifest, fixture_path,
+    DATASETS_DIR,
+    FIXTURE_DIR,
+    fixture_path,
+    list_sources,
+    load_manifest,
 )
 from scalerl_env.sources.prepare import prepare
 

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import List, Optional
 
 import typer
 
@@ -52,16 +51,16 @@ def sources() -> None:
 def prepare_cmd(
     source: str = typer.Argument(..., help="source name (see `data sources`), 'verl', or a manifest .yaml"),
     out: Path = typer.Option(..., "--out", help="output parquet (verl schema)"),
-    data_files: Optional[List[Path]] = typer.Option(None, "--data-files", help="local files; else the hub"),
+    data_files: list[Path] | None = typer.Option(None, "--data-files", help="local files; else the hub"),
     fixture: bool = typer.Option(False, "--fixture", help="use the tiny fixture shipped in datasets/fixtures"),
-    config: Optional[List[str]] = typer.Option(None, "--config", help="hub config(s); default: all in the manifest"),
-    split: Optional[str] = typer.Option(None, "--split", help="hub split; default: the manifest's first"),
-    limit: Optional[int] = typer.Option(None, "--limit", min=1, help="read at most N rows"),
+    config: list[str] | None = typer.Option(None, "--config", help="hub config(s); default: all in the manifest"),
+    split: str | None = typer.Option(None, "--split", help="hub split; default: the manifest's first"),
+    limit: int | None = typer.Option(None, "--limit", min=1, help="read at most N rows"),
     holdout: int = typer.Option(0, "--holdout", min=0, help="hold out N prompts for validation (paper: 1000)"),
     holdout_seed: int = typer.Option(0, "--holdout-seed"),
-    holdout_out: Optional[Path] = typer.Option(None, "--holdout-out", help="default: OUT with .heldout.parquet"),
-    instruction: Optional[str] = typer.Option(None, "--instruction", help="replace the source's instruction"),
-    errors_out: Optional[Path] = typer.Option(None, "--errors", help="write every skipped row as JSONL"),
+    holdout_out: Path | None = typer.Option(None, "--holdout-out", help="default: OUT with .heldout.parquet"),
+    instruction: str | None = typer.Option(None, "--instruction", help="replace the source's instruction"),
+    errors_out: Path | None = typer.Option(None, "--errors", help="write every skipped row as JSONL"),
 ) -> None:
     """Turn a public dataset into problem records (parquet, verl schema), with an optional held-out split.
 
@@ -161,14 +160,15 @@ def generate_cmd(
 def check_cmd(
     file: Path = typer.Argument(..., help="a parquet file written by `data prepare` or `data generate`"),
     drop_failing: bool = typer.Option(False, "--drop-failing", help="remove rows whose gold is not correct"),
-    out: Optional[Path] = typer.Option(None, "--out", help="with --drop-failing: write here (default: in place)"),
-    report: Optional[Path] = typer.Option(None, "--report", help="write the failing rows as JSONL"),
+    out: Path | None = typer.Option(None, "--out", help="with --drop-failing: write here (default: in place)"),
+    report: Path | None = typer.Option(None, "--report", help="write the failing rows as JSONL"),
 ) -> None:
     """Score every gold answer / reference solution with the verifiers; report rows not `correct`.
 
     Example: scalerl-env data check runs/data/gsm8k.parquet --drop-failing
     """
-    from scalerl_env.sources.prepare import check_records, drop_failing as drop
+    from scalerl_env.sources.prepare import check_records
+    from scalerl_env.sources.prepare import drop_failing as drop
     from scalerl_env.sources.verl import read_records, write_records
 
     if not file.is_file():

@@ -26,7 +26,8 @@ from __future__ import annotations
 import importlib
 import json
 import re
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from pydantic import Field
 

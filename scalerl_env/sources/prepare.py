@@ -14,9 +14,10 @@ from __future__ import annotations
 
 import hashlib
 import logging
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 from scalerl_env.records import ProblemRecord, VerifyItem
 
@@ -76,8 +77,13 @@ def prepare(
             extra = {"split": split, **({"config": config} if config else {})}
             try:
                 record = adapt_row(manifest, row, prompts, extra)
-            except (AdapterError, ValueError, TypeError) as exc:
+            except LookupError:
+                raise  # a missing converter is a setup error
+            except AdapterError as exc:
                 result.errors.append(RowError(manifest.name, origin, number, str(exc)))
+                continue
+            except Exception as exc:  # noqa: BLE001 - hostile rows: any failure is reported, never fatal
+                result.errors.append(RowError(manifest.name, origin, number, f"{type(exc).__name__}: {exc}"))
                 continue
             if record.prompt_id in seen:
                 result.duplicates += 1
@@ -99,7 +105,7 @@ def split_holdout(records: list[ProblemRecord], n: int, *, seed: int = 0
     """(train, held-out): the `n` records of lowest `holdout_key` are held out; order is kept."""
     if n <= 0:
         return list(records), []
-    chosen = set(sorted((holdout_key(r.prompt_id, seed) for r in records))[:n])
+    chosen = set(sorted(holdout_key(r.prompt_id, seed) for r in records)[:n])
     train = [r for r in records if holdout_key(r.prompt_id, seed) not in chosen]
     held = [r for r in records if holdout_key(r.prompt_id, seed) in chosen]
     return train, held

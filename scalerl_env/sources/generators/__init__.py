@@ -24,8 +24,9 @@ difficulty of a level is by construction, not measured (`difficulty_prior` stays
 from __future__ import annotations
 
 import random
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable, Literal
+from typing import Literal
 
 from scalerl_env.records import ProblemRecord, make_prompt_id
 
@@ -85,4 +86,4 @@ def _one(domain: str, families: list[TaskFamily], seed: int, level: int, index: 
     )
 
 
-__all__ = ["GENERATORS", "TaskFamily", "families_at", "generate", "Generated"]
+__all__ = ["GENERATORS", "Generated", "TaskFamily", "families_at", "generate"]

@@ -12,7 +12,8 @@ from __future__ import annotations
 import json
 import random
 import string
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from scalerl_env.records import FunctionalCase, FunctionalTests, StdioCase, StdioTests
 
