@@ -60,7 +60,8 @@ def test_fallbacks_users_expect(text, expected):
     assert answer(text) == expected
 
 
-@pytest.mark.parametrize("text", ["", "   ", "I don't know", "\\boxed{}", "\\boxed{", "<think></think>"])
+@pytest.mark.parametrize("text", ["", "   ", "I don't know", "\\boxed{}", "\\boxed{", "<think></think>",
+                                  "so $h=5$. The height of the cylinder is $"])
 def test_nothing_found_is_no_answer(text):
     assert answer(text) == "no_answer"
 

@@ -130,6 +130,8 @@ def _phrase(text: str, cap: int) -> str | None:
 
 
 def _trailing_math(text: str, cap: int) -> str | None:
+    if (text.count("$") - text.count("\\$")) % 2:
+        return None  # an unclosed `$` (a truncated completion): the "span" before it is prose, not math
     match = _TRAILING_MATH.search(text[-FALLBACK_WINDOW_CHARS:])
     if match is None:
         return None

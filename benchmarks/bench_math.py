@@ -1,0 +1,104 @@
+"""Math verifier throughput: `VerifierPool.verify_batch` vs a plain single-process math-verify loop.
+
+Workload (RL-shaped, deterministic from --seed): each MATH-500 problem gets --samples completions.
+A problem draws a pass rate p ~ U(0, 1); each sample is correct with probability p (the reference
+solution itself, or a short completion boxing the reference answer), truncated with no answer with
+probability --truncated, and otherwise boxes one of three wrong answers fixed per problem (other
+problems' answers), so groups repeat answers as real policies do.
+
+Baseline: `verify(parse("$\\boxed{answer}$"), parse(completion))` with math-verify defaults, one
+item after another in this process. Both sides are warm before timing (math-verify imported and
+exercised; pool workers started). Prints items/s for both, the ratio, the largest per-item elapsed
+time against the deadline, and how often the two verdicts agree (they differ where our policy
+differs: false-positive guard, extraction rules).
+
+    python benchmarks/bench_math.py                 # MATH-500 x 16 = 8000 items
+    python benchmarks/bench_math.py --problems 100  # quicker
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import time
+from collections import Counter
+from pathlib import Path
+
+REF = Path(__file__).resolve().parents[2] / "shared" / "reference" / "math500" / "test.jsonl"
+TARGET_RATIO = 2.5
+
+
+def workload(problems: int, samples: int, truncated: float, seed: int) -> list[dict]:
+    rng = random.Random(seed)
+    rows = [json.loads(x) for x in REF.read_text().splitlines()][:problems]
+    answers = [r["answer"] for r in rows]
+    items = []
+    for pi, row in enumerate(rows):
+        p = rng.random()
+        distractors = [a for a in rng.sample(answers, 4) if a != row["answer"]][:3]
+        for s in range(samples):
+            r = rng.random()
+            if r < truncated:
+                text = row["solution"].split("\\boxed")[0][:200]
+            elif r < truncated + (1 - truncated) * p:
+                text = row["solution"] if rng.random() < 0.5 else f"Working it out, we get $\\boxed{{{row['answer']}}}$."
+            else:
+                text = f"After some algebra the result is $\\boxed{{{rng.choice(distractors)}}}$."
+            items.append({"id": f"{pi}-{s}", "domain": "math", "completion": text, "answer": row["answer"]})
+    return items
+
+
+def baseline(items: list[dict]) -> tuple[list[bool], float]:
+    from math_verify import parse, verify
+
+    verify(parse("$\\boxed{\\frac{1}{2}}$"), parse("so $\\boxed{0.5}$"))  # warm-up, not timed
+    start = time.perf_counter()
+    out = [bool(verify(parse(f"$\\boxed{{{it['answer']}}}$"), parse(it["completion"]))) for it in items]
+    return out, time.perf_counter() - start
+
+
+def ours(items: list[dict], workers: int, timeout_s: float) -> tuple[list, float, dict]:
+    from verifiers import VerifierPool
+    from verifiers.config import MathConfig, VerifierConfig
+
+    with VerifierPool(VerifierConfig(math=MathConfig(workers=workers, timeout_s=timeout_s))) as pool:
+        while not pool.ready():
+            time.sleep(0.05)
+        start = time.perf_counter()
+        verdicts = pool.verify_batch(items)
+        return verdicts, time.perf_counter() - start, pool.info()
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--problems", type=int, default=500)
+    ap.add_argument("--samples", type=int, default=16)
+    ap.add_argument("--truncated", type=float, default=0.05)
+    ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--timeout-s", type=float, default=5.0)
+    ap.add_argument("--seed", type=int, default=0)
+    args = ap.parse_args()
+    items = workload(args.problems, args.samples, args.truncated, args.seed)
+    verdicts, ours_s, info = ours(items, args.workers, args.timeout_s)
+    base, base_s = baseline(items)
+    counts = Counter(v.status.value for v in verdicts)
+    paths = Counter(v.details.get("path", "extraction") for v in verdicts)
+    agree = sum((v.status.value == "correct") == b for v, b in zip(verdicts, base)) / len(items)
+    worst = max(v.elapsed_s for v in verdicts)
+    ratio = base_s / ours_s
+    print(f"workload: {args.problems} MATH-500 problems x {args.samples} samples = {len(items)} items; "
+          f"{len({(it['answer'], it['completion']) for it in items})} distinct (answer, completion)")
+    print(f"verdicts: {dict(counts)}; decided by {dict(paths)}; "
+          f"deduplicated {sum(bool(v.details.get('deduplicated')) for v in verdicts)}")
+    print(f"baseline math-verify loop: {base_s:8.2f} s  {len(items) / base_s:8.1f} items/s")
+    print(f"verify_batch ({args.workers} workers): {ours_s:8.2f} s  {len(items) / ours_s:8.1f} items/s")
+    print(f"slowest item {worst:.3f} s (deadline {args.timeout_s} s); timeouts {counts.get('timeout', 0)}; "
+          f"kills {info['math']['kills']}; agreement with baseline {100 * agree:.2f}%")
+    print(f"ratio {ratio:.2f}x (target >= {TARGET_RATIO}x): {'PASS' if ratio >= TARGET_RATIO else 'FAIL'}")
+    ok = ratio >= TARGET_RATIO and worst < args.timeout_s and counts.get("timeout", 0) == 0
+    raise SystemExit(0 if ok else 1)
+
+
+if __name__ == "__main__":
+    main()
