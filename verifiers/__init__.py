@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-__all__ = ["VerifierPool", "verify_batch", "close_default_pools", "VerifierConfig", "MathConfig", "CodeConfig"]
+__all__ = ["CodeConfig", "MathConfig", "VerifierConfig", "VerifierPool", "close_default_pools", "verify_batch"]
 
 if TYPE_CHECKING:
     from verifiers.batch import VerifierPool, close_default_pools, verify_batch

@@ -21,7 +21,8 @@ import atexit
 import logging
 import threading
 import time
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 from pydantic import ValidationError
 
@@ -61,7 +62,7 @@ class VerifierPool:
         self._lock = threading.Lock()
         self._closed = False
 
-    def __enter__(self) -> "VerifierPool":
+    def __enter__(self) -> VerifierPool:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -90,7 +91,7 @@ class VerifierPool:
         if self._code is not None:
             try:
                 code = {"layers": self._code.layers()}
-            except Exception as exc:  # info must never take the server down
+            except Exception as exc:  # noqa: BLE001 - info must never take the server down
                 code = {"error": f"{type(exc).__name__}: {exc}"}
         elif self._code_error:
             code = {"error": self._code_error}
@@ -176,7 +177,7 @@ class VerifierPool:
                     from verifiers.code import CodeVerifier
 
                     self._code, self._code_error = CodeVerifier(self.config.code), None
-                except Exception as exc:  # not there yet, or its sandbox cannot start here
+                except Exception as exc:  # noqa: BLE001 - not there yet, or its sandbox cannot start here
                     self._code_error = f"{type(exc).__name__}: {exc}"
             return self._code
 

@@ -91,7 +91,7 @@ def _box_content(text: str, pos: int, cap: int) -> str | None:
     if after < len(text) and text[after] == "{":
         return _braced(text, after, cap)
     if after > pos:
-        token = re.match(r"[^\s$]{1,%d}" % (cap + 1), text[after:after + cap + 1])
+        token = re.match(rf"[^\s$]{{1,{cap + 1}}}", text[after:after + cap + 1])
         if token:
             return TOO_LONG if len(token.group(0)) > cap else token.group(0)
     return None

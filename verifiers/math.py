@@ -23,9 +23,10 @@ Departures from plain math-verify (documented policy, see docs/math.md):
 from __future__ import annotations
 
 import functools
+from collections.abc import Sequence
 from dataclasses import dataclass
 from itertools import product
-from typing import Any, Sequence
+from typing import Any
 
 from math_verify import ExprExtractionConfig, LatexExtractionConfig, parse, verify
 from sympy import Expr, Float, N, UnevaluatedExpr, nan, oo, zoo
@@ -127,5 +128,5 @@ def numbers_differ(a: Any, b: Any) -> bool:
             return False
         scale = max(abs(va), abs(vb))
         return bool(scale != 0 and abs(va - vb) > scale * GUARD_RELATIVE_TOL)
-    except Exception:  # sympy raises many types on exotic input; no evidence -> keep math-verify's verdict
+    except Exception:  # noqa: BLE001 - sympy raises many types on exotic input; no evidence -> keep math-verify's verdict
         return False

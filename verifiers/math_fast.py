@@ -38,8 +38,7 @@ def parse_simple_number(text: str) -> tuple[Fraction, bool] | None:
     match = _NUMBER.match(text)
     if match and (match.group("int") or (match.group("dec") or "").strip(".")):
         digits = (match.group("int") or "0").replace(",", "") + (match.group("dec") or "")
-        if digits.endswith("."):
-            digits = digits[:-1]
+        digits = digits.removesuffix(".")
         value = Fraction(digits)
         return (-value if match.group("sign") == "-" else value), match.group("dec") is not None
     match = _SLASH.match(text) or _FRAC.match(text)

@@ -22,7 +22,6 @@ import signal
 import sys
 import time
 
-
 # MathConfig fields forwarded to `verifiers.math.CompareSettings` (same names in both).
 SETTINGS_FIELDS = ("float_rounding", "numeric_precision", "strict", "allow_set_relation_comp",
                    "guard_false_positives")
@@ -32,7 +31,7 @@ class SoftTimeout(BaseException):
     """Raised by the soft timer; a BaseException so that library `except Exception` cannot eat it."""
 
 
-def _on_alarm(signum, frame):  # noqa: ARG001 - signal handler signature
+def _on_alarm(signum, frame):
     raise SoftTimeout()
 
 
@@ -56,7 +55,7 @@ def _answer(settings, gold: str, pred: str, soft_timeout_s: float) -> dict:
         out = {"status": result.status, "reason": result.reason}
     except SoftTimeout:
         out = {"status": "timeout", "reason": f"soft timer ({soft_timeout_s:.2f}s) fired in the worker"}
-    except Exception as exc:  # the verifier failed: report it, keep serving
+    except Exception as exc:  # noqa: BLE001 - the verifier failed: report it, keep serving
         out = {"status": "error", "reason": f"{type(exc).__name__}: {str(exc)[:200]}"}
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)

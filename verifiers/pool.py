@@ -95,7 +95,7 @@ class _Worker:
 
 
 class _Request:
-    __slots__ = ("gold", "pred", "future")
+    __slots__ = ("future", "gold", "pred")
 
     def __init__(self, gold: str, pred: str):
         self.gold, self.pred, self.future = gold, pred, Future()

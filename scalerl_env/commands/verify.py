@@ -14,7 +14,6 @@ import sys
 import time
 from collections import Counter
 from pathlib import Path
-from typing import Optional
 
 import typer
 
@@ -26,23 +25,28 @@ EXAMPLE = "scalerl-env verify --file datasets/samples/math_items.jsonl --out run
 def read_items(source: str) -> list:
     """Verify items from a JSONL file (`-` = stdin); blank lines are skipped.
 
-    Raises `typer.BadParameter`-style `ValueError` naming the 1-based line number and the field."""
+    Raises `ValueError` naming the 1-based line number and the field of the first malformed line."""
+    if source == "-":
+        return _parse_lines(sys.stdin)
+    with open(source, encoding="utf-8") as stream:
+        return _parse_lines(stream)
+
+
+def _parse_lines(stream) -> list:
     from pydantic import ValidationError
 
     from scalerl_env.records import VerifyItem
 
-    stream = sys.stdin if source == "-" else open(source, encoding="utf-8")
     items = []
-    with stream:
-        for lineno, line in enumerate(stream, start=1):
-            if not line.strip():
-                continue
-            try:
-                items.append(VerifyItem.model_validate_json(line))
-            except ValidationError as exc:
-                first = exc.errors()[0]
-                field = ".".join(str(p) for p in first["loc"]) or "(line)"
-                raise ValueError(f"line {lineno}: {field}: {first['msg']}") from None
+    for lineno, line in enumerate(stream, start=1):
+        if not line.strip():
+            continue
+        try:
+            items.append(VerifyItem.model_validate_json(line))
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            field = ".".join(str(p) for p in first["loc"]) or "(line)"
+            raise ValueError(f"line {lineno}: {field}: {first['msg']}") from None
     return items
 
 
@@ -61,8 +65,8 @@ def summarize(verdicts: list, wall_s: float) -> dict:
 
 def format_summary(s: dict, workers: int, startup_s: float) -> str:
     order = ("correct", "wrong", "no_answer", "unparsable", "timeout", "error")
-    lines = [f"verified {s['items']} items in {s['wall_s']:.2f} s = {s['items_per_s']:.1f} items/s "
-             f"({workers} math workers, warm-up {startup_s:.1f} s not counted)"]
+    lines = [(f"verified {s['items']} items in {s['wall_s']:.2f} s = {s['items_per_s']:.1f} items/s "
+              f"({workers} math workers, warm-up {startup_s:.1f} s not counted)")]
     for status in order:
         n = s["counts"].get(status, 0)
         share = 100.0 * n / s["items"] if s["items"] else 0.0
@@ -95,10 +99,10 @@ def register(app: typer.Typer) -> None:
     @app.command("verify", help=f"Score verify items (JSONL) into verdicts.\n\nExample: {EXAMPLE}")
     def verify(
         file: str = typer.Option(..., "--file", "-f", help="JSONL verify items, one per line; - for stdin"),
-        out: Optional[Path] = typer.Option(None, "--out", "-o", help="verdicts JSONL (default: stdout)"),
-        workers: Optional[int] = typer.Option(None, "--workers", "-w", min=1, help="math worker processes"),
-        config: Optional[Path] = typer.Option(None, "--config", help="VerifierConfig YAML"),
-        overrides: Optional[list[str]] = typer.Argument(None, help="dotted overrides, e.g. math.timeout_s=2"),
+        out: Path | None = typer.Option(None, "--out", "-o", help="verdicts JSONL (default: stdout)"),
+        workers: int | None = typer.Option(None, "--workers", "-w", min=1, help="math worker processes"),
+        config: Path | None = typer.Option(None, "--config", help="VerifierConfig YAML"),
+        overrides: list[str] | None = typer.Argument(None, help="dotted overrides, e.g. math.timeout_s=2"),
     ) -> None:
         from scalerl_env.config import ConfigError, atomic_write_text, load_config
         from verifiers.batch import VerifierPool
