@@ -1,0 +1,242 @@
+"""The ScaleRL training loop over PipelineRL-k: read `train` top to bottom, one named phase per line.
+
+Generation never stops (the runtime's feeder and engine threads); the loop takes scored groups
+under the lag rule (`trainer.runtime`), records every attempt in the ledger, drops zero-variance
+groups, lets the ledger retire prompts at pass rate ≥ 0.9 (no-positive resampling), computes
+group-centred, batch-normalized advantages, takes one CISPO step with prompt-level aggregation, and
+pushes the new weights in flight.
+
+Departures from the paper, all deliberate:
+- A step whose groups were all dropped by the zero-variance filter still advances the policy
+  version (an optimizer step with no gradient: AdamW leaves the weights unchanged), so admission
+  and the lag rule keep moving; it is logged with `effective_batch_fraction` 0.
+- Truncated samples (still unfinished after the interruption's answer budget) are loss-masked and
+  counted in `truncation_rate` (`trainer.length_control.training_loss_mask`), with reward as scored.
+- One trainer process and one engine (the single-machine default); Ray actors replace the runtime
+  for many (E9).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import shutil
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from curriculum.filters import zero_variance_filter
+from trainer.advantages import compute_advantages
+from trainer.checkpoint import save_checkpoint
+from trainer.length_control import length_metrics, training_loss_mask
+from trainer.policy import pack_samples
+from trainer.run_setup import LEDGER, Run, setup_run
+from trainer.runtime import RolloutGroup
+from trainer.train_config import TrainConfig
+from trainer.validation import evaluate
+
+log = logging.getLogger(__name__)
+TAKE_TIMEOUT_S = 600.0
+
+
+def train(cfg: TrainConfig, out: str | Path, *, resume: bool = False) -> dict[str, Any]:
+    """Run (or resume) training into the folder `out`; returns the summary (also in summary.json)."""
+    run = setup_run(cfg, Path(out), resume=resume)
+    try:
+        run.runtime.start(run.trainer.policy_version)
+        if run.step == 0:
+            validate(run)
+        t_start = time.monotonic() - run.state["elapsed_s"]
+        while not finished(run, t_start):
+            t0 = time.perf_counter()
+            groups = sample_groups(run)
+            record_attempts(run, groups)
+            kept, zero_var = filter_zero_variance(run, groups)
+            retired = retire_easy_prompts(run)
+            advantages, adv_metrics = group_advantages(run, kept)
+            lag, step_metrics = policy_step(run, kept, advantages)
+            push_weights(run)
+            run.state["elapsed_s"] = time.monotonic() - t_start
+            log_step(run, groups, kept, zero_var, retired, lag, {**adv_metrics, **step_metrics}, t0)
+            if run.step % cfg.validation.every_steps == 0:
+                validate(run)
+            if run.step % cfg.checkpoint.every_steps == 0:
+                checkpoint(run)
+        return finish(run)
+    finally:
+        run.close()
+
+
+def finished(run: Run, t_start: float) -> bool:
+    p = run.cfg.pipeline
+    return run.step >= p.max_steps or (p.max_time_s is not None and time.monotonic() - t_start >= p.max_time_s)
+
+
+# ------------------------------------------------------------------------------------------------ phases
+def sample_groups(run: Run) -> list[RolloutGroup]:
+    """`prompts_per_step` scored groups, waiting as the PipelineRL-k / PPO-off-policy-k rule demands."""
+    return run.runtime.take_groups(run.cfg.pipeline.prompts_per_step, run.trainer.policy_version, TAKE_TIMEOUT_S)
+
+
+def record_attempts(run: Run, groups: list[RolloutGroup]) -> None:
+    """Every scored sample into the ledger (one transaction); the ledger also decides retirements."""
+    items, verdicts = [], []
+    for g in groups:
+        for i, (sample, text, verdict) in enumerate(zip(g.samples, g.completions, g.verdicts)):
+            items.append(g.problem.verify_item(
+                text, id=f"{g.group_id}/{i}", step=run.step, policy_version=min(sample.policy_versions),
+                sample_index=i, truncated=sample.truncated, completion_tokens=len(sample.token_ids)))
+            verdicts.append(verdict)
+    run.ledger.record(items, verdicts, step=run.step)
+
+
+def filter_zero_variance(run: Run, groups: list[RolloutGroup]) -> tuple[list[RolloutGroup], float]:
+    """Drop groups whose rewards are all equal (unless switched off); returns kept groups and the drop share."""
+    kept, stats = zero_variance_filter(groups)
+    if not run.cfg.curriculum.zero_variance_filter:
+        kept = list(groups)
+    return kept, stats.frac_dropped
+
+
+def retire_easy_prompts(run: Run) -> int:
+    """No-positive resampling: the ledger retired prompts as it recorded; the sampler skips them."""
+    run.state["retired_count"] = len(run.ledger.retired_ids())
+    return run.state["retired_count"]
+
+
+def group_advantages(run: Run, kept: list[RolloutGroup]) -> tuple[torch.Tensor, dict[str, float]]:
+    if not kept:
+        return torch.zeros(0), {}
+    rewards = torch.tensor([r for g in kept for r in g.rewards], dtype=torch.float32)
+    group_ids = torch.tensor([g.group_id for g in kept for _ in g.samples])
+    result = compute_advantages(rewards, group_ids, run.cfg.advantages)
+    return result.advantages, {k: v for k, v in result.metrics.items() if not k.startswith("reward/")}
+
+
+def policy_step(run: Run, kept: list[RolloutGroup], advantages: torch.Tensor) -> tuple[list[int], dict[str, float]]:
+    """One optimizer step on the kept groups; returns the lag of every trained token and the metrics."""
+    t0 = time.perf_counter()
+    version = run.trainer.policy_version
+    if not kept:
+        metrics = run.trainer.optimizer_step()
+        run.clock.add_training(time.perf_counter() - t0, 0)
+        return [], metrics
+    samples = [(g, s) for g in kept for s in g.samples]
+    masks = [training_loss_mask(s, run.cfg.length) for _, s in samples]
+    batch = pack_samples(
+        prompt_ids=[g.prompt_token_ids for g, _ in samples], completion_ids=[s.token_ids for _, s in samples],
+        gen_logprobs=[s.logprobs for _, s in samples], loss_masks=masks,
+        advantages=advantages.tolist(), group_ids=[g.group_id for g, _ in samples])
+    metrics = run.trainer.step(batch)
+    lag = [version - v for (_, s), m in zip(samples, masks) for v, keep in zip(s.policy_versions, m) if keep]
+    run.clock.add_training(time.perf_counter() - t0, batch.num_tokens)
+    return lag, metrics
+
+
+def push_weights(run: Run) -> None:
+    """The new weights into the generators, in flight (running sequences keep their KV cache)."""
+    weights = {k: v.detach() for k, v in run.model.state_dict().items()}
+    run.state["last_push_s"] = run.runtime.push_weights(weights, run.trainer.policy_version).elapsed_s
+
+
+def log_step(run: Run, groups: list[RolloutGroup], kept: list[RolloutGroup], zero_var: float, retired: int,
+             lag: list[int], metrics: dict[str, float], t0: float) -> None:
+    gen = run.runtime.stats()
+    run.clock.add_generation(gen.busy_s, gen.sampled_tokens)
+    last_tokens, last_t = run.state.get("last_tokens", (0, None))
+    now = time.perf_counter()
+    rec: dict[str, Any] = {
+        "step": run.step, "policy_version": run.trainer.policy_version, "time": time.time(),
+        "elapsed_s": run.state["elapsed_s"], "step_time_s": now - t0,
+        "effective_batch_fraction": len(kept) / max(1, run.cfg.pipeline.prompts_per_step),
+        "zero_variance_fraction": zero_var, "retired_count": retired,
+        "tokens_per_s": (gen.sampled_tokens - last_tokens) / (now - last_t) if last_t else None,
+        "generator/idle_fraction": gen.idle_fraction, "push_s": run.state.get("last_push_s"),
+        "compute_device_s": run.clock.device_s, "compute_flops": run.clock.flops,
+    }
+    run.state["last_tokens"] = (gen.sampled_tokens, now)
+    rec.update(domain_metrics(groups))
+    rec.update(lag_summary(lag))
+    lm = length_metrics([s for g in groups for s in g.samples])
+    rec["truncation_rate"] = lm.get("length/truncation_rate", 0.0)
+    rec.update({k: v for k, v in lm.items() if k != "length/truncation_rate"})
+    rec.update({k: v for k, v in metrics.items() if k not in rec})
+    rec.setdefault("clip_frac", 0.0)
+    run.log.write("step", rec)
+
+
+def domain_metrics(groups: list[RolloutGroup]) -> dict[str, float]:
+    """Batch reward and pass rate per domain, and the overall mean reward."""
+    out: dict[str, float] = {}
+    for domain in sorted({g.domain for g in groups}):
+        verdicts = [v for g in groups if g.domain == domain for v in g.verdicts]
+        out[f"reward/{domain}"] = float(np.mean([v.reward for v in verdicts]))
+        out[f"pass_rate/{domain}"] = float(np.mean([v.correct for v in verdicts]))
+        out[f"groups/{domain}"] = float(sum(g.domain == domain for g in groups))
+    out["reward/mean"] = float(np.mean([v.reward for g in groups for v in g.verdicts]))
+    return out
+
+
+def lag_summary(lag: list[int]) -> dict[str, float | None]:
+    if not lag:
+        return {"lag/min": None, "lag/mean": None, "lag/p50": None, "lag/p90": None, "lag/max": None}
+    a = np.asarray(lag)
+    return {"lag/min": int(a.min()), "lag/mean": float(a.mean()), "lag/p50": float(np.percentile(a, 50)),
+            "lag/p90": float(np.percentile(a, 90)), "lag/max": int(a.max())}
+
+
+def validate(run: Run) -> dict[str, float]:
+    """Held-out pass rate per domain against consumed compute, into metrics.jsonl."""
+    holdout = {d: run.pools[d].holdout for d in run.cfg.domains}
+    result = evaluate(run.model, run.codec, holdout, run.cfg, run.verifier, device=run.device,
+                      policy_version=run.trainer.policy_version)
+    val = {d: {k.split("/")[2]: v for k, v in result.items() if k.startswith(f"heldout/{d}/")} for d in holdout}
+    rec = {"step": run.step, "policy_version": run.trainer.policy_version, "time": time.time(),
+           "compute_device_s": run.clock.device_s, "compute_flops": run.clock.flops, "val": val,
+           "validation_s": result["validation_s"]}
+    run.log.write("validation", rec)
+    return rec
+
+
+def checkpoint(run: Run) -> Path:
+    """Model + optimizer + a copy of the ledger (taken with the sampler paused), atomically."""
+    folder = run.out / "checkpoints" / f"step_{run.step:06d}"
+    extra = {"next_group_id": run.runtime.next_group_id(), "elapsed_s": run.state["elapsed_s"],
+             **run.clock.state(), "sampler": run.sampler.state_dict()}
+    with run.rollouts.paused():
+        run.ledger.flush()
+        staging = run.out / "checkpoints" / f"~ledger-{run.step}"
+        staging.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(run.out / LEDGER, staging / LEDGER)
+    path = save_checkpoint(folder, run.model, run.trainer, extra=extra)
+    shutil.move(str(staging / LEDGER), str(path / LEDGER))
+    staging.rmdir()
+    return path
+
+
+def finish(run: Run) -> dict[str, Any]:
+    """Final validation, checkpoint, per-domain curve fits (JSON + PNG), and `summary.json`."""
+    from trainer.curves import write_curves
+
+    last = validate(run) if run.step % run.cfg.validation.every_steps else None
+    checkpoint(run)
+    curves = write_curves(run.out, run.cfg.domains) if run.cfg.validation.fit_at_end else {}
+    summary = summarize(run, last, curves)
+    (run.out / "summary.json").write_text(json.dumps(summary, indent=2))
+    return summary
+
+
+def summarize(run: Run, last: dict | None, curves: dict) -> dict[str, Any]:
+    from trainer.run_log import read_metrics
+
+    vals = read_metrics(run.out / "metrics.jsonl", "validation")
+    heldout = {d: {"first": vals[0]["val"][d]["pass_rate"], "last": vals[-1]["val"][d]["pass_rate"]}
+               for d in run.cfg.domains} if vals else {}
+    gen = run.runtime.stats()
+    return {"out": str(run.out), "steps": run.step, "policy_version": run.trainer.policy_version,
+            "elapsed_s": run.state["elapsed_s"], "heldout_pass_rate": heldout,
+            "retired_count": run.state.get("retired_count"), "generator_idle_fraction": gen.idle_fraction,
+            "compute": run.clock.state(), "curves": curves}

@@ -1,0 +1,93 @@
+"""The generation-side work around the engine: build requests from sampled problems, score results.
+
+`Rollouts.make_request(group_id)` draws the next problem (thread-safe), encodes its prompt, and plans
+the interruption (E7 `plan_interruption`, seeded per group). `Rollouts.score(...)` decodes each
+sample's token ids (text only for the verifiers; training keeps the ids) and verifies the whole group
+in one `verify_batch` call (identical completions are scored once by the pool).
+
+`verify(verifier, problem, completions)` is the named "verify" phase of the pipeline; the in-process
+runtime runs it on its scorer thread, overlapping verification with generation and training.
+"""
+
+from __future__ import annotations
+
+import random
+import threading
+import time
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any
+
+from scalerl_env.records import ProblemRecord, Verdict
+from trainer.engines.base import GeneratedGroup, GenerationRequest, SamplingParams
+from trainer.length_control import plan_interruption
+from trainer.problems import PromptCodec
+from trainer.runtime import RolloutGroup
+from trainer.train_config import TrainConfig
+
+
+def verify(verifier: Any, problem: ProblemRecord, completions: Sequence[str]) -> list[Verdict]:
+    """Score every completion of one problem with the verifier pool (E1/E2).
+
+    Identical completions of a group are scored once (a sandbox run costs tens of ms; groups of a
+    trained policy repeat themselves); the copies carry `details.deduplicated = True`."""
+    unique = list(dict.fromkeys(completions))
+    items = [problem.verify_item(text, id=f"{problem.prompt_id}/{i}") for i, text in enumerate(unique)]
+    by_text = dict(zip(unique, verifier.verify_batch(items)))
+    out, seen = [], set()
+    for text in completions:
+        verdict = by_text[text]
+        if text in seen:
+            verdict = verdict.model_copy(update={"details": {**verdict.details, "deduplicated": True}})
+        seen.add(text)
+        out.append(verdict)
+    return out
+
+
+class Rollouts:
+    """Implements `trainer.runtime_local.RolloutWorker`."""
+
+    def __init__(self, cfg: TrainConfig, codec: PromptCodec, draw: Callable[[], ProblemRecord], verifier: Any,
+                 *, seed: int) -> None:
+        self.cfg, self.codec, self.draw, self.verifier = cfg, codec, draw, verifier
+        self._problems: dict[int, tuple[ProblemRecord, list[int]]] = {}
+        self._lock = threading.Lock()
+        self._seed = seed
+        self._phrase = codec.encode(cfg.length.interruption_phrase) if cfg.length.mode == "interrupt" else None
+
+    @contextmanager
+    def paused(self) -> Iterator[None]:
+        """No problem is drawn (no sampler write to the ledger) inside this block."""
+        with self._lock:
+            yield
+
+    def sampling(self) -> SamplingParams:
+        e = self.cfg.engine
+        return SamplingParams(temperature=e.temperature, max_new_tokens=e.max_new_tokens,
+                              stop_token_ids=[self.codec.eos_token_id])
+
+    def make_request(self, group_id: int) -> GenerationRequest:
+        with self._lock:
+            problem = self.draw()
+        prompt_ids = self.codec.encode_prompt(problem.prompt)
+        plan = plan_interruption(self.cfg.length, random.Random(f"{self._seed}/{group_id}"),
+                                 phrase_token_ids=self._phrase)
+        with self._lock:
+            self._problems[group_id] = (problem, prompt_ids)
+        return GenerationRequest(
+            request_id=f"g{group_id}", prompt_token_ids=prompt_ids,
+            samples_per_prompt=self.cfg.pipeline.samples_per_prompt, sampling=self.sampling(),
+            interruption=plan, metadata={"prompt_id": problem.prompt_id, "domain": problem.domain},
+        )
+
+    def score(self, generated: GeneratedGroup, submitted_version: int, submitted_at: float) -> RolloutGroup:
+        group_id = int(generated.request.request_id[1:])
+        with self._lock:
+            problem, prompt_ids = self._problems.pop(group_id)
+        completions = [self.codec.decode(s.token_ids) for s in generated.samples]
+        verdicts = verify(self.verifier, problem, completions)
+        return RolloutGroup(
+            group_id=group_id, problem=problem, prompt_token_ids=prompt_ids, samples=generated.samples,
+            completions=completions, verdicts=verdicts, submitted_version=submitted_version,
+            submitted_at=submitted_at, finished_at=time.time(),
+        )

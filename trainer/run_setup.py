@@ -1,0 +1,178 @@
+"""Build (or resume) everything a training run needs; the loop itself is `trainer.pipeline`.
+
+A run folder holds: `config.yaml` (resolved), `metrics.jsonl`, `ledger.duckdb`, `checkpoints/`
+(each with the model, optimizer state and a copy of the ledger, so ledger and sampler resume
+consistently with the weights), `curves/`, `summary.json`.
+
+Fail-fast checks (before any work): unknown domain and k < 0 are config errors (`TrainConfig`); a
+`--model` that is neither a folder nor a hub id in the local Hugging Face cache; a run folder that
+already holds a run (use `--resume`); `--resume` on a folder without a checkpoint.
+"""
+
+from __future__ import annotations
+
+import logging
+import shutil
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from curriculum.ledger import Ledger
+from curriculum.sampler import Sampler
+from scalerl_env.config import ConfigError, write_resolved
+from trainer.checkpoint import latest_checkpoint, load_checkpoint, load_model_weights
+from trainer.engines.torch_engine import TorchEngine
+from trainer.policy import PolicyTrainer
+from trainer.problems import DomainPool, PromptCodec, build_pools
+from trainer.rollout import Rollouts
+from trainer.run_log import ComputeClock, RunLog, truncate_after
+from trainer.runtime_local import LocalRuntime
+from trainer.tiny_model import CharTokenizer, build_tiny_model
+from trainer.train_config import TrainConfig
+from trainer.validation import _dtype
+
+log = logging.getLogger(__name__)
+LEDGER = "ledger.duckdb"
+
+
+@dataclass
+class Run:
+    cfg: TrainConfig
+    out: Path
+    model: Any
+    codec: PromptCodec
+    trainer: PolicyTrainer
+    runtime: LocalRuntime
+    rollouts: Rollouts
+    ledger: Ledger
+    sampler: Sampler
+    verifier: Any
+    pools: dict[str, DomainPool]
+    log: RunLog
+    clock: ComputeClock
+    device: str
+    state: dict[str, Any] = field(default_factory=dict)  # elapsed_s, retired_count, last tokens
+
+    @property
+    def step(self) -> int:
+        return self.trainer.step_count
+
+    def close(self) -> None:
+        for closer in (self.runtime.close, self.log.close, self.ledger.close, getattr(self.verifier, "close", None)):
+            if closer is not None:
+                try:
+                    closer()
+                except Exception:  # keep closing the rest
+                    log.exception("error while closing the run")
+
+
+def resolve_device(name: str) -> str:
+    if name == "auto":
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    if name.startswith("cuda") and not torch.cuda.is_available():
+        raise ConfigError(f"engine.device={name} but CUDA is not available")
+    return name
+
+
+def check_model_path(model: str | None) -> None:
+    """A local folder, or a hub id already in the local HF cache (nothing downloads at run time)."""
+    if model is None or Path(model).is_dir():
+        return
+    try:
+        from huggingface_hub import try_to_load_from_cache
+
+        hit = try_to_load_from_cache(model, "config.json")
+    except ValueError:  # HFValidationError: not even a valid repo id
+        hit = None
+    if not isinstance(hit, str):
+        raise ConfigError(f"--model {model!r}: no such folder, and not a Hugging Face model in the local cache")
+
+
+def load_policy(cfg: TrainConfig, pools: dict[str, DomainPool]) -> tuple[Any, Any]:
+    """(model, tokenizer): the warm-started tiny model, or `cfg.model` from disk/cache."""
+    if cfg.model is None:
+        tok = CharTokenizer()
+        model = build_tiny_model(cfg.tiny, tok)
+        if cfg.warm_start.enabled:
+            from trainer.warm_start import warm_start
+
+            folder = warm_start(cfg.tiny, cfg.warm_start, [p for pool in pools.values() for p in pool.train])
+            load_model_weights(folder, model)
+        return model, tok
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    model = AutoModelForCausalLM.from_pretrained(cfg.model, dtype=torch.float32)
+    return model, AutoTokenizer.from_pretrained(cfg.model)
+
+
+def prepare_folder(cfg: TrainConfig, out: Path, resume: bool) -> Path | None:
+    """Checks the folder; on resume restores the checkpoint's ledger copy and returns the checkpoint."""
+    out.mkdir(parents=True, exist_ok=True)
+    if not resume:
+        if (out / "metrics.jsonl").exists() or (out / LEDGER).exists():
+            raise ConfigError(f"{out} already holds a run; pass --resume {out} to continue it, or another --out")
+        write_resolved(cfg, out / "config.yaml")
+        return None
+    ckpt = latest_checkpoint(out / "checkpoints")
+    if ckpt is None:
+        raise ConfigError(f"--resume {out}: no checkpoint under {out / 'checkpoints'}")
+    for suffix in ("", ".wal"):
+        Path(str(out / LEDGER) + suffix).unlink(missing_ok=True)
+    shutil.copy2(ckpt / LEDGER, out / LEDGER)
+    return ckpt
+
+
+def setup_run(cfg: TrainConfig, out: Path, *, resume: bool = False) -> Run:
+    check_model_path(cfg.model)
+    device = resolve_device(cfg.engine.device)
+    torch.set_num_threads(cfg.pipeline.torch_threads)
+    ckpt = prepare_folder(cfg, out, resume)
+    d = cfg.data
+    pools = build_pools(cfg.domains, level=d.level, count=d.generated_per_domain, seed=d.seed,
+                        holdout_fraction=d.holdout_fraction, holdout_max_prompts=d.holdout_max_prompts)
+    model, tokenizer = load_policy(cfg, pools)
+    model.to(device)
+    codec = PromptCodec(tokenizer)
+    trainer = PolicyTrainer(model, cfg.optim, cfg.loss)
+    extra: dict[str, Any] = {}
+    if ckpt is not None:
+        extra = load_checkpoint(ckpt, model, trainer).get("extra", {})
+        truncate_after(out / "metrics.jsonl", trainer.step_count)
+        log.info("resumed from %s at step %d", ckpt, trainer.step_count)
+    ledger = Ledger(out / LEDGER, retirement=cfg.curriculum.retirement)
+    problems = [p for pool in pools.values() for p in pool.train] + [p for pool in pools.values() for p in pool.holdout]
+    ledger.upsert_problems(problems)
+    holdout_ids = {p.prompt_id for pool in pools.values() for p in pool.holdout}
+    sampler = Sampler(problems, weights={dom: cfg.domain_weight(dom) for dom in cfg.domains}, seed=cfg.pipeline.seed,
+                      ledger=ledger, holdout_ids=holdout_ids)
+    from verifiers import VerifierPool
+
+    verifier = VerifierPool(cfg.verifier)
+    rollouts = Rollouts(cfg, codec, _drawer(sampler, cfg.pipeline.prompts_per_step), verifier, seed=cfg.pipeline.seed)
+    engine = TorchEngine(model, eos_token_id=codec.eos_token_id, device=device, dtype=_dtype(cfg.engine.dtype),
+                         max_slots=cfg.engine.max_slots, max_seq_len=cfg.engine.max_seq_len,
+                         fp32_head=cfg.optim.fp32_head, seed=cfg.pipeline.seed + trainer.step_count,
+                         policy_version=trainer.policy_version)
+    p = cfg.pipeline
+    runtime = LocalRuntime(engine, rollouts, mode=p.mode, k=p.k, prompts_per_step=p.prompts_per_step,
+                           first_group_id=int(extra.get("next_group_id", 0)))
+    n_params = sum(t.numel() for t in model.parameters())
+    clock = ComputeClock(n_params, float(extra.get("device_s", 0.0)), float(extra.get("flops", 0.0)))
+    run_log = RunLog(out, cfg.logging, total_steps=p.max_steps, config_dict=cfg.model_dump(mode="json"))
+    state = {"elapsed_s": float(extra.get("elapsed_s", 0.0)), "retired_count": len(ledger.retired_ids())}
+    return Run(cfg, out, model, codec, trainer, runtime, rollouts, ledger, sampler, verifier, pools, run_log, clock,
+               device, state)
+
+
+def _drawer(sampler: Sampler, batch: int):
+    """One problem at a time from batches of the sampler (one ledger commit per batch, not per problem)."""
+    buffer: list = []
+
+    def draw():
+        if not buffer:
+            buffer.extend(sampler.next_batch(batch))
+        return buffer.pop(0)
+
+    return draw

@@ -1,0 +1,136 @@
+"""Typed messages between the pipeline's components, the runtime interface, and the PipelineRL-k rules.
+
+Components: a *feeder* draws problems and submits generation requests (admission control), the
+*engine* generates, a *scorer* decodes and verifies finished groups, the *trainer* takes scored
+groups (the lag rule) and pushes weights. Two runtimes implement `Runtime`: in-process threads and
+queues (`trainer.runtime_local`, the default and the tests) and Ray actors (E9). Everything that
+crosses a component boundary is a pydantic message below (weights are the exception: a tensor
+mapping passed by reference in process, serialized by the Ray runtime).
+
+The rules, with P = prompts_per_step, v = the version of the last weights pushed, and a group's
+version = the engine's policy version when it was submitted (its tokens are that version or newer):
+
+- PipelineRL-k admission: groups submitted in total ≤ (v + k + 1) · P.
+- PipelineRL-k take: the trainer at version s takes P scored groups, oldest version first, and
+  *waits* for every outstanding group of version ≤ s − k (they cannot be trained any later).
+  Together these guarantee lag = s − token version ≤ k for every trained token: groups of version
+  ≤ s − k number at most (s + 1)·P, and by induction sP of them were taken by earlier steps, so the
+  ones left fit into this step. k = 0 is synchronous (generate P groups, train on them, repeat).
+- PPO-off-policy-k admission: groups submitted ≤ (⌊v / k⌋ + 1) · k · P: k batches from one policy,
+  then nothing until k updates have been pushed. The take rule is "oldest P scored groups"; the lag
+  is at most k − 1 by construction.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Mapping
+from typing import Any
+
+from pydantic import Field
+
+from scalerl_env.records import ProblemRecord, Strict, Verdict
+from trainer.engines.base import GeneratedSample
+
+
+class RolloutGroup(Strict):
+    """One prompt's finished, scored samples (scorer → trainer)."""
+
+    group_id: int
+    problem: ProblemRecord
+    prompt_token_ids: list[int]
+    samples: list[GeneratedSample]
+    completions: list[str]
+    verdicts: list[Verdict]
+    submitted_version: int
+    submitted_at: float
+    finished_at: float
+
+    @property
+    def domain(self) -> str:
+        return self.problem.domain
+
+    @property
+    def rewards(self) -> list[float]:
+        return [v.reward for v in self.verdicts]
+
+    @property
+    def oldest_token_version(self) -> int:
+        versions = [min(s.policy_versions) for s in self.samples if s.policy_versions]
+        return min(versions) if versions else self.submitted_version
+
+
+class WeightsPushed(Strict):
+    """Acknowledgement of a weight push (trainer → generators → trainer)."""
+
+    policy_version: int
+    elapsed_s: float
+
+
+class GeneratorStats(Strict):
+    """Cumulative generator-side counters (for the metrics and the benchmark)."""
+
+    submitted_groups: int = 0
+    finished_groups: int = 0
+    taken_groups: int = 0
+    sampled_tokens: int = 0
+    busy_s: float = Field(default=0.0, description="engine time spent in forward passes")
+    idle_s: float = Field(default=0.0, description="engine time with nothing to decode")
+    wall_s: float = 0.0
+
+    @property
+    def idle_fraction(self) -> float:
+        total = self.busy_s + self.idle_s
+        return self.idle_s / total if total > 0 else 0.0
+
+
+def admission_limit(mode: str, k: int, prompts_per_step: int, pushed_version: int) -> int:
+    """How many groups may have been submitted in total once version `pushed_version` is live."""
+    if mode == "pipeline":
+        return (pushed_version + k + 1) * prompts_per_step
+    if mode == "ppo-offpolicy":
+        return (pushed_version // k + 1) * k * prompts_per_step
+    raise ValueError(f"unknown pipeline mode {mode!r}")
+
+
+def must_take_version(mode: str, k: int, trainer_version: int) -> int | None:
+    """Outstanding groups of version ≤ this must be in the trainer's next batch (None: no such rule)."""
+    return trainer_version - k if mode == "pipeline" else None
+
+
+def choose_groups(scored: list[RolloutGroup], outstanding_versions: Mapping[int, int], n: int,
+                  must_version: int | None) -> list[RolloutGroup] | None:
+    """The trainer's batch, or None when it has to wait.
+
+    `outstanding_versions` maps the id of every submitted, not yet taken group (scored or not) to its
+    version. Waits until all groups of version ≤ `must_version` are scored and `n` groups are scored."""
+    if len(scored) < n:
+        return None
+    if must_version is not None:
+        required = {gid for gid, v in outstanding_versions.items() if v <= must_version}
+        if not required.issubset({g.group_id for g in scored}):
+            return None
+    return sorted(scored, key=lambda g: (g.submitted_version, g.group_id))[:n]
+
+
+class Runtime(ABC):
+    """What the training loop needs from the generation side (see the module docstring)."""
+
+    @abstractmethod
+    def start(self, policy_version: int) -> None:
+        """Start generating with the weights of `policy_version` already loaded in the engine."""
+
+    @abstractmethod
+    def take_groups(self, n: int, trainer_version: int, timeout_s: float) -> list[RolloutGroup]:
+        """Block until the lag rule allows a batch of `n` scored groups; return it."""
+
+    @abstractmethod
+    def push_weights(self, weights: Mapping[str, Any], policy_version: int) -> WeightsPushed:
+        """Apply new weights in flight on every generator; admission then opens for the new version."""
+
+    @abstractmethod
+    def stats(self) -> GeneratorStats: ...
+
+    @abstractmethod
+    def close(self) -> None:
+        """Stop every thread/actor; idempotent."""

@@ -1,0 +1,171 @@
+"""The in-process runtime: a feeder thread, the engine's own decode thread, and a scorer thread.
+
+feeder: while admission allows (`trainer.runtime.admission_limit`), draw problems from the rollout
+worker, submit requests to the engine; hand finished engine groups to the scorer queue.
+scorer: decode + verify each finished group (the verifier pool runs its own processes, so scoring
+overlaps with generation and training) and file it as scored.
+trainer (the caller's thread): `take_groups` blocks under the lag rule; `push_weights` updates the
+engine in flight and opens admission for the new version.
+
+Guarantees: the PipelineRL-k / PPO-off-policy-k rules of `trainer.runtime`; an exception in any
+thread is re-raised in the caller's next `take_groups`; `close()` stops all threads.
+Non-guarantees: fairness between domains within a batch (the sampler mixes, finishing order decides).
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+import time
+from collections.abc import Mapping
+from typing import Any, Protocol
+
+from trainer.engines.base import GeneratedGroup, GenerationEngine, GenerationRequest
+from trainer.runtime import (
+    GeneratorStats,
+    RolloutGroup,
+    Runtime,
+    WeightsPushed,
+    admission_limit,
+    choose_groups,
+    must_take_version,
+)
+
+log = logging.getLogger(__name__)
+
+
+class RolloutWorker(Protocol):
+    """The generation-side work that is not the engine (implemented by `trainer.rollout.Rollouts`)."""
+
+    def make_request(self, group_id: int) -> GenerationRequest: ...
+
+    def score(self, generated: GeneratedGroup, submitted_version: int, submitted_at: float) -> RolloutGroup: ...
+
+
+class LocalRuntime(Runtime):
+    def __init__(self, engine: GenerationEngine, worker: RolloutWorker, *, mode: str, k: int,
+                 prompts_per_step: int, first_group_id: int = 0) -> None:
+        self.engine, self.worker = engine, worker
+        self.mode, self.k, self.p = mode, k, prompts_per_step
+        self._cv = threading.Condition()
+        self._pushed = 0
+        self._next_id = first_group_id
+        self._submitted = 0
+        self._outstanding: dict[int, int] = {}  # group id -> submitted version, until taken
+        self._meta: dict[str, tuple[int, int, float]] = {}  # request id -> (group id, version, time)
+        self._scored: list[RolloutGroup] = []
+        self._to_score: queue.Queue = queue.Queue()
+        self._stop = threading.Event()
+        self._error: BaseException | None = None
+        self._threads: list[threading.Thread] = []
+        self._stats = GeneratorStats()
+        self._t0 = time.monotonic()
+
+    # ----------------------------------------------------------------------------- interface
+    def start(self, policy_version: int) -> None:
+        self._pushed = policy_version
+        self._t0 = time.monotonic()
+        for name, fn in (("feeder", self._feed), ("scorer", self._score_loop)):
+            t = threading.Thread(target=self._guard(fn), name=f"runtime-{name}", daemon=True)
+            t.start()
+            self._threads.append(t)
+
+    def take_groups(self, n: int, trainer_version: int, timeout_s: float) -> list[RolloutGroup]:
+        must = must_take_version(self.mode, self.k, trainer_version)
+        deadline = time.monotonic() + timeout_s
+        with self._cv:
+            while True:
+                if self._error is not None:
+                    raise RuntimeError("the generation side failed") from self._error
+                batch = choose_groups(self._scored, self._outstanding, n, must)
+                if batch is not None:
+                    taken = {g.group_id for g in batch}
+                    self._scored = [g for g in self._scored if g.group_id not in taken]
+                    for gid in taken:
+                        self._outstanding.pop(gid, None)
+                    self._stats.taken_groups += len(batch)
+                    return batch
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise TimeoutError(f"no batch of {n} scored groups within {timeout_s:.0f} s "
+                                       f"({len(self._scored)} scored, {len(self._outstanding)} outstanding)")
+                self._cv.wait(min(left, 1.0))
+
+    def push_weights(self, weights: Mapping[str, Any], policy_version: int) -> WeightsPushed:
+        t0 = time.perf_counter()
+        self.engine.update_weights(weights, policy_version)
+        with self._cv:
+            self._pushed = policy_version
+            self._cv.notify_all()
+        return WeightsPushed(policy_version=policy_version, elapsed_s=time.perf_counter() - t0)
+
+    def next_group_id(self) -> int:
+        with self._cv:
+            return self._next_id
+
+    def stats(self) -> GeneratorStats:
+        es = getattr(self.engine, "stats", None)
+        with self._cv:
+            out = self._stats.model_copy()
+        out.wall_s = time.monotonic() - self._t0
+        if es is not None:
+            out.busy_s, out.idle_s, out.sampled_tokens = es.busy_s, es.idle_s, es.sampled_tokens
+        return out
+
+    def close(self) -> None:
+        self._stop.set()
+        with self._cv:
+            self._cv.notify_all()
+        self._to_score.put(None)
+        for t in self._threads:
+            t.join(timeout=30)
+        self.engine.close()
+
+    # ----------------------------------------------------------------------------- threads
+    def _guard(self, fn):
+        def run() -> None:
+            try:
+                fn()
+            except BaseException as exc:  # re-raised in take_groups
+                log.exception("runtime thread failed")
+                with self._cv:
+                    self._error = exc
+                    self._cv.notify_all()
+        return run
+
+    def _feed(self) -> None:
+        while not self._stop.is_set():
+            self._admit()
+            for generated in self.engine.poll(timeout_s=0.02):
+                self._to_score.put(generated)
+
+    def _admit(self) -> None:
+        with self._cv:
+            limit = admission_limit(self.mode, self.k, self.p, self._pushed)
+            room = limit - self._submitted
+            version = self.engine.policy_version
+        for _ in range(max(room, 0)):
+            gid = self._next_id
+            request = self.worker.make_request(gid)
+            with self._cv:
+                self._meta[request.request_id] = (gid, version, time.time())
+                self._outstanding[gid] = version
+                self._submitted += 1
+                self._next_id += 1
+                self._stats.submitted_groups += 1
+            self.engine.submit(request)
+
+    def _score_loop(self) -> None:
+        while True:
+            generated = self._to_score.get()
+            if generated is None or self._stop.is_set():
+                return
+            with self._cv:
+                gid, version, submitted_at = self._meta.pop(generated.request.request_id)
+            group = self.worker.score(generated, version, submitted_at)
+            assert group.group_id == gid, "request ids must map back to their group"
+            with self._cv:
+                self._scored.append(group)
+                self._stats.finished_groups += 1
+                self._cv.notify_all()

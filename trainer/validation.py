@@ -1,0 +1,79 @@
+"""Held-out validation: pass rate per domain of the current policy on problems never trained on.
+
+Each held-out prompt is sampled `ceil(min_evaluations_per_domain / n_prompts)` times at the training
+temperature (the sampled pass rate moves ~3x more than greedy on the tiny model); with
+`validation.greedy` one greedy (top-k 1) sample per prompt is added and reported separately. A fresh
+engine holds a copy of the current weights, so validation sees exactly one policy version while the
+training engine keeps generating.
+
+Noise: with n evaluations the standard error of a pass rate p is sqrt(p(1-p)/n) (~3 points at
+n = 256, p = 0.5); samples of one prompt are correlated, so fewer distinct prompts means more noise.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import torch
+
+from scalerl_env.records import ProblemRecord
+from trainer.engines.base import GenerationRequest, SamplingParams
+from trainer.engines.torch_engine import TorchEngine
+from trainer.problems import PromptCodec
+from trainer.rollout import verify
+from trainer.train_config import TrainConfig
+
+
+def evaluate(model: Any, codec: PromptCodec, holdout: Mapping[str, Sequence[ProblemRecord]], cfg: TrainConfig,
+             verifier: Any, *, device: str, policy_version: int) -> dict[str, float]:
+    """`heldout/<domain>/pass_rate`, `.../n`, and `.../greedy_pass_rate` when asked."""
+    e = cfg.engine
+    slots = max(cfg.validation.min_evaluations_per_domain, 64)
+    engine = TorchEngine(model, eos_token_id=codec.eos_token_id, device=device, max_slots=slots,
+                         max_seq_len=e.max_seq_len, fp32_head=cfg.optim.fp32_head, seed=policy_version,
+                         policy_version=policy_version, dtype=_dtype(e.dtype))
+    out: dict[str, float] = {}
+    t0 = time.perf_counter()
+    try:
+        for domain, problems in holdout.items():
+            n = max(1, math.ceil(cfg.validation.min_evaluations_per_domain / len(problems)))
+            rate, count = _pass_rate(engine, codec, problems, n, SamplingParams(
+                temperature=e.temperature, max_new_tokens=_budget(cfg), stop_token_ids=[codec.eos_token_id]), verifier)
+            out[f"heldout/{domain}/pass_rate"], out[f"heldout/{domain}/n"] = rate, float(count)
+            if cfg.validation.greedy:
+                out[f"heldout/{domain}/greedy_pass_rate"], _ = _pass_rate(engine, codec, problems, 1, SamplingParams(
+                    top_k=1, max_new_tokens=_budget(cfg), stop_token_ids=[codec.eos_token_id]), verifier)
+    finally:
+        engine.close()
+    out["validation_s"] = time.perf_counter() - t0
+    return out
+
+
+def _budget(cfg: TrainConfig) -> int:
+    if cfg.length.mode == "interrupt":
+        return cfg.length.think_budget_max_tokens + cfg.length.answer_budget_tokens
+    return cfg.engine.max_new_tokens
+
+
+def _dtype(name: str) -> torch.dtype:
+    return {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}[name]
+
+
+def _pass_rate(engine: TorchEngine, codec: PromptCodec, problems: Sequence[ProblemRecord], n: int,
+               sampling: SamplingParams, verifier: Any) -> tuple[float, int]:
+    for i, p in enumerate(problems):
+        engine.submit(GenerationRequest(request_id=str(i), prompt_token_ids=codec.encode_prompt(p.prompt),
+                                        samples_per_prompt=n, sampling=sampling))
+    correct = total = 0
+    pending = len(problems)
+    while pending:
+        for group in engine.poll(timeout_s=1.0):
+            pending -= 1
+            problem = problems[int(group.request.request_id)]
+            verdicts = verify(verifier, problem, [codec.decode(s.token_ids) for s in group.samples])
+            correct += sum(v.correct for v in verdicts)
+            total += len(verdicts)
+    return (correct / total if total else 0.0), total
