@@ -168,6 +168,20 @@ def test_code_items_route_to_the_code_verifier(pool):
         assert verdicts[1].status.value == "error" and "code verifier unavailable" in verdicts[1].details["reason"]
     else:
         assert verdicts[1].status.value == "correct", verdicts[1].details
+        assert "sandbox" in pool.info()["code"] or "layers" in pool.info()["code"]
+
+
+def test_reward_table_applies_to_every_domain():
+    from scalerl_env.records import RewardTable
+
+    cfg = VerifierConfig(math=MathConfig(workers=1), rewards=RewardTable(correct=2.0, wrong=-1.0))
+    code = {"id": "c", "domain": "code", "completion": "```python\nprint(4)\n```",
+            "tests": {"kind": "stdio", "cases": [{"input": "", "output": "3\n"}]}}
+    with VerifierPool(cfg) as p:
+        verdicts = p.verify_batch([m(0, "\\boxed{3}"), m(1, "\\boxed{x}", "y"), code])
+    assert [v.reward for v in verdicts[:2]] == [2.0, -1.0]
+    if importlib.util.find_spec("verifiers.code") is not None:
+        assert verdicts[2].status.value == "wrong" and verdicts[2].reward == -1.0
 
 
 def test_importing_verifiers_starts_nothing():

@@ -90,7 +90,7 @@ class VerifierPool:
         code: dict[str, Any] | None = None
         if self._code is not None:
             try:
-                code = {"layers": self._code.layers()}
+                code = self._code.info() if hasattr(self._code, "info") else {"layers": self._code.layers()}
             except Exception as exc:  # noqa: BLE001 - info must never take the server down
                 code = {"error": f"{type(exc).__name__}: {exc}"}
         elif self._code_error:
@@ -163,7 +163,8 @@ class VerifierPool:
                                details={"reason": f"code verifier unavailable: {self._code_error}"})
                     for _ in items]
         try:
-            return list(verifier.verify_many(items))
+            # The reward table is this pool's config, whichever table the code verifier applied.
+            return [v.model_copy(update={"reward": rewards.reward(v.status)}) for v in verifier.verify_many(items)]
         except Exception as exc:
             logger.exception("code verifier failed on a batch of %d items", len(items))
             return [Verdict.of(Status.error, rewards=rewards,
