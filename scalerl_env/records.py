@@ -143,12 +143,13 @@ class VerifyItem(Strict):
     tests: CodeTests | None = None
     limits: Limits | None = None
     prompt_id: str | None = None
-    # Optional training context carried into the ledger when a prompt_id is present.
-    step: int | None = None
-    policy_version: int | None = None
-    sample_index: int | None = None
+    # Optional training context carried into the ledger when a prompt_id is present. Bounds are the
+    # ledger's column ranges (BIGINT, INTEGER): out-of-range values are rejected here, naming the field.
+    step: int | None = Field(default=None, ge=0, le=2**63 - 1)
+    policy_version: int | None = Field(default=None, ge=0, le=2**63 - 1)
+    sample_index: int | None = Field(default=None, ge=0, le=2**31 - 1)
     truncated: bool | None = None
-    completion_tokens: int | None = None
+    completion_tokens: int | None = Field(default=None, ge=0, le=2**63 - 1)
 
     @model_validator(mode="after")
     def _needs_reference(self) -> "VerifyItem":
