@@ -41,6 +41,7 @@ def _errors(*codes: int) -> dict[int | str, dict[str, Any]]:
         413: "body larger than limits.max_body_bytes or more items than limits.max_batch_items",
         503: "overloaded (too many items in flight) or shutting down; retry after Retry-After seconds",
         504: "not finished within the deadline",
+        500: "a verifier or ledger fault (logged); the verdicts were not acknowledged",
     }
     out: dict[int | str, dict[str, Any]] = {
         code: {"model": ErrorResponse, "description": described[code]} for code in codes
@@ -53,14 +54,14 @@ def _state(request: Request) -> ServerState:
     return request.app.state.scalerl
 
 
-@router.post("/v1/verify", response_model=VerifyResponse, responses=_errors(400, 413, 503, 504))
+@router.post("/v1/verify", response_model=VerifyResponse, responses=_errors(400, 413, 500, 503, 504))
 async def verify(body: VerifyRequest, request: Request) -> VerifyResponse:
     """Score math and code items (mixed freely); verdicts come back in request order."""
     _reject_surrogates(body.items, lambda i, name: ("items", i, name))
     return VerifyResponse(results=await _state(request).score(body.items))
 
 
-@router.post("/get_reward", response_model=RewardResponse, responses=_errors(400, 413, 503, 504))
+@router.post("/get_reward", response_model=RewardResponse, responses=_errors(400, 413, 500, 503, 504))
 async def get_reward(body: RewardRequest, request: Request) -> RewardResponse:
     """OpenRLHF remote reward model: `--remote_rm_url http://HOST:PORT/get_reward`."""
     try:
