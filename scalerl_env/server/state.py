@@ -124,7 +124,7 @@ class ServerState:
         except asyncio.TimeoutError:
             self.metrics.rejected.labels(reason="deadline").inc()
             raise HTTPException(504, f"not scored within limits.request_deadline_s={limits.request_deadline_s}")
-        except Exception as exc:  # noqa: BLE001 - a verifier or ledger fault: answered, logged, not acknowledged
+        except Exception as exc:
             logger.exception("scoring a batch of %d items failed", n)
             self.metrics.rejected.labels(reason="internal").inc()
             raise HTTPException(500, f"scoring or recording failed: {type(exc).__name__}: {exc}") from None
