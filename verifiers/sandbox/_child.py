@@ -158,6 +158,11 @@ def _run_functional(job: dict, code) -> None:
     namespace = _main_namespace()
     _run_main(code, namespace)
     fn = namespace.get(job["entry_point"])
+    if fn is None and isinstance(namespace.get("Solution"), type):  # LeetCode style, as the APPS harness does
+        try:
+            fn = getattr(namespace["Solution"](), job["entry_point"], None)
+        except BaseException:  # noqa: BLE001
+            fn = None
     if not callable(fn):
         _emit({"i": 0, "ok": 0, "err": f"entry point {job['entry_point']!r} not defined"})
         _flush_exit(1)
@@ -190,7 +195,10 @@ def _run_assert(job: dict, code) -> None:
         sys.modules.pop(name, None)
     sys.addaudithook(_audit)
     run_main(code, namespace)
-    test_ns = {k: v for k, v in namespace.items() if k not in pristine}
+    # Names shadowing builtins reach the test only as functions the program defined with `def` (MBPP
+    # task 126 tests a function called `sum`); aliases and lambdas (`set = lambda x: 1`) do not.
+    test_ns = {k: v for k, v in namespace.items() if k not in pristine or (
+        type(v) is types.FunctionType and v.__name__ == k)}
     test_ns.update({"__builtins__": pristine, "__name__": "__main__", "__scalerl_eq__": equal})
     run_main(test_code, test_ns, False)  # the test code never ends by SystemExit, not even SystemExit(0)
     emit({"done": token})
