@@ -304,13 +304,9 @@ class Ledger:
 
     def _pass_rate(self, pid: str, s: _Stats) -> PassRate:
         retired = self._retired.get(pid)
-        return PassRate(
-            prompt_id=pid, domain=s.domain, attempts=s.attempts, scored=s.scored, correct=s.correct,
-            pass_rate=s.correct / s.scored if s.scored else None,
-            last_group_step=None if s.gstep == NO_STEP else s.gstep, last_group_scored=s.gscored,
-            last_group_correct=s.gcorrect, retired=retired is not None,
-            retired_step=None if retired is None else retired[1],
-        )
+        return PassRate(pid, s.domain, s.attempts, s.scored, s.correct, s.correct / s.scored if s.scored else None,
+                        None if s.gstep == NO_STEP else s.gstep, s.gscored, s.gcorrect, retired is not None,
+                        None if retired is None else retired[1])
 
     def retired_ids(self) -> set[str]:
         with self._index_lock:

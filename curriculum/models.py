@@ -7,8 +7,7 @@ scored samples of which c passed: `1 − C(n−c, k) / C(n, k)`, computed as the
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from pydantic import Field
 
@@ -39,9 +38,9 @@ class QueryResult(Strict):
     truncated: bool = Field(default=False, description="more rows existed than max_rows")
 
 
-@dataclass(frozen=True, slots=True)
-class PassRate:
-    """One prompt's row of the `pass_rates` view (see `curriculum.schema` for the definitions)."""
+class PassRate(NamedTuple):
+    """One prompt's row of the `pass_rates` view (see `curriculum.schema` for the definitions).
+    A NamedTuple: immutable and cheap to build by the ten thousand."""
 
     prompt_id: str
     domain: str

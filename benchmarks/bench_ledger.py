@@ -1,0 +1,156 @@
+"""Ledger write throughput and pass-rate lookup latency, against a row-at-a-time INSERT baseline.
+
+    .venv/bin/python benchmarks/bench_ledger.py                     # 1,000,000 rows, 10,000 prompts
+    .venv/bin/python benchmarks/bench_ledger.py --rows 100000 --json-out runs/bench_ledger.json
+
+What is measured (one process, one run, so the ratio is immune to how busy the machine is):
+- batched: `Ledger.record_attempts` of training-sized Arrow batches (48 prompts × 16 samples = 768 rows,
+  one committed transaction each, pass-rate index and retirement maintained) until `--rows` rows;
+- record(): the same through `Ledger.record(items, verdicts)` (pydantic objects → Arrow) on a slice;
+- baseline: one `INSERT INTO attempts VALUES (...)` per row, each committed on its own (what a naive
+  ledger does to acknowledge every sample), on a `--baseline-rows` slice of the same file after the bulk
+  phase, i.e. against a table of the same size;
+- lookups at that size: `pass_rates()` for all prompts and for one batch of 48, the `pass_rates` SQL view
+  for 48 prompts, and rebuilding the index when the file is opened.
+Targets (issue 5): batched ≥ 50× baseline rows/s; pass-rate lookup for 10,000 prompts p50 < 50 ms.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import duckdb
+import numpy as np
+import pyarrow as pa
+
+from curriculum.ledger import Ledger
+from scalerl_env.records import Verdict, VerifyItem
+
+PROMPTS_PER_STEP, GROUP = 48, 16
+
+
+def make_batches(rows: int, prompts: int, seed: int = 0) -> list[pa.Table]:
+    """Training-like batches: each step samples 48 prompts, 16 completions each, pass rate ~ prompt difficulty."""
+    rng = np.random.default_rng(seed)
+    ids = np.array([f"prompt-{i:06d}" for i in range(prompts)])
+    difficulty = rng.beta(0.6, 1.2, prompts)
+    batches, step = [], 0
+    while sum(b.num_rows for b in batches) < rows:
+        n = min(PROMPTS_PER_STEP * GROUP, rows - sum(b.num_rows for b in batches))
+        picks = rng.choice(prompts, PROMPTS_PER_STEP, replace=False).repeat(GROUP)[:n]
+        correct = rng.random(n) < difficulty[picks]
+        batches.append(pa.table({
+            "prompt_id": ids[picks], "domain": np.where(picks % 2 == 0, "math", "code"),
+            "step": np.full(n, step, np.int64), "policy_version": np.full(n, step, np.int64),
+            "sample_index": np.tile(np.arange(GROUP, dtype=np.int32), PROMPTS_PER_STEP)[:n],
+            "reward": correct.astype(np.float64), "status": np.where(correct, "correct", "wrong"),
+            "truncated": rng.random(n) < 0.02, "completion_tokens": rng.integers(50, 4000, n),
+        }))
+        step += 1
+    return batches
+
+
+def timed(fn, reps: int) -> list[float]:
+    out = []
+    for _ in range(reps):
+        t0 = time.perf_counter()
+        fn()
+        out.append(time.perf_counter() - t0)
+    return out
+
+
+def p(values: list[float], q: float) -> float:
+    return float(np.percentile(values, q)) * 1000.0
+
+
+def bench(args: argparse.Namespace, workdir: Path) -> dict:
+    path = workdir / "bench.duckdb"
+    batches = make_batches(args.rows, args.prompts)
+    ledger = Ledger(path)
+    t0 = time.perf_counter()
+    for b in batches:
+        ledger.record_attempts(b)
+    batched_s = time.perf_counter() - t0
+    res = {"rows": args.rows, "prompts": args.prompts, "batch_rows": PROMPTS_PER_STEP * GROUP,
+           "batches": len(batches), "batched_s": batched_s, "batched_rows_per_s": args.rows / batched_s}
+
+    slice_batches = batches[: args.record_batches]
+    cols = ("prompt_id", "step", "sample_index", "status")
+    as_objects = [([VerifyItem(domain="math", completion="", answer="1", prompt_id=pid, step=s, sample_index=i)
+                    for pid, s, i, _ in zip(*(b[c].to_pylist() for c in cols))],
+                   [Verdict.of(st) for st in b["status"].to_pylist()]) for b in slice_batches]
+    t0 = time.perf_counter()
+    for items, verdicts in as_objects:
+        ledger.record(items, verdicts)
+    n_obj = sum(len(i) for i, _ in as_objects)
+    res["record_objects_rows_per_s"] = n_obj / (time.perf_counter() - t0)
+
+    all_ids = list(ledger.pass_rates().keys())
+    batch_ids = all_ids[:: max(1, len(all_ids) // PROMPTS_PER_STEP)][:PROMPTS_PER_STEP]
+    lat_all = timed(lambda: ledger.pass_rates(all_ids), args.reps)
+    lat_batch = timed(lambda: ledger.pass_rates(batch_ids), args.reps)
+    view_sql = f"SELECT * FROM pass_rates WHERE prompt_id IN ({', '.join(repr(i) for i in batch_ids)})"
+    lat_view = timed(lambda: ledger.query(view_sql), max(3, args.reps // 10))
+    res.update(lookup_prompts=len(all_ids),
+               lookup_all_p50_ms=p(lat_all, 50), lookup_all_p95_ms=p(lat_all, 95),
+               lookup_batch48_p50_ms=p(lat_batch, 50), sql_view_batch48_p50_ms=p(lat_view, 50))
+    ledger.close()
+    t0 = time.perf_counter()
+    Ledger(path, read_only=True).close()
+    res["open_rebuild_index_s"] = time.perf_counter() - t0
+
+    res.update(baseline(path, batches, args.baseline_rows))
+    res["speedup"] = res["batched_rows_per_s"] / res["baseline_rows_per_s"]
+    return res
+
+
+def baseline(path: Path, batches: list[pa.Table], n: int) -> dict:
+    rows = [r for b in batches[-3:] for r in b.to_pylist()][:n]
+    con = duckdb.connect(str(path))
+    cols = list(rows[0].keys())
+    sql = f"INSERT INTO attempts ({', '.join(cols)}, correct) VALUES ({', '.join('?' * len(cols))}, ?)"
+    t0 = time.perf_counter()
+    for r in rows:  # autocommit: every row is its own committed transaction
+        con.execute(sql, [*r.values(), r["status"] == "correct"])
+    elapsed = time.perf_counter() - t0
+    con.close()
+    return {"baseline_rows": len(rows), "baseline_s": elapsed, "baseline_rows_per_s": len(rows) / elapsed}
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--rows", type=int, default=1_000_000)
+    ap.add_argument("--prompts", type=int, default=10_000)
+    ap.add_argument("--baseline-rows", type=int, default=1_000)
+    ap.add_argument("--record-batches", type=int, default=20, help="batches timed through record()")
+    ap.add_argument("--reps", type=int, default=50)
+    ap.add_argument("--json-out", type=Path)
+    args = ap.parse_args()
+    with tempfile.TemporaryDirectory(prefix="bench-ledger-") as tmp:
+        res = bench(args, Path(tmp))
+    print(f"batched ingest : {res['batched_rows_per_s']:>10,.0f} rows/s  ({res['rows']:,} rows in {res['batches']} "
+          f"batches of {res['batch_rows']}, {res['batched_s']:.1f} s)")
+    print(f"record() path  : {res['record_objects_rows_per_s']:>10,.0f} rows/s  (VerifyItem/Verdict objects)")
+    print(f"baseline       : {res['baseline_rows_per_s']:>10,.0f} rows/s  (row-at-a-time INSERT, "
+          f"{res['baseline_rows']} rows)")
+    print(f"speedup        : {res['speedup']:>10.1f}x  (target >= 50x)")
+    print(f"pass_rates() all {res['lookup_prompts']:,} prompts: p50 {res['lookup_all_p50_ms']:.1f} ms, "
+          f"p95 {res['lookup_all_p95_ms']:.1f} ms (target p50 < 50 ms)")
+    print(f"pass_rates() 48 prompts: p50 {res['lookup_batch48_p50_ms']:.3f} ms; SQL view 48 prompts: "
+          f"p50 {res['sql_view_batch48_p50_ms']:.1f} ms; open + index rebuild {res['open_rebuild_index_s']:.2f} s")
+    print(json.dumps(res))
+    if args.json_out:
+        args.json_out.parent.mkdir(parents=True, exist_ok=True)
+        args.json_out.write_text(json.dumps(res, indent=2))
+    ok = res["speedup"] >= 50 and res["lookup_all_p50_ms"] < 50
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
