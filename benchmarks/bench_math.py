@@ -58,11 +58,11 @@ def baseline(items: list[dict]) -> tuple[list[bool], float]:
     return out, time.perf_counter() - start
 
 
-def ours(items: list[dict], workers: int, timeout_s: float) -> tuple[list, float, dict]:
+def ours(items: list[dict], math_config) -> tuple[list, float, dict]:
     from verifiers import VerifierPool
-    from verifiers.config import MathConfig, VerifierConfig
+    from verifiers.config import VerifierConfig
 
-    with VerifierPool(VerifierConfig(math=MathConfig(workers=workers, timeout_s=timeout_s))) as pool:
+    with VerifierPool(VerifierConfig(math=math_config)) as pool:
         while not pool.ready():
             time.sleep(0.05)
         start = time.perf_counter()
@@ -78,9 +78,15 @@ def main() -> None:
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--timeout-s", type=float, default=5.0)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--no-fast-path", action="store_true", help="ablation: everything goes to sympy")
+    ap.add_argument("--no-dedupe", action="store_true", help="ablation: score repeated pairs again")
     args = ap.parse_args()
     items = workload(args.problems, args.samples, args.truncated, args.seed)
-    verdicts, ours_s, info = ours(items, args.workers, args.timeout_s)
+    from verifiers.config import MathConfig
+
+    math_config = MathConfig(workers=args.workers, timeout_s=args.timeout_s, fast_path=not args.no_fast_path,
+                             dedupe=not args.no_dedupe)
+    verdicts, ours_s, info = ours(items, math_config)
     base, base_s = baseline(items)
     counts = Counter(v.status.value for v in verdicts)
     paths = Counter(v.details.get("path", "extraction") for v in verdicts)
@@ -92,7 +98,8 @@ def main() -> None:
     print(f"verdicts: {dict(counts)}; decided by {dict(paths)}; "
           f"deduplicated {sum(bool(v.details.get('deduplicated')) for v in verdicts)}")
     print(f"baseline math-verify loop: {base_s:8.2f} s  {len(items) / base_s:8.1f} items/s")
-    print(f"verify_batch ({args.workers} workers): {ours_s:8.2f} s  {len(items) / ours_s:8.1f} items/s")
+    print(f"verify_batch ({args.workers} workers, fast_path={math_config.fast_path}, "
+          f"dedupe={math_config.dedupe}): {ours_s:8.2f} s  {len(items) / ours_s:8.1f} items/s")
     print(f"slowest item {worst:.3f} s (deadline {args.timeout_s} s); timeouts {counts.get('timeout', 0)}; "
           f"kills {info['math']['kills']}; agreement with baseline {100 * agree:.2f}%")
     print(f"ratio {ratio:.2f}x (target >= {TARGET_RATIO}x): {'PASS' if ratio >= TARGET_RATIO else 'FAIL'}")
