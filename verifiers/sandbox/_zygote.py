@@ -229,12 +229,24 @@ class Server:
             self._kill_survivors(pid, job)
         if job["workdir"]:
             shutil.rmtree(job["workdir"], ignore_errors=True)
+        self._reap_orphans()
         oom = _oom_kills(self.cfg, job["slot"]) > job["oom_before"]
         self._send({
             "job": job["id"], "event": "exit", "killed": job["killed"], "oom": oom,
             "exit_code": os.waitstatus_to_exitcode(status), "cpu_s": ru.ru_utime + ru.ru_stime,
             "max_rss_kb": ru.ru_maxrss, "wall_s": time.monotonic() - job["t0"],
         })
+
+    def _reap_orphans(self) -> None:
+        """As child subreaper the server inherits orphans (daemons killed without a PID namespace)."""
+        while True:
+            try:
+                info = os.waitid(os.P_ALL, 0, os.WEXITED | os.WNOHANG | os.WNOWAIT)
+            except ChildProcessError:
+                return
+            if info is None or info.si_pid in self.jobs:
+                return
+            os.waitpid(info.si_pid, 0)
 
     def _send(self, msg: dict) -> None:
         try:
@@ -260,6 +272,7 @@ def main(argv: list[str]) -> int:
         return 0
     cfg = json.loads(argv[1])
     _libc.prctl(_libc.PR_SET_PDEATHSIG, signal.SIGKILL)
+    _libc.prctl(_libc.PR_SET_CHILD_SUBREAPER, 1)
     if os.getppid() != cfg["parent_pid"]:
         return 1  # the parent died before we set the death signal
     layers = cfg["layers"]
