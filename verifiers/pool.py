@@ -128,7 +128,7 @@ class MathWorkerPool:
                                            "elapsed_s": 0.0})
                 return request.future
             self.stats["requests"] += 1
-        self._queue.put(request)
+            self._queue.put(request)  # under the lock: queued before close() marks closed, or refused
         return request.future
 
     def ready(self) -> bool:
