@@ -20,7 +20,8 @@ Not guaranteed
   trainer); `curriculum.ingest` refuses them unless told otherwise.
 
 The owner keeps an in-memory index of the `pass_rates` view (built from the view at open, then updated
-after each commit), so `pass_rates()` and `retired_ids()` do not scan `attempts`.
+after each commit, one immutable `PassRate` per prompt), so `pass_rates()` and `retired_ids()` are dict
+lookups that never scan `attempts`.
 """
 
 from __future__ import annotations
@@ -133,6 +134,7 @@ class Ledger:
         self._retired: dict[str, tuple[int, int | None]] = {pid: (seq, step) for pid, seq, step in retired}
         self._next_seq = max((seq for seq, _ in self._retired.values()), default=0) + 1
         self._epochs: dict[str, int] = {d: int(e) for d, e in epochs}
+        self._rates = {pid: self._pass_rate(pid, st) for pid, st in stats.items()}
 
     def _reconcile_retirements(self) -> None:
         """Retire prompts whose current window already passes (after a migration or a config change)."""
@@ -226,6 +228,8 @@ class Ledger:
             self._stats.update(updated)
             for pid, _domain, seq, step, *_ in retirements:
                 self._retired[pid] = (seq, step)
+            for pid in {*updated, *(r[0] for r in retirements)}:
+                self._rates[pid] = self._pass_rate(pid, self._stats[pid])
             self._next_seq += len(retirements)
 
     def upsert_problems(self, records: Sequence[ProblemRecord]) -> int:
@@ -299,8 +303,10 @@ class Ledger:
     def pass_rates(self, prompt_ids: Sequence[str] | None = None) -> dict[str, PassRate]:
         """Per-prompt statistics for `prompt_ids` (all prompts when None); unknown ids are absent."""
         with self._index_lock:
-            ids = self._stats.keys() if prompt_ids is None else [p for p in prompt_ids if p in self._stats]
-            return {pid: self._pass_rate(pid, self._stats[pid]) for pid in ids}
+            rates = self._rates  # immutable PassRate tuples, replaced (never changed) after each commit
+            if prompt_ids is None:
+                return dict(rates)
+            return {pid: rates[pid] for pid in prompt_ids if pid in rates}
 
     def _pass_rate(self, pid: str, s: _Stats) -> PassRate:
         retired = self._retired.get(pid)
