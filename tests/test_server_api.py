@@ -76,7 +76,7 @@ def test_healthz_and_readyz(server):
     body = ready.json()
     assert body["ready"] is True and body["draining"] is False
     assert body["verifier"]["math"]["warm"] >= 1
-    assert body["sandbox"], "readyz reports the sandbox layers"
+    assert "layers" in body["sandbox"] and body["sandbox"]["level"], body["sandbox"]
 
 
 def test_metrics_text_format_counts_verdicts_and_has_no_per_item_labels(server, client):
@@ -94,10 +94,21 @@ def test_metrics_text_format_counts_verdicts_and_has_no_per_item_labels(server, 
     assert "prompt_id" not in text and 'id="' not in text
 
 
-def _sample(text: str, series: str) -> float:
+def test_sandbox_kills_are_counted_by_reason(server, client):
+    spin = {"domain": "code", "completion": "```python\nwhile True:\n    pass\n```",
+            "tests": {"kind": "stdio", "cases": [{"output": "1"}]}, "limits": {"time_s": 0.2}}
+    before = _sample(httpx.get(server.url + "/metrics").text, 'scalerl_sandbox_kills_total{reason="cpu"}', 0.0)
+    assert client.verify([spin])[0].status == Status.timeout
+    after = _sample(httpx.get(server.url + "/metrics").text, 'scalerl_sandbox_kills_total{reason="cpu"}')
+    assert after == before + 1
+
+
+def _sample(text: str, series: str, default: float | None = None) -> float:
     for line in text.splitlines():
         if line.startswith(series + " "):
             return float(line.split()[-1])
+    if default is not None:
+        return default
     raise AssertionError(f"{series} not in /metrics")
 
 
