@@ -32,7 +32,6 @@ from trainer.fit import (
     FitData,
     _check_enough,
     _check_trend,
-    _gate,
     prepare,
 )
 
@@ -57,6 +56,19 @@ def paper_r0(compute: ArrayLike, reward: ArrayLike, r0: float | None) -> float:
     return float(y[0])
 
 
+def _fit_b(dlog: np.ndarray, target: np.ndarray, gain: float) -> tuple[float, float]:
+    """One grid cell: B by bounded scalar minimisation of the sum of squares; (sse, log B)."""
+    from scipy.optimize import minimize_scalar
+    from scipy.special import expit
+
+    def sse(log_b: float) -> float:
+        r = target - gain * expit(math.exp(log_b) * dlog)
+        return float(r @ r)
+
+    res = minimize_scalar(sse, bounds=LOG_B_BOUNDS, method="bounded", options={"xatol": 1e-3})
+    return float(res.fun), float(res.x)
+
+
 def paper_fit(
     compute: ArrayLike,
     reward: ArrayLike,
@@ -66,8 +78,6 @@ def paper_fit(
     fit_until: float | None,
 ) -> tuple[FitData, np.ndarray]:
     """Grid over (A, C_mid), B per cell; returns the windowed data and (A, R0, log B, log C_mid)."""
-    from scipy.optimize import minimize_scalar
-
     data = prepare(compute, reward, burn_in=burn_in, fit_until=fit_until, keep_zero=False)
     _check_enough(data, 3)
     _check_trend(data)
@@ -80,15 +90,11 @@ def paper_fit(
     log_lo, log_hi = math.log(c.min() * C_MID_SPAN[0]), math.log(c.max() * C_MID_SPAN[1])
     log_cmid_grid = np.arange(log_lo, log_hi + 1e-9, math.log(C_MID_RATIO))
     best = (math.inf, 0.0, 0.0, 0.0)
+    log_c, target = np.log(c), y - r0_value
     for a in a_grid:
         for log_cmid in log_cmid_grid:
-
-            def sse(log_b: float, a: float = a, log_cmid: float = log_cmid) -> float:
-                s, _ = _gate(log_b, log_cmid, c)
-                return float(np.sum((y - r0_value - (a - r0_value) * s) ** 2))
-
-            res = minimize_scalar(sse, bounds=LOG_B_BOUNDS, method="bounded", options={"xatol": 1e-3})
-            if res.fun < best[0]:
-                best = (float(res.fun), float(a), float(res.x), float(log_cmid))
+            sse, log_b = _fit_b(log_c - log_cmid, target, a - r0_value)
+            if sse < best[0]:
+                best = (sse, float(a), log_b, float(log_cmid))
     _, a, log_b, log_cmid = best
     return data, np.array([a, r0_value, log_b, log_cmid])

@@ -1,0 +1,104 @@
+"""Sigmoid fit accuracy and speed: the default fit vs the paper's grid method on the same curves.
+
+Workload: the synthetic protocol of `trainer/fit_synthetic.py` (every published Table 1 row with
+A, B and C_mid; R0 = 0.30; 61 evaluations up to the row's run length; noise sigma 0.01), --trials
+seeded noise draws per row. Each curve is fitted twice per method, on all points and on the first
+half of the compute (the paper's fit-to-8k, extrapolate-to-16k protocol), with R0 given to both
+methods (the paper fixes R0; giving it to both keeps the comparison fair). A third line reports the
+default with R0 fitted (its normal mode). Methods alternate on each curve so machine noise hits
+both alike; times are per fit, including the default's intervals.
+
+Reported: mean and max |A - A_true| (full data), mean |R(C_end) - R_true(C_end)| from the first-half
+fit, mean and median time per fit, and the speed ratio paper / default.
+Targets: default at least as accurate (mean |A - A_true|) and >= 10x faster. Exit status 1 if not.
+
+    .venv/bin/python benchmarks/bench_fit.py             # 10 rows x 3 trials (~2-4 min on 2 cores)
+    .venv/bin/python benchmarks/bench_fit.py --trials 10 --json bench_fit.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import time
+from pathlib import Path
+
+import numpy as np
+
+from trainer.fit import fit_sigmoid
+from trainer.fit_synthetic import published_curves, trial_rng
+
+TARGET_SPEEDUP = 10.0
+VARIANTS = {"default": ("default", True), "paper": ("paper", True), "default, R0 fitted": ("default", False)}
+
+
+def _timed_fit(c, y, method: str, r0, fit_until=None):
+    t0 = time.perf_counter()
+    f = fit_sigmoid(c, y, method=method, r0=r0, fit_until=fit_until)
+    return f, time.perf_counter() - t0
+
+
+def run(trials: int, seed: int) -> tuple[dict[str, dict[str, float]], dict[str, float]]:
+    rec = {name: {"a_err": [], "pred_err": [], "time_s": []} for name in VARIANTS}
+    for row, spec in enumerate(published_curves()):
+        for k in range(trials):
+            c, y = spec.sample(trial_rng(seed, row, k))
+            truth_end = float(spec.truth(c[-1:])[0])
+            order = list(VARIANTS) if (row + k) % 2 == 0 else list(reversed(VARIANTS))
+            for name in order:
+                method, give_r0 = VARIANTS[name]
+                r0 = spec.R0 if give_r0 else None
+                full, t_full = _timed_fit(c, y, method, r0)
+                half, t_half = _timed_fit(c, y, method, r0, fit_until=spec.C_end / 2)
+                rec[name]["a_err"].append(abs(full.A - spec.A))
+                rec[name]["pred_err"].append(abs(half.predict(c[-1]) - truth_end))
+                rec[name]["time_s"] += [t_full, t_half]
+        print(f"  {spec.name}: done", flush=True)
+    paired = np.asarray(rec["paper"]["a_err"]) - np.asarray(rec["default"]["a_err"])
+    pairs = {"mean_paper_minus_default": float(paired.mean()),
+             "se": float(paired.std(ddof=1) / np.sqrt(paired.size)),
+             "default_not_worse_fraction": float(np.mean(paired >= 0))}
+    return {
+        name: {
+            "mean_abs_A_err": float(np.mean(r["a_err"])),
+            "max_abs_A_err": float(np.max(r["a_err"])),
+            "mean_abs_pred_err": float(np.mean(r["pred_err"])),
+            "mean_time_s": float(np.mean(r["time_s"])),
+            "median_time_s": float(statistics.median(r["time_s"])),
+            "fits": len(r["time_s"]),
+        }
+        for name, r in rec.items()
+    }, pairs
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--trials", type=int, default=3, help="noise draws per published row")
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--json", type=Path, default=None, help="also write the results here")
+    args = ap.parse_args()
+    fit_sigmoid(*published_curves()[0].sample(trial_rng(1, 0, 0)))  # warm imports before timing
+    res, pairs = run(args.trials, args.seed)
+    print("\n| method | mean abs(A-A_true) | max abs(A-A_true) | mean abs(pred-true) at C_end, "
+          "first-half fit | mean time/fit | median time/fit |")
+    print("|---|---|---|---|---|---|")
+    for name, r in res.items():
+        print(f"| {name} | {r['mean_abs_A_err']:.4f} | {r['max_abs_A_err']:.4f} | "
+              f"{r['mean_abs_pred_err']:.4f} | {1e3 * r['mean_time_s']:.1f} ms | "
+              f"{1e3 * r['median_time_s']:.1f} ms |")
+    speedup = res["paper"]["mean_time_s"] / res["default"]["mean_time_s"]
+    accurate = res["default"]["mean_abs_A_err"] <= res["paper"]["mean_abs_A_err"]
+    print(f"\nspeed ratio paper/default (mean time per fit): {speedup:.0f}x (target >= {TARGET_SPEEDUP:.0f}x)")
+    print(f"default at least as accurate in A: {accurate} "
+          f"({res['default']['mean_abs_A_err']:.4f} vs {res['paper']['mean_abs_A_err']:.4f})")
+    print(f"paired |A err| paper - default: {pairs['mean_paper_minus_default']:+.5f} "
+          f"(se {pairs['se']:.5f}); default not worse in {100 * pairs['default_not_worse_fraction']:.0f} % of curves")
+    if args.json:
+        args.json.write_text(json.dumps({"results": res, "paired": pairs, "speedup": speedup,
+                                         "trials": args.trials}, indent=2))
+    return 0 if accurate and speedup >= TARGET_SPEEDUP else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
