@@ -29,8 +29,16 @@ TARGET_RATIO = 1.15
 
 def tiny_model(vocab: int, seed: int) -> LlamaForCausalLM:
     torch.manual_seed(seed)
-    cfg = LlamaConfig(vocab_size=vocab, hidden_size=128, intermediate_size=512, num_hidden_layers=4,
-                      num_attention_heads=4, num_key_value_heads=4, head_dim=32, max_position_embeddings=512)
+    cfg = LlamaConfig(
+        vocab_size=vocab,
+        hidden_size=128,
+        intermediate_size=512,
+        num_hidden_layers=4,
+        num_attention_heads=4,
+        num_key_value_heads=4,
+        head_dim=32,
+        max_position_embeddings=512,
+    )
     return LlamaForCausalLM(cfg)
 
 
@@ -38,12 +46,22 @@ def make_batch(n_samples: int, vocab: int, seed: int) -> PackedBatch:
     g = torch.Generator().manual_seed(seed)
     prompts, completions = [], []
     for _ in range(n_samples):
-        prompts.append(torch.randint(0, vocab, (int(torch.randint(12, 24, (1,), generator=g)),), generator=g).tolist())
-        completions.append(torch.randint(0, vocab, (int(torch.randint(12, 36, (1,), generator=g)),), generator=g).tolist())
+        prompts.append(
+            torch.randint(0, vocab, (int(torch.randint(12, 24, (1,), generator=g)),), generator=g).tolist()
+        )
+        completions.append(
+            torch.randint(0, vocab, (int(torch.randint(12, 36, (1,), generator=g)),), generator=g).tolist()
+        )
     gen = [(-torch.rand(len(c), generator=g) * 4).tolist() for c in completions]
     adv = (torch.randn(n_samples, generator=g)).tolist()
-    return pack_samples(prompts, completions, gen, [[1] * len(c) for c in completions], adv,
-                        [i // 8 for i in range(n_samples)])
+    return pack_samples(
+        prompts,
+        completions,
+        gen,
+        [[1] * len(c) for c in completions],
+        adv,
+        [i // 8 for i in range(n_samples)],
+    )
 
 
 class NLLStep:
@@ -82,14 +100,22 @@ def run(samples: int, repeats: int, vocab: int, seed: int) -> dict:
                 times[name].append(time.perf_counter() - start)
     med = {k: statistics.median(v) for k, v in times.items()}
     return {
-        "samples": samples, "tokens": batch.num_tokens, "vocab": vocab, "repeats": repeats,
-        "threads": torch.get_num_threads(), "cispo_step_s": med["cispo"], "nll_step_s": med["nll"],
-        "ratio": med["cispo"] / med["nll"], "target": TARGET_RATIO,
+        "samples": samples,
+        "tokens": batch.num_tokens,
+        "vocab": vocab,
+        "repeats": repeats,
+        "threads": torch.get_num_threads(),
+        "cispo_step_s": med["cispo"],
+        "nll_step_s": med["nll"],
+        "ratio": med["cispo"] / med["nll"],
+        "target": TARGET_RATIO,
     }
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--samples", type=int, default=64)
     parser.add_argument("--repeats", type=int, default=12)
     parser.add_argument("--vocab", type=int, default=256)
@@ -97,8 +123,10 @@ def main() -> None:
     args = parser.parse_args()
     result = run(args.samples, args.repeats, args.vocab, args.seed)
     verdict = "within" if result["ratio"] <= TARGET_RATIO else "ABOVE"
-    print(f"CISPO step {result['cispo_step_s'] * 1e3:.1f} ms vs NLL step {result['nll_step_s'] * 1e3:.1f} ms "
-          f"({result['tokens']} tokens): ratio {result['ratio']:.3f}x, {verdict} target {TARGET_RATIO}x")
+    print(
+        f"CISPO step {result['cispo_step_s'] * 1e3:.1f} ms vs NLL step {result['nll_step_s'] * 1e3:.1f} ms "
+        f"({result['tokens']} tokens): ratio {result['ratio']:.3f}x, {verdict} target {TARGET_RATIO}x"
+    )
     print(json.dumps(result))
 
 

@@ -50,8 +50,15 @@ def test_all_equal_reward_group_contributes_nothing_to_the_gradient():
     tokens_per_sample = 3
     sample_ids = torch.arange(12).repeat_interleave(tokens_per_sample)
     lp = torch.randn(36, dtype=torch.float64, requires_grad=True)
-    loss, _ = policy_loss(lp, lp.detach() + 0.1, adv.repeat_interleave(tokens_per_sample), sample_ids,
-                          GROUPS.repeat_interleave(tokens_per_sample), torch.ones(36, dtype=torch.bool), LossConfig())
+    loss, _ = policy_loss(
+        lp,
+        lp.detach() + 0.1,
+        adv.repeat_interleave(tokens_per_sample),
+        sample_ids,
+        GROUPS.repeat_interleave(tokens_per_sample),
+        torch.ones(36, dtype=torch.bool),
+        LossConfig(),
+    )
     loss.backward()
     in_flat_group = GROUPS.repeat_interleave(tokens_per_sample) == 3
     assert lp.grad[in_flat_group].abs().sum().item() == 0.0
@@ -62,4 +69,6 @@ def test_bad_input_is_a_clear_error():
     with pytest.raises(ValueError, match="equal length"):
         compute_advantages(torch.ones(3), torch.zeros(2, dtype=torch.long), AdvantageConfig())
     with pytest.raises(ValueError, match="NaN"):
-        compute_advantages(torch.tensor([1.0, float("nan")]), torch.zeros(2, dtype=torch.long), AdvantageConfig())
+        compute_advantages(
+            torch.tensor([1.0, float("nan")]), torch.zeros(2, dtype=torch.long), AdvantageConfig()
+        )

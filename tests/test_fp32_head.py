@@ -11,9 +11,17 @@ from trainer.fp32_head import token_logprobs
 
 def tiny_llama(*, tied=True, vocab=96, seed=0):
     torch.manual_seed(seed)
-    cfg = LlamaConfig(vocab_size=vocab, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
-                      num_attention_heads=2, num_key_value_heads=2, head_dim=32, max_position_embeddings=128,
-                      tie_word_embeddings=tied)
+    cfg = LlamaConfig(
+        vocab_size=vocab,
+        hidden_size=64,
+        intermediate_size=128,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        num_key_value_heads=2,
+        head_dim=32,
+        max_position_embeddings=128,
+        tie_word_embeddings=tied,
+    )
     model = LlamaForCausalLM(cfg)
     with torch.no_grad():  # sharper distributions than the 0.02 init, like a trained model's
         model.get_output_embeddings().weight.mul_(20)
@@ -54,11 +62,17 @@ def test_fp32_head_is_closer_to_float64_than_the_bf16_head():
     f64 = copy.deepcopy(bf16).to(torch.float64)
     ids = torch.randint(0, 96, (64,))
     with torch.no_grad():
-        fp32_err = (token_logprobs(bf16, ids, fp32_head=True).double() - token_logprobs(f64, ids)).abs().mean()
-        bf16_err = (token_logprobs(bf16, ids, fp32_head=False).double() - token_logprobs(f64, ids)).abs().mean()
+        fp32_err = (
+            (token_logprobs(bf16, ids, fp32_head=True).double() - token_logprobs(f64, ids)).abs().mean()
+        )
+        bf16_err = (
+            (token_logprobs(bf16, ids, fp32_head=False).double() - token_logprobs(f64, ids)).abs().mean()
+        )
         # The head alone, on the same bf16 hidden states: fp32 is nearly exact, bf16 is not.
         hidden = bf16.model(input_ids=ids[None]).last_hidden_state[0, :-1]
-        ref = torch.log_softmax(hidden.double() @ bf16.lm_head.weight.double().T, -1).gather(-1, ids[1:, None])[:, 0]
+        ref = torch.log_softmax(hidden.double() @ bf16.lm_head.weight.double().T, -1).gather(
+            -1, ids[1:, None]
+        )[:, 0]
         head32 = (token_logprobs(bf16, ids, fp32_head=True)[1:].double() - ref).abs().max()
         head16 = (token_logprobs(bf16, ids, fp32_head=False)[1:].double() - ref).abs().max()
     assert fp32_err < bf16_err

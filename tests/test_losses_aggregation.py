@@ -13,8 +13,9 @@ MASK = torch.tensor([1, 1, 1, 1, 0, 1, 1, 1, 1, 1, 1], dtype=torch.bool)
 
 def _grad(aggregation, adv):
     lp = torch.full((11,), -1.0, dtype=torch.float64, requires_grad=True)
-    loss, _ = policy_loss(lp, lp.detach().clone(), adv, SAMPLE_IDS, GROUP_IDS, MASK,
-                          LossConfig(aggregation=aggregation))
+    loss, _ = policy_loss(
+        lp, lp.detach().clone(), adv, SAMPLE_IDS, GROUP_IDS, MASK, LossConfig(aggregation=aggregation)
+    )
     loss.backward()
     return lp.grad
 
@@ -52,8 +53,15 @@ def test_fully_masked_groups_do_not_count_in_the_group_mean():
 
 def test_empty_mask_gives_zero_loss_that_backpropagates():
     lp = torch.zeros(3, requires_grad=True)
-    loss, metrics = policy_loss(lp, lp.detach(), torch.ones(3), torch.arange(3), torch.zeros(3, dtype=torch.long),
-                                torch.zeros(3, dtype=torch.bool), LossConfig())
+    loss, metrics = policy_loss(
+        lp,
+        lp.detach(),
+        torch.ones(3),
+        torch.arange(3),
+        torch.zeros(3, dtype=torch.long),
+        torch.zeros(3, dtype=torch.bool),
+        LossConfig(),
+    )
     loss.backward()
     assert loss.item() == 0.0 and lp.grad.abs().sum().item() == 0.0
     assert metrics["tokens/loss"] == 0
@@ -66,6 +74,10 @@ def test_sliced_weights_make_micro_batch_losses_sum_to_the_full_loss(aggregation
     cfg = LossConfig(aggregation=aggregation)
     full, _ = policy_loss(lp, gen, adv, SAMPLE_IDS, GROUP_IDS, MASK, cfg)
     w = aggregation_weights(SAMPLE_IDS, GROUP_IDS, MASK, aggregation)
-    parts = [policy_loss(lp[a:b], gen[a:b], adv[a:b], SAMPLE_IDS[a:b], GROUP_IDS[a:b], MASK[a:b], cfg,
-                         token_weights=w[a:b])[0] for a, b in ((0, 2), (2, 5), (5, 11))]
+    parts = [
+        policy_loss(
+            lp[a:b], gen[a:b], adv[a:b], SAMPLE_IDS[a:b], GROUP_IDS[a:b], MASK[a:b], cfg, token_weights=w[a:b]
+        )[0]
+        for a, b in ((0, 2), (2, 5), (5, 11))
+    ]
     assert sum(p.item() for p in parts) == pytest.approx(full.item(), rel=1e-12)

@@ -14,8 +14,15 @@ def _run(lp, gen, adv, cfg, *, mask=None, sample_ids=None, group_ids=None):
     mask = torch.ones(n, dtype=torch.bool) if mask is None else torch.tensor(mask, dtype=torch.bool)
     sids = torch.arange(n) if sample_ids is None else torch.tensor(sample_ids)
     gids = torch.zeros(n, dtype=torch.long) if group_ids is None else torch.tensor(group_ids)
-    loss, metrics = policy_loss(lp, torch.tensor(gen, dtype=torch.float64), torch.tensor(adv, dtype=torch.float64),
-                                sids, gids, mask, cfg)
+    loss, metrics = policy_loss(
+        lp,
+        torch.tensor(gen, dtype=torch.float64),
+        torch.tensor(adv, dtype=torch.float64),
+        sids,
+        gids,
+        mask,
+        cfg,
+    )
     loss.backward()
     return loss.item(), lp.grad.tolist(), metrics
 
@@ -44,7 +51,9 @@ def test_cispo_has_no_lower_clip():
 def test_masked_tokens_get_zero_gradient_even_with_garbage_gen_logprobs():
     lp, gen = [-1.0, -0.5, -2.0], [1e4, -0.5, -1e4]  # masked gen logprobs would overflow exp
     for name in LOSSES:
-        loss, grad, _ = _run(lp, gen, [1.0, 1.0, 1.0], LossConfig(name=name, aggregation="token"), mask=[0, 1, 0])
+        loss, grad, _ = _run(
+            lp, gen, [1.0, 1.0, 1.0], LossConfig(name=name, aggregation="token"), mask=[0, 1, 0]
+        )
         assert math.isfinite(loss)
         assert grad[0] == 0.0 and grad[2] == 0.0, name
         assert grad[1] != 0.0, name
@@ -95,7 +104,14 @@ def test_unknown_names_and_bad_shapes_are_clear_errors():
     with pytest.raises(ValueError, match="already registered"):
         register_loss("cispo")(lambda *a: None)
     with pytest.raises(ValueError, match="1-D tensors of equal length"):
-        policy_loss(torch.zeros(3), torch.zeros(2), torch.zeros(3), torch.zeros(3, dtype=torch.long),
-                    torch.zeros(3, dtype=torch.long), torch.ones(3, dtype=torch.bool), LossConfig())
+        policy_loss(
+            torch.zeros(3),
+            torch.zeros(2),
+            torch.zeros(3),
+            torch.zeros(3, dtype=torch.long),
+            torch.zeros(3, dtype=torch.long),
+            torch.ones(3, dtype=torch.bool),
+            LossConfig(),
+        )
     with pytest.raises(Exception, match="name"):
         LossConfig(name="ppo")

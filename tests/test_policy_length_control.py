@@ -8,7 +8,11 @@ import torch
 
 from trainer.engines.base import GeneratedSample
 from trainer.length_control import (
-    LengthConfig, length_metrics, length_penalty, plan_interruption, training_loss_mask,
+    LengthConfig,
+    length_metrics,
+    length_penalty,
+    plan_interruption,
+    training_loss_mask,
 )
 
 PHRASE = [11, 12, 13]
@@ -23,7 +27,9 @@ def test_think_budget_is_drawn_uniformly_from_the_range():
     assert all(abs(c / 4000 - 0.25) < 0.04 for c in counts.values())
 
 
-@pytest.mark.parametrize("rng", [np.random.default_rng(0), torch.Generator().manual_seed(0), random.Random(1)])
+@pytest.mark.parametrize(
+    "rng", [np.random.default_rng(0), torch.Generator().manual_seed(0), random.Random(1)]
+)
 def test_plan_accepts_common_generators_and_carries_phrase_and_answer_budget(rng):
     cfg = LengthConfig(phrase_token_ids=PHRASE)
     plan = plan_interruption(cfg, rng)
@@ -40,8 +46,15 @@ def test_plan_needs_phrase_ids_and_is_none_outside_interrupt_mode():
 
 
 def _sample(n, reason, mask=None, interrupted=False):
-    return GeneratedSample(sample_index=0, token_ids=list(range(n)), logprobs=[-1.0] * n, policy_versions=[0] * n,
-                           loss_mask=mask or [1] * n, finish_reason=reason, interrupted=interrupted)
+    return GeneratedSample(
+        sample_index=0,
+        token_ids=list(range(n)),
+        logprobs=[-1.0] * n,
+        policy_versions=[0] * n,
+        loss_mask=mask or [1] * n,
+        finish_reason=reason,
+        interrupted=interrupted,
+    )
 
 
 def test_truncated_samples_are_masked_and_counted():

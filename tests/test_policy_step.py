@@ -14,13 +14,22 @@ from trainer.policy import OptimConfig, PolicyTrainer, micro_batch_bounds, pack_
 def make_batch(model, n_samples=4, seed=1, shift=0.05):
     """Samples of varied lengths in two groups; gen logprobs = the model's own, shifted slightly off-policy."""
     g = torch.Generator().manual_seed(seed)
-    prompts = [torch.randint(0, 96, (int(torch.randint(2, 6, (1,), generator=g)),), generator=g).tolist()
-               for _ in range(n_samples)]
-    completions = [torch.randint(0, 96, (int(torch.randint(3, 9, (1,), generator=g)),), generator=g).tolist()
-                   for _ in range(n_samples)]
-    batch = pack_samples(prompts, completions, [[0.0] * len(c) for c in completions],
-                         [[1] * len(c) for c in completions], [(-1.0) ** i * (1 + i % 3) for i in range(n_samples)],
-                         [i // 2 for i in range(n_samples)])
+    prompts = [
+        torch.randint(0, 96, (int(torch.randint(2, 6, (1,), generator=g)),), generator=g).tolist()
+        for _ in range(n_samples)
+    ]
+    completions = [
+        torch.randint(0, 96, (int(torch.randint(3, 9, (1,), generator=g)),), generator=g).tolist()
+        for _ in range(n_samples)
+    ]
+    batch = pack_samples(
+        prompts,
+        completions,
+        [[0.0] * len(c) for c in completions],
+        [[1] * len(c) for c in completions],
+        [(-1.0) ** i * (1 + i % 3) for i in range(n_samples)],
+        [i // 2 for i in range(n_samples)],
+    )
     with torch.no_grad():
         own = token_logprobs(model, batch.input_ids, batch.position_ids)
     batch.gen_logprobs = torch.where(batch.loss_mask, own.float() + shift, torch.zeros_like(own).float())
@@ -28,8 +37,11 @@ def make_batch(model, n_samples=4, seed=1, shift=0.05):
 
 
 def _grads_after_accumulate(model, batch, micro_batch_tokens, loss_name):
-    trainer = PolicyTrainer(model, OptimConfig(micro_batch_tokens=micro_batch_tokens, lr=1e-3, warmup_steps=0),
-                            LossConfig(name=loss_name))
+    trainer = PolicyTrainer(
+        model,
+        OptimConfig(micro_batch_tokens=micro_batch_tokens, lr=1e-3, warmup_steps=0),
+        LossConfig(name=loss_name),
+    )
     metrics = trainer.accumulate(batch)
     return {n: p.grad.clone() for n, p in model.named_parameters()}, metrics
 
@@ -54,13 +66,15 @@ def test_on_policy_ratio_is_one_against_a_kv_cache_sampler():
         torch.manual_seed(len(prompt))
         with torch.no_grad():
             for _ in range(6):  # incremental decoding with a KV cache, sampling at T = 1
-                out = model(input_ids=ids if past is None else ids[:, -1:], past_key_values=past, use_cache=True)
+                out = model(
+                    input_ids=ids if past is None else ids[:, -1:], past_key_values=past, use_cache=True
+                )
                 past = out.past_key_values
                 logp = torch.log_softmax(out.logits[0, -1].float(), -1)
                 tok = torch.multinomial(logp.exp(), 1)
                 lps.append(logp[tok].item())
                 ids = torch.cat([ids, tok[None]], 1)
-        completions.append(ids[0, len(prompt):].tolist())
+        completions.append(ids[0, len(prompt) :].tolist())
         gen_lps.append(lps)
     batch = pack_samples(prompts, completions, gen_lps, [[1] * 6] * 2, [1.0, -1.0], [0, 0])
     metrics = PolicyTrainer(model, OptimConfig(), LossConfig()).accumulate(batch)

@@ -131,7 +131,9 @@ def load_model_weights(path: str | Path, model: nn.Module) -> None:
     tied = _tied_names(model)
     really_missing = [k for k in missing if k not in tied]
     if really_missing or unexpected:
-        raise ValueError(f"checkpoint {path} does not match the model: missing {really_missing}, unexpected {unexpected}")
+        raise ValueError(
+            f"checkpoint {path} does not match the model: missing {really_missing}, unexpected {unexpected}"
+        )
 
 
 def _tied_names(model: nn.Module) -> set[str]:
@@ -145,7 +147,9 @@ def _tied_names(model: nn.Module) -> set[str]:
     return tied
 
 
-def load_checkpoint(path: str | Path, model: nn.Module, trainer: PolicyTrainer | None = None) -> dict[str, Any]:
+def load_checkpoint(
+    path: str | Path, model: nn.Module, trainer: PolicyTrainer | None = None
+) -> dict[str, Any]:
     """Load the weights into `model`; with `trainer`, also restore optimizer, scheduler, RNG, step and
     policy_version. Returns the JSON summary."""
     path = Path(path)

@@ -33,7 +33,9 @@ def _decoder_and_head(model: nn.Module) -> tuple[nn.Module, nn.Module]:
     decoder = getattr(model, prefix, None)
     head = model.get_output_embeddings() if hasattr(model, "get_output_embeddings") else None
     if decoder is None or head is None:
-        raise TypeError(f"{type(model).__name__} is not a Hugging Face causal LM with a decoder and an LM head")
+        raise TypeError(
+            f"{type(model).__name__} is not a Hugging Face causal LM with a decoder and an LM head"
+        )
     return decoder, head
 
 
@@ -97,7 +99,9 @@ def token_logprobs(
         position_ids = torch.arange(n, device=input_ids.device)
     _check_restarts(position_ids)
     decoder, head = _decoder_and_head(model)
-    out = decoder(input_ids=input_ids[None], position_ids=position_ids[None].to(input_ids.device), use_cache=False)
+    out = decoder(
+        input_ids=input_ids[None], position_ids=position_ids[None].to(input_ids.device), use_cache=False
+    )
     hidden = out.last_hidden_state[0, :-1]
     logits = head_logits(hidden, head, temperature=temperature, fp32_head=fp32_head)
     targets = input_ids[1:]

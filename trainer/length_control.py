@@ -24,7 +24,8 @@ Non-guarantee: the engine enforces the plan; this module only plans and accounts
 from __future__ import annotations
 
 import random
-from typing import Any, Literal, Sequence
+from collections.abc import Sequence
+from typing import Any, Literal
 
 from pydantic import Field, model_validator
 
@@ -43,7 +44,8 @@ class LengthConfig(Strict):
     answer_budget_tokens: int = Field(default=2_000, ge=1, description="tokens allowed after the phrase")
     interruption_phrase: str = DEFAULT_PHRASE
     phrase_token_ids: list[int] | None = Field(
-        default=None, description="the phrase already tokenized; else pass phrase_token_ids to plan_interruption"
+        default=None,
+        description="the phrase already tokenized; else pass phrase_token_ids to plan_interruption",
     )
     mask_truncated: bool = Field(default=True, description="drop truncated samples from the loss")
     max_response_tokens: int = Field(default=14_000, ge=1, description="DAPO L_max")
@@ -51,7 +53,7 @@ class LengthConfig(Strict):
     penalty_factor: float = Field(default=1.0, ge=0)
 
     @model_validator(mode="after")
-    def _ranges(self) -> "LengthConfig":
+    def _ranges(self) -> LengthConfig:
         if self.think_budget_min_tokens > self.think_budget_max_tokens:
             raise ValueError("think_budget_min_tokens must be <= think_budget_max_tokens")
         if self.penalty_buffer_tokens > self.max_response_tokens:
@@ -69,7 +71,9 @@ def _uniform_int(rng: Any, low: int, high: int) -> int:
 
     if isinstance(rng, torch.Generator):
         return int(torch.randint(low, high + 1, (1,), generator=rng))
-    raise TypeError(f"rng must be random.Random, numpy Generator or torch.Generator, got {type(rng).__name__}")
+    raise TypeError(
+        f"rng must be random.Random, numpy Generator or torch.Generator, got {type(rng).__name__}"
+    )
 
 
 def plan_interruption(
@@ -80,7 +84,9 @@ def plan_interruption(
         return None
     ids = list(phrase_token_ids) if phrase_token_ids is not None else cfg.phrase_token_ids
     if not ids:
-        raise ValueError("interrupt mode needs the phrase token ids: set length.phrase_token_ids or pass them")
+        raise ValueError(
+            "interrupt mode needs the phrase token ids: set length.phrase_token_ids or pass them"
+        )
     budget = _uniform_int(rng, cfg.think_budget_min_tokens, cfg.think_budget_max_tokens)
     return InterruptionPlan(
         think_budget_tokens=budget, phrase_token_ids=ids, answer_budget_tokens=cfg.answer_budget_tokens

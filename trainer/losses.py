@@ -36,7 +36,8 @@ for `dapo`/`grpo`, as in the papers); no entropy or KL terms.
 
 from __future__ import annotations
 
-from typing import Callable, Literal
+from collections.abc import Callable
+from typing import Literal
 
 import torch
 from pydantic import Field
@@ -128,7 +129,9 @@ def _segment_totals(ids: Tensor, values: Tensor) -> tuple[Tensor, int]:
     return totals[inverse], int((totals > 0).sum())
 
 
-def aggregation_weights(sample_ids: Tensor, group_ids: Tensor, loss_mask: Tensor, aggregation: Aggregation) -> Tensor:
+def aggregation_weights(
+    sample_ids: Tensor, group_ids: Tensor, loss_mask: Tensor, aggregation: Aggregation
+) -> Tensor:
     """w_t such that the aggregated loss is Σ_t w_t ℓ_t (see the module docstring); float64 for exactness."""
     m = loss_mask.to(torch.float64)
     if m.numel() == 0 or float(m.sum()) == 0.0:
@@ -172,8 +175,12 @@ def policy_loss(
     `advantage/mean` over unmasked tokens.
     """
     _check_shapes(
-        logprobs=logprobs, gen_logprobs=gen_logprobs, advantages=advantages,
-        sample_ids=sample_ids, group_ids=group_ids, loss_mask=loss_mask,
+        logprobs=logprobs,
+        gen_logprobs=gen_logprobs,
+        advantages=advantages,
+        sample_ids=sample_ids,
+        group_ids=group_ids,
+        loss_mask=loss_mask,
     )
     if cfg.name not in LOSSES:
         raise ValueError(f"unknown loss {cfg.name!r}; registered: {sorted(LOSSES)}")
@@ -190,7 +197,9 @@ def policy_loss(
     return loss, metrics
 
 
-def _loss_metrics(loss: Tensor, log_ratio: Tensor, adv: Tensor, clipped: Tensor, mask: Tensor) -> dict[str, float]:
+def _loss_metrics(
+    loss: Tensor, log_ratio: Tensor, adv: Tensor, clipped: Tensor, mask: Tensor
+) -> dict[str, float]:
     n = int(mask.sum())
     metrics = {"loss": float(loss.detach()), "tokens/loss": float(n), "tokens/total": float(mask.numel())}
     if n == 0:
@@ -199,11 +208,17 @@ def _loss_metrics(loss: Tensor, log_ratio: Tensor, adv: Tensor, clipped: Tensor,
     ratio = lr.exp()
     a = adv[mask].double()
     high, low = clipped[mask] & (lr > 0), clipped[mask] & (lr < 0)
-    metrics.update({
-        "ratio/mean": float(ratio.mean()), "ratio/min": float(ratio.min()), "ratio/max": float(ratio.max()),
-        "clip_frac": float(clipped[mask].double().mean()),
-        "clip_frac/high": float(high.double().mean()), "clip_frac/low": float(low.double().mean()),
-        "kl/k1": float((-lr).mean()), "kl/k3": float((ratio - 1 - lr).mean()),
-        "advantage/mean": float(a.mean()),
-    })
+    metrics.update(
+        {
+            "ratio/mean": float(ratio.mean()),
+            "ratio/min": float(ratio.min()),
+            "ratio/max": float(ratio.max()),
+            "clip_frac": float(clipped[mask].double().mean()),
+            "clip_frac/high": float(high.double().mean()),
+            "clip_frac/low": float(low.double().mean()),
+            "kl/k1": float((-lr).mean()),
+            "kl/k3": float((ratio - 1 - lr).mean()),
+            "advantage/mean": float(a.mean()),
+        }
+    )
     return metrics

@@ -26,8 +26,9 @@ Non-guarantees: no sequence parallelism, no activation checkpointing, single dev
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from dataclasses import dataclass, fields
-from typing import Literal, Sequence
+from typing import Literal
 
 import torch
 from pydantic import Field
@@ -51,8 +52,12 @@ class OptimConfig(Strict):
     max_grad_norm: float | None = Field(default=1.0, gt=0, description="None disables clipping")
     micro_batch_tokens: int = Field(default=16_384, ge=1, description="token budget of one micro-batch")
     precision: Literal["auto", "bf16", "fp32"] = "auto"
-    fp32_head: bool = Field(default=True, description="LM head + log-softmax in fp32 (ScaleRL); off = ablation")
-    temperature: float = Field(default=1.0, gt=0, description="sampling temperature the logprobs are taken at")
+    fp32_head: bool = Field(
+        default=True, description="LM head + log-softmax in fp32 (ScaleRL); off = ablation"
+    )
+    temperature: float = Field(
+        default=1.0, gt=0, description="sampling temperature the logprobs are taken at"
+    )
 
 
 @dataclass
@@ -79,10 +84,10 @@ class PackedBatch:
     def num_samples(self) -> int:
         return int(self.cu_seqlens.shape[0]) - 1
 
-    def to(self, device: torch.device | str) -> "PackedBatch":
+    def to(self, device: torch.device | str) -> PackedBatch:
         return PackedBatch(**{f.name: getattr(self, f.name).to(device) for f in fields(self)})
 
-    def select_samples(self, start: int, stop: int) -> "PackedBatch":
+    def select_samples(self, start: int, stop: int) -> PackedBatch:
         """Samples [start, stop) as their own packed batch (ids unchanged)."""
         lo, hi = int(self.cu_seqlens[start]), int(self.cu_seqlens[stop])
         per_token = {f.name: getattr(self, f.name)[lo:hi] for f in fields(self) if f.name != "cu_seqlens"}
@@ -109,11 +114,18 @@ def pack_samples(
 ) -> PackedBatch:
     """Pack per-sample lists into a `PackedBatch`; sample ids are 0..N-1 in the given order."""
     n = len(prompt_ids)
-    lengths = {"completion_ids": len(completion_ids), "gen_logprobs": len(gen_logprobs),
-               "loss_masks": len(loss_masks), "advantages": len(advantages), "group_ids": len(group_ids)}
+    lengths = {
+        "completion_ids": len(completion_ids),
+        "gen_logprobs": len(gen_logprobs),
+        "loss_masks": len(loss_masks),
+        "advantages": len(advantages),
+        "group_ids": len(group_ids),
+    }
     bad = {k: v for k, v in lengths.items() if v != n}
     if bad or n == 0:
-        raise ValueError(f"pack_samples needs the same non-zero number of samples everywhere: prompt_ids {n}, {bad}")
+        raise ValueError(
+            f"pack_samples needs the same non-zero number of samples everywhere: prompt_ids {n}, {bad}"
+        )
     ids, lps, masks, adv, sids, gids, seq_lens = [], [], [], [], [], [], []
     for i in range(n):
         p, c = list(prompt_ids[i]), list(completion_ids[i])
@@ -130,10 +142,14 @@ def pack_samples(
     cu[1:] = torch.cumsum(torch.tensor(seq_lens), 0)
     starts = torch.repeat_interleave(cu[:-1], torch.tensor(seq_lens))
     return PackedBatch(
-        input_ids=torch.tensor(ids, dtype=torch.long), position_ids=torch.arange(len(ids)) - starts,
-        cu_seqlens=cu, gen_logprobs=torch.tensor(lps, dtype=torch.float32),
-        advantages=torch.tensor(adv, dtype=torch.float32), sample_ids=torch.tensor(sids, dtype=torch.long),
-        group_ids=torch.tensor(gids, dtype=torch.long), loss_mask=torch.tensor(masks, dtype=torch.bool),
+        input_ids=torch.tensor(ids, dtype=torch.long),
+        position_ids=torch.arange(len(ids)) - starts,
+        cu_seqlens=cu,
+        gen_logprobs=torch.tensor(lps, dtype=torch.float32),
+        advantages=torch.tensor(adv, dtype=torch.float32),
+        sample_ids=torch.tensor(sids, dtype=torch.long),
+        group_ids=torch.tensor(gids, dtype=torch.long),
+        loss_mask=torch.tensor(masks, dtype=torch.bool),
     )
 
 
@@ -169,7 +185,9 @@ def merge_metrics(parts: Sequence[dict[str, float]]) -> dict[str, float]:
     return merged
 
 
-def build_optimizer(model: nn.Module, cfg: OptimConfig) -> tuple[torch.optim.Optimizer, torch.optim.lr_scheduler.LambdaLR]:
+def build_optimizer(
+    model: nn.Module, cfg: OptimConfig
+) -> tuple[torch.optim.Optimizer, torch.optim.lr_scheduler.LambdaLR]:
     """AdamW (decay on ≥2-D parameters only) and the warm-up-then-constant schedule."""
     params = [p for p in model.parameters() if p.requires_grad]
     groups = [
@@ -206,9 +224,14 @@ class PolicyTrainer:
         self._amp = autocast_dtype(optim_cfg.precision, self.device)
 
     def micro_batch_logprobs(self, mb: PackedBatch) -> Tensor:
-        with torch.autocast(self.device.type, dtype=self._amp or torch.bfloat16, enabled=self._amp is not None):
+        with torch.autocast(
+            self.device.type, dtype=self._amp or torch.bfloat16, enabled=self._amp is not None
+        ):
             return token_logprobs(
-                self.model, mb.input_ids, mb.position_ids, temperature=self.optim_cfg.temperature,
+                self.model,
+                mb.input_ids,
+                mb.position_ids,
+                temperature=self.optim_cfg.temperature,
                 fp32_head=self.optim_cfg.fp32_head,
             )
 
@@ -216,15 +239,23 @@ class PolicyTrainer:
         """Forward and backward over the micro-batches of `batch`; gradients add up in `.grad`."""
         self.model.train()
         batch = batch.to(self.device)
-        weights = aggregation_weights(batch.sample_ids, batch.group_ids, batch.loss_mask, self.loss_cfg.aggregation)
+        weights = aggregation_weights(
+            batch.sample_ids, batch.group_ids, batch.loss_mask, self.loss_cfg.aggregation
+        )
         parts = []
         for start, stop in micro_batch_bounds(batch.cu_seqlens, self.optim_cfg.micro_batch_tokens):
             mb = batch.select_samples(start, stop)
             lo, hi = int(batch.cu_seqlens[start]), int(batch.cu_seqlens[stop])
             logprobs = self.micro_batch_logprobs(mb)
             loss, metrics = policy_loss(
-                logprobs, mb.gen_logprobs, mb.advantages, mb.sample_ids, mb.group_ids, mb.loss_mask,
-                self.loss_cfg, token_weights=weights[lo:hi],
+                logprobs,
+                mb.gen_logprobs,
+                mb.advantages,
+                mb.sample_ids,
+                mb.group_ids,
+                mb.loss_mask,
+                self.loss_cfg,
+                token_weights=weights[lo:hi],
             )
             loss.backward()
             parts.append(metrics)
@@ -247,7 +278,12 @@ class PolicyTrainer:
         self.optimizer.zero_grad(set_to_none=True)
         self.step_count += 1
         self.policy_version += 1
-        return {"grad_norm": float(norm), "lr": lr, "step": float(self.step_count), "update_skipped": float(skipped)}
+        return {
+            "grad_norm": float(norm),
+            "lr": lr,
+            "step": float(self.step_count),
+            "update_skipped": float(skipped),
+        }
 
     def step(self, batch: PackedBatch) -> dict[str, float]:
         """One full update on `batch`: metrics of the loss, gradient norm, lr, step."""
