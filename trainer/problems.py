@@ -38,7 +38,7 @@ def build_pools(domains: Sequence[str], *, level: int, count: int, seed: int, ho
         for rec in generate(domain, seed=seed, count=count, level=level):
             unique.setdefault(rec.prompt_id, rec)
         ids = sorted(unique)
-        n_hold = min(holdout_max_prompts, max(1, int(round(holdout_fraction * len(ids)))))
+        n_hold = min(holdout_max_prompts, max(1, round(holdout_fraction * len(ids))))
         hold = set(random.Random(f"holdout/{domain}/{seed}").sample(ids, n_hold))
         pools[domain] = DomainPool(train=[unique[i] for i in ids if i not in hold],
                                    holdout=[unique[i] for i in ids if i in hold])
