@@ -10,7 +10,12 @@ One step = `accumulate(batch)` (forward/backward over token-budget micro-batches
   the whole batch and sliced per micro-batch, so the summed micro-batch gradients equal the gradient of
   the whole-batch loss (micro-batch 1 × accumulation 4 ≡ 4 × 1, up to float summation order).
   Micro-batches are cut at sample boundaries (a sample never spans two, GSPO needs that) and hold at
-  most `micro_batch_tokens` tokens, except a single longer sample which goes alone.
+  most `micro_batch_tokens` tokens, except a single longer sample which goes alone. Keep it small on
+  CPU/sdpa: the packed block-diagonal mask and attention scores are T × T per micro-batch (flash
+  attention on GPU is var-len and linear in T).
+- Hugging Face trap: packing is honoured only without a KV cache. A training forward with the default
+  `use_cache=True` gets a DynamicCache and then a plain causal mask across the packed sequences
+  (measured: logits off by 0.74 on a tiny Llama). `token_logprobs` always passes `use_cache=False`.
 - AdamW with the paper's defaults: lr 5e-7 reached by linear warm-up over 100 steps, then constant;
   eps 1e-15; weight decay 0.01. Departures: weight decay is applied only to parameters with ≥ 2
   dimensions (matrices, embeddings), not to norms and biases (the usual practice; the paper does not
@@ -50,7 +55,9 @@ class OptimConfig(Strict):
     eps: float = Field(default=1e-15, gt=0)
     weight_decay: float = Field(default=0.01, ge=0)
     max_grad_norm: float | None = Field(default=1.0, gt=0, description="None disables clipping")
-    micro_batch_tokens: int = Field(default=16_384, ge=1, description="token budget of one micro-batch")
+    micro_batch_tokens: int = Field(
+        default=4_096, ge=1, description="token budget of one micro-batch (packed attention mask is T×T)"
+    )
     precision: Literal["auto", "bf16", "fp32"] = "auto"
     fp32_head: bool = Field(
         default=True, description="LM head + log-softmax in fp32 (ScaleRL); off = ablation"
