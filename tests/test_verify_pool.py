@@ -74,7 +74,7 @@ def test_power_tower_stops_inside_the_deadline_and_pool_keeps_serving(pool):
     towers = [m(i, f"\\boxed{{{t}}}") for i, t in enumerate([TOWER, "9^{9^{9^{9}}}", "2^{3^{4^{5^{6}}}}"])]
     verdicts = pool.verify_batch(towers)
     assert {v.status.value for v in verdicts} <= {"timeout", "unparsable", "wrong"}
-    assert all(v.elapsed_s <= TIMEOUT_S + 0.5 for v in verdicts)
+    assert all(v.elapsed_s <= TIMEOUT_S + 1.0 for v in verdicts)  # + scheduling slack on a loaded host
     assert verdicts[0].status.value in ("timeout", "unparsable")
     assert [v.status.value for v in pool.verify_batch(MIXED)] == EXPECTED
 
