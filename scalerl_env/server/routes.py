@@ -12,6 +12,7 @@ from typing import Any
 
 from fastapi import APIRouter, HTTPException, Request, Response
 from fastapi.exceptions import RequestValidationError
+from pydantic import BaseModel
 
 from scalerl_env.adapters import AdapterInputError, openrlhf
 from scalerl_env.records import VerifyItem
@@ -50,19 +51,25 @@ def _errors(*codes: int) -> dict[int | str, dict[str, Any]]:
     return out
 
 
+def _json(model: BaseModel) -> Response:
+    """Serialized by pydantic in one pass: the hot routes skip FastAPI's re-validation of their output
+    (the model was just built, so it is valid); NaN and infinities become null."""
+    return Response(content=model.model_dump_json(), media_type="application/json")
+
+
 def _state(request: Request) -> ServerState:
     return request.app.state.scalerl
 
 
 @router.post("/v1/verify", response_model=VerifyResponse, responses=_errors(400, 413, 500, 503, 504))
-async def verify(body: VerifyRequest, request: Request) -> VerifyResponse:
+async def verify(body: VerifyRequest, request: Request) -> Response:
     """Score math and code items (mixed freely); verdicts come back in request order."""
     _reject_surrogates(body.items, lambda i, name: ("items", i, name))
-    return VerifyResponse(results=await _state(request).score(body.items))
+    return _json(VerifyResponse(results=await _state(request).score(body.items)))
 
 
 @router.post("/get_reward", response_model=RewardResponse, responses=_errors(400, 413, 500, 503, 504))
-async def get_reward(body: RewardRequest, request: Request) -> RewardResponse:
+async def get_reward(body: RewardRequest, request: Request) -> Response:
     """OpenRLHF remote reward model: `--remote_rm_url http://HOST:PORT/get_reward`."""
     try:
         items = openrlhf.request_items(body)
@@ -70,7 +77,7 @@ async def get_reward(body: RewardRequest, request: Request) -> RewardResponse:
         raise RequestValidationError([{"loc": ("body", *exc.loc), "msg": exc.msg, "type": "value_error"}])
     _reject_surrogates(items, lambda i, name: ("query", i) if name == "completion" else ("labels", i))
     verdicts = await _state(request).score(items)
-    return openrlhf.reward_response(verdicts, prompts_stripped=openrlhf.stripped_flags(body))
+    return _json(openrlhf.reward_response(verdicts, prompts_stripped=openrlhf.stripped_flags(body)))
 
 
 @router.get("/healthz", response_model=Health)
