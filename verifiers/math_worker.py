@@ -35,6 +35,19 @@ def _on_alarm(signum, frame):
     raise SoftTimeout()
 
 
+def _die_with_parent() -> None:
+    """Linux: SIGKILL this worker when the thread that spawned it (its pool driver) goes away, so a
+    killed server never leaves workers computing. Elsewhere stdin EOF ends the loop instead."""
+    try:
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # 1 = PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
+    if os.getppid() == 1:  # the parent died before prctl took effect
+        os._exit(1)
+
+
 def _limit_memory(memory_mb: int) -> None:
     if memory_mb > 0:
         limit = memory_mb << 20
@@ -65,6 +78,7 @@ def _answer(settings, gold: str, pred: str, soft_timeout_s: float) -> dict:
 
 def main() -> None:
     """Entry point: `python -c 'from verifiers.math_worker import main; main()' SETTINGS_JSON`."""
+    _die_with_parent()
     config = json.loads(sys.argv[1])
     proto_in = os.fdopen(os.dup(0), "r", encoding="utf-8")
     proto_out = os.fdopen(os.dup(1), "w", encoding="utf-8")
