@@ -7,7 +7,8 @@ whole batch (required columns present and non-null, statuses known) and fills th
 
 from __future__ import annotations
 
-from typing import Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc

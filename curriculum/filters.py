@@ -27,8 +27,10 @@ caller before filtering; the ledger excludes them from `scored` itself.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
-from typing import AbstractSet, Callable, Literal, Mapping, Protocol, Sequence, TypeVar, runtime_checkable
+from typing import Literal, Protocol, TypeVar, runtime_checkable
 
 from pydantic import Field
 

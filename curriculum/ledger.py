@@ -29,8 +29,9 @@ from __future__ import annotations
 import json
 import logging
 import threading
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 import duckdb
 import pyarrow as pa
@@ -50,13 +51,13 @@ INDEX_SQL = """SELECT prompt_id, domain, attempts, scored, correct, coalesce(las
 class _Stats:
     """Mutable per-prompt counters mirroring one `pass_rates` row (window counts included)."""
 
-    __slots__ = ("domain", "attempts", "scored", "correct", "gstep", "gscored", "gcorrect")
+    __slots__ = ("attempts", "correct", "domain", "gcorrect", "gscored", "gstep", "scored")
 
     def __init__(self, domain: str, attempts=0, scored=0, correct=0, gstep=NO_STEP - 1, gscored=0, gcorrect=0):
         self.domain, self.attempts, self.scored, self.correct = domain, attempts, scored, correct
         self.gstep, self.gscored, self.gcorrect = gstep, gscored, gcorrect
 
-    def copy(self) -> "_Stats":
+    def copy(self) -> _Stats:
         return _Stats(self.domain, self.attempts, self.scored, self.correct, self.gstep, self.gscored,
                       self.gcorrect)
 
@@ -192,9 +193,9 @@ class Ledger:
                 old = self._stats.get(pid)
                 s = updated[pid] = old.copy() if old is not None else _Stats(domains[pid])
             s.add_group(gstep, n, scored, correct)
-            if pid not in self._retired and all(r[0] != pid for r in retire):
-                if passes(*s.window(self.retirement), self.retirement):
-                    retire.append((pid, s.domain, None if gstep == NO_STEP else gstep, *s.window(self.retirement)))
+            if (pid not in self._retired and all(r[0] != pid for r in retire)
+                    and passes(*s.window(self.retirement), self.retirement)):
+                retire.append((pid, s.domain, None if gstep == NO_STEP else gstep, *s.window(self.retirement)))
         return updated, retire
 
     def _retirement_rows(self, retire: list[tuple]) -> list[tuple]:
@@ -378,7 +379,7 @@ class Ledger:
                 self._closed = True
                 self._con.close()
 
-    def __enter__(self) -> "Ledger":
+    def __enter__(self) -> Ledger:
         return self
 
     def __exit__(self, *exc: object) -> None:

@@ -28,7 +28,9 @@ from __future__ import annotations
 import hashlib
 import logging
 import random
-from typing import AbstractSet, Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from collections.abc import Set as AbstractSet
+from typing import Any
 
 from curriculum.ledger import Ledger
 from scalerl_env.records import ProblemRecord

@@ -21,7 +21,7 @@ this view when the file is opened and is checked against it by the tests.
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 import duckdb
 

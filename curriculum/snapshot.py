@@ -90,7 +90,7 @@ class PeriodicSnapshotter:
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="ledger-snapshots", daemon=True)
 
-    def start(self) -> "PeriodicSnapshotter":
+    def start(self) -> PeriodicSnapshotter:
         self._thread.start()
         return self
 

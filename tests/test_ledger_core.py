@@ -149,9 +149,8 @@ def test_missing_reward_comes_from_the_reward_table(ledger):
 def test_read_only_and_closed_ledgers_refuse_writes(tmp_path):
     path = tmp_path / "l.duckdb"
     Ledger(path).close()
-    with Ledger(path, read_only=True) as ro:
-        with pytest.raises(LedgerError, match="read-only"):
-            ro.record(*items("a", ["correct"]))
+    with Ledger(path, read_only=True) as ro, pytest.raises(LedgerError, match="read-only"):
+        ro.record(*items("a", ["correct"]))
     led = Ledger(path)
     led.close()
     with pytest.raises(LedgerError, match="closed"):

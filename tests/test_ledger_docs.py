@@ -13,7 +13,7 @@ from curriculum.sampler import Sampler
 from tests.test_sampler_epochs import PROBLEMS
 
 DOC = Path(__file__).resolve().parents[1] / "docs" / "ledger.md"
-QUERIES = re.findall(r"```sql\n(.*?)```", DOC.read_text(), flags=re.S)
+QUERIES = re.findall(r"```sql\n(.*?)```", DOC.read_text(), flags=re.DOTALL)
 
 
 @pytest.fixture(scope="module")

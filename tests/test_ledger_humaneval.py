@@ -38,7 +38,7 @@ def humaneval(tmp_path_factory):
 
 
 def test_all_labelled_samples_are_ingested(humaneval):
-    path, problems, labels, rows, _ = humaneval
+    path, _, labels, rows, _ = humaneval
     assert rows == len(labels) == 16_400
     with Ledger(path, read_only=True) as ledger:
         rates = ledger.pass_rates()

@@ -9,7 +9,14 @@ import pytest
 
 from curriculum.ledger import Ledger
 from curriculum.sampler import Sampler, SamplerExhausted, SamplerStateError
-from scalerl_env.records import ChatMessage, FunctionalCase, FunctionalTests, ProblemRecord, Verdict, VerifyItem
+from scalerl_env.records import (
+    ChatMessage,
+    FunctionalCase,
+    FunctionalTests,
+    ProblemRecord,
+    Verdict,
+    VerifyItem,
+)
 
 
 def problem(i: int, domain: str) -> ProblemRecord:
@@ -26,6 +33,10 @@ def ids(batch) -> list[str]:
     return [p.prompt_id for p in batch]
 
 
+def flat(batches: list[list[str]]) -> list[str]:
+    return [pid for batch in batches for pid in batch]
+
+
 def draw(sampler: Sampler, n_batches: int, size: int = 8) -> list[list[str]]:
     return [ids(sampler.next_batch(size)) for _ in range(n_batches)]
 
@@ -39,7 +50,7 @@ def test_same_seed_same_batches_other_seed_other_batches():
 
 def test_each_epoch_visits_every_active_problem_once():
     s = Sampler(PROBLEMS, weights={"math": 1}, seed=0)
-    first, second = sum(draw(s, 3, 10), []), sum(draw(s, 3, 10), [])
+    first, second = flat(draw(s, 3, 10)), flat(draw(s, 3, 10))
     assert sorted(first) == sorted(second) == sorted(p.prompt_id for p in PROBLEMS if p.domain == "math")
     assert first != second  # a fresh permutation per epoch
     assert s.epochs() == {"math": 1}
@@ -47,7 +58,7 @@ def test_each_epoch_visits_every_active_problem_once():
 
 def test_weights_set_the_domain_mix_regardless_of_domain_size():
     s = Sampler(PROBLEMS, weights={"math": 1, "code": 3}, seed=0)
-    counts = Counter(pid.split("-")[0] for pid in sum(draw(s, 25, 8), []))
+    counts = Counter(pid.split("-")[0] for pid in flat(draw(s, 25, 8)))
     assert counts == {"code": 150, "math": 50}
     assert s.epochs()["code"] == 14  # 150 draws over 10 code problems: the small domain cycles faster
 
@@ -55,7 +66,7 @@ def test_weights_set_the_domain_mix_regardless_of_domain_size():
 def test_holdout_problems_are_never_sampled():
     holdout = {f"math-{i:03d}" for i in range(10)}
     s = Sampler(PROBLEMS, weights={"math": 1, "code": 1}, seed=1, holdout_ids=holdout)
-    assert not holdout & set(sum(draw(s, 50), []))
+    assert not holdout & set(flat(draw(s, 50)))
 
 
 def test_retired_prompts_are_never_sampled_again_even_mid_epoch():
@@ -64,14 +75,14 @@ def test_retired_prompts_are_never_sampled_again_even_mid_epoch():
     upcoming = {f"math-{i:03d}" for i in range(30)} - set(first)
     retire = sorted(upcoming)[:10]
     s.retire(retire)
-    later = sum(draw(s, 20, 10), [])
+    later = flat(draw(s, 20, 10))
     assert set(later) == {f"math-{i:03d}" for i in range(30)} - set(retire)
 
 
 def test_exhausted_domains_leave_the_mix_and_then_the_sampler_stops():
     s = Sampler(PROBLEMS, weights={"math": 1, "code": 1}, seed=0)
     s.retire([p.prompt_id for p in PROBLEMS if p.domain == "code"])
-    assert {pid.split("-")[0] for pid in sum(draw(s, 5), [])} == {"math"}
+    assert {pid.split("-")[0] for pid in flat(draw(s, 5))} == {"math"}
     s.retire([p.prompt_id for p in PROBLEMS])
     with pytest.raises(SamplerExhausted):
         s.next_batch(1)
@@ -112,7 +123,7 @@ def test_resume_from_the_ledger_continues_the_same_sequence(tmp_path):
     assert got == expected
     with Ledger(path, read_only=True) as ledger:
         (retired,) = ledger.retired_ids()
-        assert retired not in set(sum(got[4:], []))
+        assert retired not in set(flat(got[4:]))
         epochs = ledger.query("SELECT domain, max(epoch) FROM epochs GROUP BY domain ORDER BY domain").rows
         assert epochs == [["code", 4], ["math", 1]]
         assert ledger.query("SELECT epoch FROM retired").rows == [[0]]

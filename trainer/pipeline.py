@@ -47,7 +47,7 @@ def train(cfg: TrainConfig, out: str | Path, *, resume: bool = False) -> dict[st
     run = setup_run(cfg, Path(out), resume=resume)
     try:
         run.runtime.start(run.trainer.policy_version)
-        if run.step == 0:
+        if run.step == 0 and cfg.validation.enabled:
             validate(run)
         t_start = time.monotonic() - run.state["elapsed_s"]
         while not finished(run, t_start):
@@ -61,7 +61,7 @@ def train(cfg: TrainConfig, out: str | Path, *, resume: bool = False) -> dict[st
             push_weights(run)
             run.state["elapsed_s"] = time.monotonic() - t_start
             log_step(run, groups, kept, zero_var, retired, lag, {**adv_metrics, **step_metrics}, t0)
-            if run.step % cfg.validation.every_steps == 0:
+            if cfg.validation.enabled and run.step % cfg.validation.every_steps == 0:
                 validate(run)
             if run.step % cfg.checkpoint.every_steps == 0:
                 checkpoint(run)
@@ -82,15 +82,16 @@ def sample_groups(run: Run) -> list[RolloutGroup]:
 
 
 def record_attempts(run: Run, groups: list[RolloutGroup]) -> None:
-    """Every scored sample into the ledger (one transaction); the ledger also decides retirements."""
+    """Every scored sample into the ledger (one transaction), under the number of the step that trains
+    on it (1-based, as in metrics.jsonl); the ledger also decides retirements."""
     items, verdicts = [], []
     for g in groups:
         for i, (sample, text, verdict) in enumerate(zip(g.samples, g.completions, g.verdicts)):
             items.append(g.problem.verify_item(
-                text, id=f"{g.group_id}/{i}", step=run.step, policy_version=min(sample.policy_versions),
+                text, id=f"{g.group_id}/{i}", step=run.step + 1, policy_version=min(sample.policy_versions),
                 sample_index=i, truncated=sample.truncated, completion_tokens=len(sample.token_ids)))
             verdicts.append(verdict)
-    run.ledger.record(items, verdicts, step=run.step)
+    run.ledger.record(items, verdicts, step=run.step + 1)
 
 
 def filter_zero_variance(run: Run, groups: list[RolloutGroup]) -> tuple[list[RolloutGroup], float]:
@@ -221,9 +222,10 @@ def finish(run: Run) -> dict[str, Any]:
     """Final validation, checkpoint, per-domain curve fits (JSON + PNG), and `summary.json`."""
     from trainer.curves import write_curves
 
-    last = validate(run) if run.step % run.cfg.validation.every_steps else None
+    v = run.cfg.validation
+    last = validate(run) if v.enabled and run.step % v.every_steps else None
     checkpoint(run)
-    curves = write_curves(run.out, run.cfg.domains) if run.cfg.validation.fit_at_end else {}
+    curves = write_curves(run.out, run.cfg.domains) if v.enabled and v.fit_at_end else {}
     summary = summarize(run, last, curves)
     (run.out / "summary.json").write_text(json.dumps(summary, indent=2))
     return summary

@@ -87,6 +87,7 @@ class CurriculumConfig(Strict):
 
 
 class ValidationConfig(Strict):
+    enabled: bool = Field(default=True, description="off: no held-out evaluation and no curves (benchmarks)")
     every_steps: int = Field(default=50, ge=1)
     min_evaluations_per_domain: int = Field(
         default=256, ge=1, description="held-out samples per domain (each held-out prompt sampled equally often)")

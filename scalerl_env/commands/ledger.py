@@ -14,7 +14,6 @@ import json
 import sys
 from enum import Enum
 from pathlib import Path
-from typing import Optional
 
 import typer
 
@@ -45,7 +44,7 @@ def _fail(message: str, code: int = 2) -> None:
     raise typer.Exit(code)
 
 
-def run_query(sql: str, *, ledger: Optional[Path], url: Optional[str], timeout_s: float):
+def run_query(sql: str, *, ledger: Path | None, url: str | None, timeout_s: float):
     """QueryResult from the owner at `url`, or from the file opened read-only."""
     from curriculum.models import LedgerError, QueryResult
 
@@ -98,7 +97,7 @@ def _render(result, fmt: Format) -> str:
 
 def query(
     sql: str = typer.Argument(..., help="one SELECT statement"),
-    ledger: Optional[Path] = LEDGER_OPT, url: Optional[str] = URL_OPT,
+    ledger: Path | None = LEDGER_OPT, url: str | None = URL_OPT,
     fmt: Format = typer.Option(Format.table, "--format", help="table | csv | json"),
     timeout_s: float = TIMEOUT_OPT,
 ) -> None:
@@ -154,7 +153,7 @@ def ingest(
 
 
 def stats(
-    ledger: Optional[Path] = LEDGER_OPT, url: Optional[str] = URL_OPT, timeout_s: float = TIMEOUT_OPT,
+    ledger: Path | None = LEDGER_OPT, url: str | None = URL_OPT, timeout_s: float = TIMEOUT_OPT,
 ) -> None:
     """One-screen summary: prompts, attempts, pass-rate histogram per domain, retired count.
 
