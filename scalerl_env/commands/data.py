@@ -162,11 +162,13 @@ def check_cmd(
     drop_failing: bool = typer.Option(False, "--drop-failing", help="remove rows whose gold is not correct"),
     out: Path | None = typer.Option(None, "--out", help="with --drop-failing: write here (default: in place)"),
     report: Path | None = typer.Option(None, "--report", help="write the failing rows as JSONL"),
+    time_s: float | None = typer.Option(None, "--time-s", min=0.1, max=60, help="CPU-time limit per code test"),
 ) -> None:
     """Score every gold answer / reference solution with the verifiers; report rows not `correct`.
 
     Example: scalerl-env data check runs/data/gsm8k.parquet --drop-failing
     """
+    from scalerl_env.records import Limits
     from scalerl_env.sources.prepare import check_records
     from scalerl_env.sources.prepare import drop_failing as drop
     from scalerl_env.sources.verl import read_records, write_records
@@ -180,7 +182,7 @@ def check_cmd(
     from verifiers import close_default_pools
 
     try:
-        result = check_records(records)
+        result = check_records(records, limits=Limits(time_s=time_s) if time_s else None)
     finally:
         close_default_pools()
     typer.echo(f"{file}: {len(records)} records, {result.checked} with a gold answer, "

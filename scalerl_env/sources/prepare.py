@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from scalerl_env.records import ProblemRecord, VerifyItem
+from scalerl_env.records import Limits, ProblemRecord, VerifyItem
 
 from .adapters import AdapterError, PromptConfig, adapt_row, converter
 from .loading import RowError, iter_rows
@@ -135,21 +135,25 @@ class CheckReport:
         return self.total - self.checked
 
 
-def gold_item(record: ProblemRecord, index: int) -> VerifyItem | None:
+def gold_item(record: ProblemRecord, index: int, limits: Limits | None = None) -> VerifyItem | None:
     """The verify item scoring `record`'s gold completion, or None when it has none."""
     solution = record.metadata.get("solution")
     if not isinstance(solution, str) or not solution:
         return None
     return VerifyItem(id=str(index), domain=record.domain, completion=solution, answer=record.answer,
-                      tests=record.tests)
+                      tests=record.tests, limits=limits if record.domain == "code" else None)
 
 
-def check_records(records: list[ProblemRecord], *, config: Any = None, batch_size: int = 256
-                  ) -> CheckReport:
-    """Score every gold completion; the report lists the records whose gold is not `correct`."""
+def check_records(records: list[ProblemRecord], *, config: Any = None, limits: Limits | None = None,
+                  batch_size: int = 256) -> CheckReport:
+    """Score every gold completion; the report lists the records whose gold is not `correct`.
+
+    `limits` applies to code items (default: the verifier's); a reference program slower than the
+    limit is reported as `timeout`, which is also what a model's equally slow program would get.
+    """
     from verifiers import verify_batch
 
-    items = [(i, item) for i, r in enumerate(records) if (item := gold_item(r, i)) is not None]
+    items = [(i, item) for i, r in enumerate(records) if (item := gold_item(r, i, limits)) is not None]
     failures: list[CheckFailure] = []
     for start in range(0, len(items), batch_size):
         chunk = items[start:start + batch_size]
