@@ -72,18 +72,42 @@ class _Stats:
         return (self.gcorrect, self.gscored) if config.window == "group" else (self.correct, self.scored)
 
 
+# DuckDB hands a second connect() to a file this process already holds the same database instance, so
+# two Ledger writers in one process would each keep their own index; refuse the second one instead.
+_OWNED: set[str] = set()
+_OWNED_LOCK = threading.Lock()
+
+
 def _connect(path: Path, read_only: bool) -> duckdb.DuckDBPyConnection:
     if read_only and not path.exists():
         raise LedgerError(f"ledger {path} does not exist")
-    try:
-        return duckdb.connect(str(path), read_only=read_only, config={"enable_external_access": False})
-    except duckdb.IOException as exc:
-        if "lock" in str(exc).lower():
-            raise LedgerError(
-                f"ledger {path} is held by another process ({exc}). Only one process may own it: query the "
-                "owner with `scalerl-env ledger query --url http://HOST:PORT`, or read a Parquet snapshot."
-            ) from exc
-        raise LedgerError(f"cannot open ledger {path}: {exc}") from exc
+    key = str(path.resolve())
+    with _OWNED_LOCK:
+        if key in _OWNED:
+            raise LedgerError(f"ledger {path} is already open in this process; share that Ledger object")
+        try:
+            con = duckdb.connect(str(path), read_only=read_only, config={"enable_external_access": False})
+        except duckdb.ConnectionException as exc:
+            raise LedgerError(f"ledger {path} is already open in this process ({exc})") from exc
+        except duckdb.IOException as exc:
+            raise _lock_error(path, exc) from exc
+        if not read_only:
+            _OWNED.add(key)
+        return con
+
+
+def _lock_error(path: Path, exc: Exception) -> LedgerError:
+    if "lock" in str(exc).lower():
+        return LedgerError(
+            f"ledger {path} is held by another process ({exc}). Only one process may own it: query the "
+            "owner with `scalerl-env ledger query --url http://HOST:PORT`, or read a Parquet snapshot."
+        )
+    return LedgerError(f"cannot open ledger {path}: {exc}")
+
+
+def _release(path: Path) -> None:
+    with _OWNED_LOCK:
+        _OWNED.discard(str(path.resolve()))
 
 
 def check_read_only(sql: str) -> str:
@@ -119,6 +143,8 @@ class Ledger:
             self._load_index()
         except Exception:
             self._con.close()
+            if not read_only:
+                _release(self.path)
             raise
         self._closed = False
         if not read_only:
@@ -378,6 +404,8 @@ class Ledger:
             with self._write_lock:
                 self._closed = True
                 self._con.close()
+                if not self.read_only:
+                    _release(self.path)
 
     def __enter__(self) -> Ledger:
         return self

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import random
+import subprocess
+import sys
 
 import pyarrow as pa
 import pytest
@@ -155,3 +157,16 @@ def test_read_only_and_closed_ledgers_refuse_writes(tmp_path):
     led.close()
     with pytest.raises(LedgerError, match="closed"):
         led.query("SELECT 1")
+
+
+def test_one_owner_per_file_with_a_pointer_to_the_owner(tmp_path):
+    path = tmp_path / "l.duckdb"
+    with Ledger(path):
+        with pytest.raises(LedgerError, match="already open in this process"):
+            Ledger(path)
+        with pytest.raises(LedgerError, match="already open in this process"):
+            Ledger(path, read_only=True)
+        code = f"from curriculum.ledger import Ledger; Ledger({str(path)!r}, read_only=True)"
+        other = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
+        assert other.returncode != 0 and "held by another process" in other.stderr and "--url" in other.stderr
+    Ledger(path).close()  # closing releases ownership
