@@ -28,11 +28,11 @@ def batch(client_id: int, n: int) -> list[dict]:
     return items
 
 
-async def load(url: str, clients: int, stop_at: float, outcomes: list) -> None:
+async def load(url: str, clients: int, stop: dict, outcomes: list) -> None:
     async def one(c: int) -> None:
         async with httpx.AsyncClient(base_url=url, timeout=60) as http:
             n = 0
-            while time.monotonic() < stop_at:
+            while time.monotonic() < stop["at"]:
                 items = batch(c, n)
                 n += 1
                 sent = time.monotonic()
@@ -56,10 +56,14 @@ def test_sigterm_during_load_drains_and_keeps_every_acknowledged_verdict(tmp_pat
             assert client.verify([{"domain": "code", "completion": SLEEPY, "tests": SUM_TESTS}])[0].correct
 
         async def scenario() -> float:
-            task = asyncio.create_task(load(server.url, 8, time.monotonic() + 7.0, outcomes))
-            await asyncio.sleep(3.0)
+            stop = {"at": time.monotonic() + 60.0}
+            task = asyncio.create_task(load(server.url, 8, stop, outcomes))
+            while sum(o[0] == 200 for o in outcomes) < 8:  # load is flowing; others are in flight now
+                assert time.monotonic() < stop["at"] and not task.done(), "no load got through"
+                await asyncio.sleep(0.05)
             server.proc.send_signal(signal.SIGTERM)
             signalled = time.monotonic()
+            stop["at"] = signalled + 3.0
             await task
             return signalled
 
