@@ -86,6 +86,10 @@ def _fill_derived(table: pa.Table, rewards: RewardTable) -> pa.Table:
     for name in REQUIRED:
         if table[name].null_count:
             raise LedgerError(f"attempt column {name!r} has {table[name].null_count} null value(s)")
+    for name in ("step", "policy_version", "sample_index", "completion_tokens"):
+        low = pc.min(table[name]).as_py()
+        if low is not None and low < 0:  # step -1 would also collide with the "no step" group key
+            raise LedgerError(f"attempt column {name!r} has a negative value ({low})")
     known = pc.is_in(table["status"], value_set=pa.array(STATUSES))
     if not pc.all(known).as_py():
         bad = pc.filter(table["status"], pc.invert(known)).unique().to_pylist()[:5]

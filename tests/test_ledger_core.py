@@ -135,6 +135,7 @@ def test_max_rows_truncates_and_says_so(ledger):
     ([{"prompt_id": None, "domain": "math", "status": "correct"}], "'prompt_id' has 1 null"),
     ([{"prompt_id": "a", "domain": "math", "status": "wrong", "correct": True}], "contradicts"),
     ([{"prompt_id": "a", "domain": "math", "status": "wrong", "step": "soon"}], "'step'"),
+    ([{"prompt_id": "a", "domain": "math", "status": "wrong", "step": -1}], "'step' has a negative"),
 ])
 def test_bad_attempt_rows_are_refused_whole(ledger, rows, match):
     ok = {"prompt_id": "b", "domain": "math", "status": "correct"}
