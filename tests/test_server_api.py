@@ -211,3 +211,17 @@ def test_cli_rejects_bad_config_with_exit_2(tmp_path):
 def test_committed_openapi_lists_every_route():
     paths = json.loads(Path(REPO / "openapi.json").read_text())["paths"]
     assert set(paths) == {"/v1/verify", "/healthz", "/readyz", "/metrics", "/v1/ledger/query", "/get_reward"}
+
+
+def test_ledger_cli_queries_through_the_server(server, client):
+    import subprocess
+    import sys
+
+    client.verify([math_item(0, "3", "3", prompt_id="api-cli-p")])
+    proc = subprocess.run(
+        [sys.executable, "-m", "scalerl_env.cli", "ledger", "query", "--url", server.url,
+         "SELECT count(*) AS n FROM attempts WHERE prompt_id = 'api-cli-p'"],
+        cwd=REPO, capture_output=True, text=True, timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "1" in proc.stdout
