@@ -213,15 +213,17 @@ class Ledger:
             domains.setdefault(pid, domain)
         updated: dict[str, _Stats] = {}
         retire: list[tuple] = []  # (prompt_id, domain, step, window correct, window scored) at decision time
+        retiring: set[str] = set()
         for (pid, gstep), (n, scored, correct) in sorted(groups.items(), key=lambda kv: kv[0][1]):
             s = updated.get(pid)
             if s is None:
                 old = self._stats.get(pid)
                 s = updated[pid] = old.copy() if old is not None else _Stats(domains[pid])
             s.add_group(gstep, n, scored, correct)
-            if (pid not in self._retired and all(r[0] != pid for r in retire)
+            if (pid not in self._retired and pid not in retiring
                     and passes(*s.window(self.retirement), self.retirement)):
                 retire.append((pid, s.domain, None if gstep == NO_STEP else gstep, *s.window(self.retirement)))
+                retiring.add(pid)
         return updated, retire
 
     def _retirement_rows(self, retire: list[tuple]) -> list[tuple]:
