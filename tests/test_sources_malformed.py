@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from typer.testing import CliRunner
 
 from scalerl_env.cli import build_app
@@ -83,3 +84,20 @@ def test_cli_reports_unknown_source_and_missing_file(tmp_path):
     missing = runner.invoke(build_app(), ["data", "prepare", "gsm8k", "--data-files", str(tmp_path / "x.jsonl"),
                                           "--out", str(tmp_path / "o.parquet")])
     assert missing.exit_code == 2 and "no such file" in missing.output
+
+
+def test_hub_config_that_fails_is_reported_and_the_others_load(tmp_path):
+    """A dataset directory loads like a hub name; a config it lacks is skipped and reported, not fatal."""
+    from scalerl_env.sources.loading import DataLoadError
+
+    repo = tmp_path / "fake_hub_dataset"
+    repo.mkdir()
+    _write(repo / "train.jsonl", [json.dumps(GOOD)])
+    manifest = load_manifest("polaris").model_copy(
+        update={"hub": load_manifest("polaris").hub.model_copy(update={"path": str(repo), "configs": [None, "nope"]})})
+    result = prepare(manifest)
+    assert [r.answer for r in result.records] == ["2"]
+    assert len(result.errors) == 1 and "nope" in result.errors[0].origin
+    missing = manifest.model_copy(update={"hub": manifest.hub.model_copy(update={"path": str(tmp_path / "none")})})
+    with pytest.raises(DataLoadError):
+        prepare(missing)

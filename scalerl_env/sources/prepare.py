@@ -22,7 +22,7 @@ from typing import Any
 from scalerl_env.records import Limits, ProblemRecord, VerifyItem
 
 from .adapters import AdapterError, PromptConfig, adapt_row, converter
-from .loading import RowError, iter_rows
+from .loading import DataLoadError, RowError, iter_rows
 from .manifest import SourceManifest
 
 logger = logging.getLogger(__name__)
@@ -57,43 +57,59 @@ def prepare(
     result = PrepareResult()
     seen: set[str] = set()
     split = split or manifest.hub.splits[0]
+    for config, item in _plan_rows(manifest, files, configs, split, cache_dir):
+        if limit is not None and result.rows_read >= limit:
+            break
+        result.rows_read += 1
+        if isinstance(item, RowError):
+            result.errors.append(item)
+            continue
+        origin, number, row = item
+        extra = {"split": split, **({"config": config} if config else {})}
+        try:
+            record = adapt_row(manifest, row, prompts, extra)
+        except LookupError:
+            raise  # a missing converter is a setup error
+        except AdapterError as exc:
+            result.errors.append(RowError(manifest.name, origin, number, str(exc)))
+            continue
+        except Exception as exc:  # noqa: BLE001 - hostile rows: any failure is reported, never fatal
+            result.errors.append(RowError(manifest.name, origin, number, f"{type(exc).__name__}: {exc}"))
+            continue
+        if record.prompt_id in seen:
+            result.duplicates += 1
+            continue
+        seen.add(record.prompt_id)
+        result.records.append(record)
+    result.records, result.heldout = split_holdout(result.records, holdout, seed=holdout_seed)
+    for error in result.errors:
+        logger.warning("skipped %s", error)
+    return result
+
+
+def _plan_rows(manifest: SourceManifest, files, configs, split: str, cache_dir: str | None):
+    """(config, row or RowError) over the inputs. From the hub, a config that lacks `split` (DeepCoder's
+    codeforces has only `test`) is reported as a RowError (row 0) and skipped, unless every config fails."""
     if isinstance(files, dict):
         plan = list(files.items())
     elif files:
         plan = [((configs or [None])[0], list(files))]
     else:
         plan = [(config, None) for config in configs or manifest.hub.configs]
+    failures = []
     for config, paths in plan:
         rows = iter_rows(manifest.name, files=paths, hub_path=manifest.hub.path, config=config,
                          split=split, cache_dir=cache_dir)
-        for item in rows:
-            if limit is not None and result.rows_read >= limit:
-                break
-            result.rows_read += 1
-            if isinstance(item, RowError):
-                result.errors.append(item)
-                continue
-            origin, number, row = item
-            extra = {"split": split, **({"config": config} if config else {})}
-            try:
-                record = adapt_row(manifest, row, prompts, extra)
-            except LookupError:
-                raise  # a missing converter is a setup error
-            except AdapterError as exc:
-                result.errors.append(RowError(manifest.name, origin, number, str(exc)))
-                continue
-            except Exception as exc:  # noqa: BLE001 - hostile rows: any failure is reported, never fatal
-                result.errors.append(RowError(manifest.name, origin, number, f"{type(exc).__name__}: {exc}"))
-                continue
-            if record.prompt_id in seen:
-                result.duplicates += 1
-                continue
-            seen.add(record.prompt_id)
-            result.records.append(record)
-    result.records, result.heldout = split_holdout(result.records, holdout, seed=holdout_seed)
-    for error in result.errors:
-        logger.warning("skipped %s", error)
-    return result
+        try:
+            for item in rows:
+                yield config, item
+        except DataLoadError as exc:
+            if paths is not None or len(plan) == 1:
+                raise
+            failures.append(exc)
+            yield config, RowError(manifest.name, f"{manifest.hub.path}[{config}:{split}]", 0, str(exc))
+    if plan and len(failures) == len(plan):
+        raise DataLoadError(f"{manifest.name}: no config could be loaded ({failures[0]})")
 
 
 def holdout_key(prompt_id: str, seed: int) -> str:
