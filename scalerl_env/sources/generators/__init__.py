@@ -17,7 +17,8 @@ Guarantees
 - `prompt_id` is `make_prompt_id("gen-<domain>", prompt text)`: the same prompt from two seeds is the
   same problem (its examples determine the answer) and gets the same id.
 
-Non-guarantees: records are not deduplicated (a small level-0 pool repeats for large counts); the
+Non-guarantees: records are not deduplicated (level 0 has 900 distinct math and 90 distinct code
+prompts, so large counts repeat); the
 difficulty of a level is by construction, not measured (`difficulty_prior` stays `None`).
 """
 
