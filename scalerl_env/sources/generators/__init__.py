@@ -18,8 +18,7 @@ Guarantees
   same problem (its examples determine the answer) and gets the same id.
 
 Non-guarantees: records are not deduplicated (level 0 has 900 distinct math and 90 distinct code
-prompts, so large counts repeat); the
-difficulty of a level is by construction, not measured (`difficulty_prior` stays `None`).
+prompts, so large counts repeat); the difficulty of a level is by construction, not measured (`difficulty_prior` stays `None`).
 """
 
 from __future__ import annotations
