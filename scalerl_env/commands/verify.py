@@ -93,6 +93,19 @@ def _score(pool, items: list, show_progress: bool) -> list:
     return verdicts
 
 
+CONTEXT_FIELDS = ("prompt_id", "step", "policy_version", "sample_index", "truncated", "completion_tokens")
+
+
+def verdict_line(item, verdict) -> dict:
+    """One output line: the verdict, plus the item's ledger context when it carries a `prompt_id`,
+    so that `scalerl-env ledger ingest` takes the file as it is."""
+    line = verdict.model_dump(mode="json", include={"id", "status", "reward", "details", "elapsed_s"})
+    if item.prompt_id is not None:
+        line["domain"] = item.domain
+        line.update({k: getattr(item, k) for k in CONTEXT_FIELDS if getattr(item, k) is not None})
+    return line
+
+
 def register(app: typer.Typer) -> None:
     """Add the `verify` command to `app`."""
 
@@ -123,8 +136,7 @@ def register(app: typer.Typer) -> None:
             t0 = time.perf_counter()
             verdicts = _score(pool, items, show_progress=sys.stderr.isatty())
             wall_s = time.perf_counter() - t0
-        text = "".join(json.dumps(v.model_dump(mode="json", include={"id", "status", "reward", "details",
-                                                                      "elapsed_s"})) + "\n" for v in verdicts)
+        text = "".join(json.dumps(verdict_line(item, v)) + "\n" for item, v in zip(items, verdicts))
         summary = format_summary(summarize(verdicts, wall_s), cfg.math.workers, startup_s)
         if out is not None:
             atomic_write_text(out, text)
