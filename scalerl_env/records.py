@@ -191,6 +191,7 @@ class ProblemRecord(Strict):
     prompt: list[ChatMessage] = Field(min_length=1)
     answer: str | None = None
     tests: CodeTests | None = None
+    limits: Limits | None = Field(default=None, description="per-problem code limits (e.g. TACO time limits)")
     difficulty_prior: float | None = Field(default=None, ge=0.0, le=1.0)
     metadata: dict[str, Any] = Field(default_factory=dict)
 
@@ -206,5 +207,5 @@ class ProblemRecord(Strict):
         """The verify item scoring `completion` against this problem."""
         return VerifyItem(
             id=context.pop("id", self.prompt_id), domain=self.domain, completion=completion,
-            answer=self.answer, tests=self.tests, prompt_id=self.prompt_id, **context,
+            answer=self.answer, tests=self.tests, limits=self.limits, prompt_id=self.prompt_id, **context,
         )

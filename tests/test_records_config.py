@@ -73,3 +73,11 @@ def test_config_unknown_key_names_dotted_path():
 def test_config_bad_override_syntax():
     with pytest.raises(ConfigError, match="key.path=value"):
         load_config(Outer, None, ["loss.eps_max"])
+
+
+def test_problem_limits_reach_the_verify_item():
+    rec = ProblemRecord(
+        prompt_id="c1", domain="code", source="taco", prompt=[{"role": "user", "content": "echo"}],
+        tests={"kind": "stdio", "cases": [{"input": "1\n", "output": "1\n"}]}, limits={"time_s": 7},
+    )
+    assert rec.verify_item("print(input())").limits.time_s == 7
