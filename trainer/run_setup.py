@@ -12,6 +12,7 @@ already holds a run (use `--resume`); `--resume` on a folder without a checkpoin
 from __future__ import annotations
 
 import logging
+import os
 import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -98,7 +99,12 @@ def load_policy(cfg: TrainConfig, pools: dict[str, DomainPool]) -> tuple[Any, An
         if cfg.warm_start.enabled:
             from trainer.warm_start import warm_start
 
-            folder = warm_start(cfg.tiny, cfg.warm_start, [p for pool in pools.values() for p in pool.train])
+            threads = torch.get_num_threads()
+            torch.set_num_threads(os.cpu_count() or 1)  # nothing else runs yet: use every core
+            try:
+                folder = warm_start(cfg.tiny, cfg.warm_start, [p for pool in pools.values() for p in pool.train])
+            finally:
+                torch.set_num_threads(threads)
             load_model_weights(folder, model)
         return model, tok
     from transformers import AutoModelForCausalLM, AutoTokenizer

@@ -65,6 +65,8 @@ class LocalRuntime(Runtime):
     # ----------------------------------------------------------------------------- interface
     def start(self, policy_version: int) -> None:
         self._pushed = policy_version
+        # Admission counts groups cumulatively; a resumed run has consumed policy_version batches.
+        self._submitted = policy_version * self.p
         self._t0 = time.monotonic()
         for name, fn in (("feeder", self._feed), ("scorer", self._score_loop)):
             t = threading.Thread(target=self._guard(fn), name=f"runtime-{name}", daemon=True)

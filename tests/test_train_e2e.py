@@ -1,0 +1,89 @@
+"""The CPU default, shortened, end to end: tiny model, cached warm start, real verifiers and sandbox.
+
+One run (module fixture) feeds several one-property tests: held-out pass rate and batch reward rise in
+both domains, the ledger holds both domains' attempts, curves are written, and no trained token is
+older than k steps. The warm start is cached under the user's cache folder, so only the first run on
+a machine pays for it. The full-length default is under `slow`.
+"""
+
+from __future__ import annotations
+
+import json
+
+import duckdb
+import pytest
+
+from scalerl_env.config import load_config
+from trainer.run_log import read_metrics
+from trainer.train_config import TrainConfig
+
+K = 4
+SHORT = [
+    "pipeline.max_steps=60", f"pipeline.k={K}", "pipeline.prompts_per_step=24", "validation.every_steps=20",
+    "validation.min_evaluations_per_domain=512", "checkpoint.every_steps=30", "logging.progress=lines",
+]
+
+
+@pytest.fixture(scope="module")
+def short_run(tmp_path_factory):
+    from trainer.pipeline import train
+
+    out = tmp_path_factory.mktemp("e2e") / "run"
+    summary = train(load_config(TrainConfig, None, SHORT), out)
+    return out, summary
+
+
+def _mean(values):
+    values = [v for v in values if v is not None]
+    return sum(values) / len(values)
+
+
+@pytest.mark.parametrize("domain", ["math", "code"])
+def test_heldout_pass_rate_rises(short_run, domain):
+    out, summary = short_run
+    vals = read_metrics(out / "metrics.jsonl", "validation")
+    first, last = vals[0]["val"][domain]["pass_rate"], vals[-1]["val"][domain]["pass_rate"]
+    assert 0.0 < first < 0.9, "the warm start must leave room to learn"
+    assert last > first + 0.03, f"{domain}: held-out pass rate {first:.3f} -> {last:.3f}"
+    assert summary["heldout_pass_rate"][domain] == {"first": first, "last": last}
+
+
+@pytest.mark.parametrize("domain", ["math", "code"])
+def test_batch_reward_rises(short_run, domain):
+    out, _ = short_run
+    steps = read_metrics(out / "metrics.jsonl", "step")
+    rewards = [r.get(f"reward/{domain}") for r in steps]
+    fifth = len(rewards) // 5
+    assert _mean(rewards[-fifth:]) > _mean(rewards[:fifth])
+
+
+def test_ledger_holds_both_domains(short_run):
+    out, _ = short_run
+    with duckdb.connect(str(out / "ledger.duckdb"), read_only=True) as con:
+        rows = dict(con.execute("SELECT domain, count(*) FROM attempts GROUP BY domain").fetchall())
+        per_step = con.execute("SELECT step, count(*) FROM attempts GROUP BY step ORDER BY step").fetchall()
+    assert rows.get("math", 0) > 0 and rows.get("code", 0) > 0
+    assert [s for s, _ in per_step] == list(range(1, 61))
+    assert {n for _, n in per_step} == {24 * 8}
+
+
+def test_lag_bound_holds_in_metrics(short_run):
+    out, _ = short_run
+    steps = read_metrics(out / "metrics.jsonl", "step")
+    lags = [r["lag/max"] for r in steps if r["lag/max"] is not None]
+    assert lags and max(lags) <= K
+    assert max(lags) >= 1, "with k > 0 the pipeline should actually run ahead"
+
+
+def test_metrics_and_curves_are_written(short_run):
+    out, _ = short_run
+    step = read_metrics(out / "metrics.jsonl", "step")[-1]
+    for key in ("policy_version", "time", "reward/math", "pass_rate/code", "effective_batch_fraction",
+                "zero_variance_fraction", "retired_count", "truncation_rate", "lag/mean", "clip_frac",
+                "tokens_per_s", "compute_device_s"):
+        assert key in step, key
+    assert (out / "config.yaml").exists() and (out / "summary.json").exists()
+    for domain in ("math", "code"):
+        curve = json.loads((out / "curves" / f"{domain}.json").read_text())
+        assert len(curve["pass_rate"]) == 4 and ("fit" in curve or "fit_error" in curve)
+    assert (out / "curves" / "pass_rate.png").stat().st_size > 1000
