@@ -17,7 +17,7 @@ import verifiers
 from verifiers import VerifierPool
 from verifiers.config import MathConfig, VerifierConfig
 
-TIMEOUT_S = 1.5
+TIMEOUT_S = 3.0  # generous: a cold sympy parse on a loaded 2-core host can take over 1 s
 TOWER = "10^{10^{10^{10}}}"
 
 
@@ -180,8 +180,7 @@ def test_reward_table_applies_to_every_domain():
     with VerifierPool(cfg) as p:
         verdicts = p.verify_batch([m(0, "\\boxed{3}"), m(1, "\\boxed{x}", "y"), code])
     assert [v.reward for v in verdicts[:2]] == [2.0, -1.0]
-    if importlib.util.find_spec("verifiers.code") is not None:
-        assert verdicts[2].status.value == "wrong" and verdicts[2].reward == -1.0
+    assert verdicts[2].status.value == "wrong" and verdicts[2].reward == -1.0
 
 
 def test_importing_verifiers_starts_nothing():

@@ -68,15 +68,18 @@ class _Worker:
         return self._read_line(time.monotonic() + timeout_s)
 
     def _read_line(self, deadline: float) -> dict | None:
-        fd = self.proc.stdout.fileno()
         while b"\n" not in self._buf:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 return None
-            readable, _, _ = select.select([fd], [], [], remaining)
-            if not readable:
-                return None
-            chunk = os.read(fd, 1 << 16)
+            try:  # close() from another thread may shut the pipe under us: that is a dead worker
+                fd = self.proc.stdout.fileno()
+                readable, _, _ = select.select([fd], [], [], remaining)
+                if not readable:
+                    return None
+                chunk = os.read(fd, 1 << 16)
+            except (OSError, ValueError) as exc:
+                raise WorkerDied(f"worker pipe closed: {exc}") from exc
             if not chunk:
                 raise WorkerDied(f"worker exited with code {self.proc.poll()}")
             self._buf += chunk
