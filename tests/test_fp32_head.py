@@ -6,7 +6,7 @@ import pytest
 import torch
 from transformers import LlamaConfig, LlamaForCausalLM
 
-from trainer.fp32_head import token_logprobs
+from trainer.fp32_head import resolve_layout, token_logprobs
 
 
 def tiny_llama(*, tied=True, vocab=96, seed=0):
@@ -45,16 +45,27 @@ def test_matches_the_hugging_face_forward(tied):
     assert torch.allclose(got[1:].double(), ref, atol=1e-5)
 
 
-def test_packed_sequences_equal_separate_sequences():
+@pytest.mark.parametrize("layout", ["packed", "padded"])
+def test_packed_sequences_equal_separate_sequences(layout):
     model = tiny_llama().eval()
     seqs = [torch.randint(0, 96, (n,)) for n in (7, 1, 12, 3)]
     positions = torch.cat([torch.arange(len(s)) for s in seqs])
     with torch.no_grad():
-        packed = token_logprobs(model, torch.cat(seqs), positions)
-        separate = torch.cat([token_logprobs(model, s) for s in seqs])
-        via_cu = token_logprobs(model, torch.cat(seqs), cu_seqlens=torch.tensor([0, 7, 8, 20, 23]))
+        packed = token_logprobs(model, torch.cat(seqs), positions, layout=layout)
+        separate = torch.cat([token_logprobs(model, s, layout="packed") for s in seqs])
+        via_cu = token_logprobs(
+            model, torch.cat(seqs), cu_seqlens=torch.tensor([0, 7, 8, 20, 23]), layout=layout
+        )
     assert torch.allclose(packed, separate, atol=1e-5)
     assert torch.equal(packed, via_cu)
+
+
+def test_auto_layout_is_padded_for_sdpa_and_packed_for_flash_attention():
+    model = tiny_llama()
+    assert resolve_layout(model, "auto") == "padded"
+    model.config._attn_implementation = "flash_attention_2"
+    assert resolve_layout(model, "auto") == "packed"
+    assert resolve_layout(model, "padded") == "padded"
 
 
 def test_fp32_head_is_closer_to_float64_than_the_bf16_head():

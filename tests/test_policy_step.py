@@ -36,22 +36,21 @@ def make_batch(model, n_samples=4, seed=1, shift=0.05):
     return batch
 
 
-def _grads_after_accumulate(model, batch, micro_batch_tokens, loss_name):
-    trainer = PolicyTrainer(
-        model,
-        OptimConfig(micro_batch_tokens=micro_batch_tokens, lr=1e-3, warmup_steps=0),
-        LossConfig(name=loss_name),
-    )
+def _grads_after_accumulate(model, batch, micro_batch_tokens, loss_name, layout):
+    cfg = OptimConfig(micro_batch_tokens=micro_batch_tokens, lr=1e-3, warmup_steps=0, attention_layout=layout)
+    trainer = PolicyTrainer(model, cfg, LossConfig(name=loss_name))
     metrics = trainer.accumulate(batch)
     return {n: p.grad.clone() for n, p in model.named_parameters()}, metrics
 
 
-@pytest.mark.parametrize("loss_name", ["cispo", "gspo"])
-def test_micro_batch_1_x_accumulation_4_equals_micro_batch_4_x_accumulation_1(loss_name):
+@pytest.mark.parametrize(
+    ("loss_name", "layout"), [("cispo", "padded"), ("cispo", "packed"), ("gspo", "padded")]
+)
+def test_micro_batch_1_x_accumulation_4_equals_micro_batch_4_x_accumulation_1(loss_name, layout):
     base = tiny_llama().double()
     batch = make_batch(base)
-    one_big, m_big = _grads_after_accumulate(copy.deepcopy(base), batch, 10_000, loss_name)
-    four_small, m_small = _grads_after_accumulate(copy.deepcopy(base), batch, 1, loss_name)
+    one_big, m_big = _grads_after_accumulate(copy.deepcopy(base), batch, 10_000, loss_name, layout)
+    four_small, m_small = _grads_after_accumulate(copy.deepcopy(base), batch, 1, loss_name, layout)
     assert m_big["micro_batches"] == 1 and m_small["micro_batches"] == 4
     assert m_small["loss"] == pytest.approx(m_big["loss"], rel=1e-10)
     for name, g in one_big.items():

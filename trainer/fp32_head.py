@@ -9,20 +9,27 @@ Alignment: `logprobs[t]` is the log-probability of token t given the tokens befo
 sequence*, so it lines up with the sampler's per-token logprob of the same token. The first token of
 each packed sequence has no context and gets 0 (it is always a prompt token, loss-masked).
 
-Packing: sequences are concatenated into one row with `position_ids` restarting at 0 for each;
-Hugging Face models detect the restarts and attend block-diagonally (sdpa/eager/flex build a packed
-causal mask; flash-attention uses the positions for var-len kernels). So a token sees exactly what it
-saw when sampled: no padding, the sampler's positions, and the ratio stays 1 on-policy.
+Packing: sequences are concatenated into one row with `position_ids` restarting at 0 for each. The
+decoder sees them in one of two layouts, with the same result up to float rounding:
+- `packed`: the row as is; Hugging Face detects the restarts and attends block-diagonally
+  (flash-attention: var-len kernels, linear in T; sdpa/eager: a dense T × T block-diagonal mask);
+- `padded`: one right-padded row per sequence with a 2-D attention mask (S × L², much cheaper than
+  T² for sdpa/eager: measured 2.5–3.5× faster forward+backward for 64 sequences of ~40 tokens on CPU).
+`auto` picks packed for flash-attention, padded otherwise. Either way a token sees exactly its own
+sequence at the sampler's positions, so the ratio stays 1 on-policy.
 
 The model's stored dtype is never changed: W (the output embedding, tied to the input embedding or
 not) is upcast on the fly inside the matmul, so bf16 weights stay bf16 and gradients flow back into
 them in their own dtype. `fp32_head=False` is the ablation: the head matmul runs in the model's
 dtype (and under autocast, if active), then log-softmax in fp32 as Hugging Face's own loss does.
 
-Non-guarantees: the [T, V] fp32 logits are materialised (micro-batch by tokens to bound them); models whose decoder is not `getattr(model, model.base_model_prefix)` are not supported.
+Non-guarantees: the [T, V] fp32 logits are materialised (micro-batch by tokens to bound them);
+models whose decoder is not `getattr(model, model.base_model_prefix)` are not supported.
 """
 
 from __future__ import annotations
+
+from typing import Literal
 
 import torch
 from torch import Tensor, nn
@@ -71,6 +78,42 @@ def _check_restarts(position_ids: Tensor) -> None:
         raise ValueError("position_ids must count 0, 1, 2, ... within each packed sequence")
 
 
+Layout = Literal["auto", "packed", "padded"]
+
+
+def resolve_layout(model: nn.Module, layout: Layout) -> Literal["packed", "padded"]:
+    """`auto`: packed for flash-attention kernels (var-len, linear in T), padded otherwise."""
+    if layout != "auto":
+        return layout
+    impl = str(getattr(getattr(model, "config", None), "_attn_implementation", "") or "")
+    return "packed" if impl.startswith("flash") else "padded"
+
+
+def decoder_hidden(decoder: nn.Module, input_ids: Tensor, position_ids: Tensor, layout: str) -> Tensor:
+    """Last hidden states `[T, d]` of the packed row, computed packed or per-sequence padded.
+
+    Both honour the sequence boundaries; `use_cache=False` matters: with a KV cache, Hugging Face
+    skips its packed-sequence detection and would attend across sequences."""
+    if layout == "packed":
+        return decoder(
+            input_ids=input_ids[None], position_ids=position_ids[None], use_cache=False
+        ).last_hidden_state[0]
+    ids, pos, mask = pad_sequences(input_ids, position_ids)
+    out = decoder(input_ids=ids, attention_mask=mask.long(), position_ids=pos, use_cache=False)
+    return out.last_hidden_state[mask]
+
+
+def pad_sequences(input_ids: Tensor, position_ids: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+    """The packed row as right-padded `[S, L]` ids, positions and a bool mask (`x[mask]` = packed order)."""
+    starts = torch.nonzero(position_ids == 0)[:, 0]
+    lengths = torch.diff(starts, append=starts.new_tensor([position_ids.numel()]))
+    mask = torch.arange(int(lengths.max()), device=input_ids.device)[None, :] < lengths[:, None]
+    # Right padding: pad queries still see their own sequence's tokens, so no row is fully masked.
+    ids = input_ids.new_zeros(mask.shape).masked_scatter(mask, input_ids)
+    pos = position_ids.new_zeros(mask.shape).masked_scatter(mask, position_ids)
+    return ids, pos, mask
+
+
 def token_logprobs(
     model: nn.Module,
     input_ids: Tensor,
@@ -79,34 +122,32 @@ def token_logprobs(
     cu_seqlens: Tensor | None = None,
     temperature: float = 1.0,
     fp32_head: bool = True,
+    layout: Layout = "auto",
 ) -> Tensor:
-    """Per-token logprobs `[T]` (fp32, or float64 for a float64 model) of a packed row `input_ids [T]`; see the module docstring.
+    """Per-token logprobs `[T]` (fp32, float64 for a float64 model) of a packed row `input_ids [T]`.
 
     Give the sequence boundaries as `position_ids [T]` (restarting at 0) or as `cu_seqlens [S+1]`;
-    when both are given they must agree. With neither, the row is one sequence.
+    when both are given they must agree. With neither, the row is one sequence. `layout` chooses how
+    the decoder sees the sequences (see the module docstring); the result is the same up to float
+    rounding.
     """
     if input_ids.ndim != 1:
         raise ValueError(f"input_ids must be a packed 1-D row, got shape {tuple(input_ids.shape)}")
     if temperature <= 0:
         raise ValueError(f"temperature must be > 0, got {temperature}")
-    n = input_ids.shape[0]
     if cu_seqlens is not None:
         derived = positions_from_boundaries(cu_seqlens.to(input_ids.device))
         if position_ids is not None and not torch.equal(position_ids.to(derived.device), derived):
             raise ValueError("position_ids and cu_seqlens describe different sequence boundaries")
         position_ids = derived
     elif position_ids is None:
-        position_ids = torch.arange(n, device=input_ids.device)
+        position_ids = torch.arange(input_ids.shape[0], device=input_ids.device)
+    position_ids = position_ids.to(input_ids.device)
     _check_restarts(position_ids)
     decoder, head = _decoder_and_head(model)
-    out = decoder(
-        input_ids=input_ids[None], position_ids=position_ids[None].to(input_ids.device), use_cache=False
-    )
-    hidden = out.last_hidden_state[0, :-1]
+    hidden = decoder_hidden(decoder, input_ids, position_ids, resolve_layout(model, layout))[:-1]
     logits = head_logits(hidden, head, temperature=temperature, fp32_head=fp32_head)
-    targets = input_ids[1:]
-    picked = logits.gather(-1, targets[:, None])[:, 0] - torch.logsumexp(logits, dim=-1)
+    picked = logits.gather(-1, input_ids[1:, None])[:, 0] - torch.logsumexp(logits, dim=-1)
     # Token t's logprob comes from position t-1; a sequence start (position 0) has no context.
-    starts = position_ids[1:] == 0
-    picked = torch.where(starts.to(picked.device), torch.zeros_like(picked), picked)
+    picked = torch.where(position_ids[1:] == 0, torch.zeros_like(picked), picked)
     return torch.cat([picked.new_zeros(1), picked])

@@ -10,9 +10,9 @@ One step = `accumulate(batch)` (forward/backward over token-budget micro-batches
   the whole batch and sliced per micro-batch, so the summed micro-batch gradients equal the gradient of
   the whole-batch loss (micro-batch 1 × accumulation 4 ≡ 4 × 1, up to float summation order).
   Micro-batches are cut at sample boundaries (a sample never spans two, GSPO needs that) and hold at
-  most `micro_batch_tokens` tokens, except a single longer sample which goes alone. Keep it small on
-  CPU/sdpa: the packed block-diagonal mask and attention scores are T × T per micro-batch (flash
-  attention on GPU is var-len and linear in T).
+  most `micro_batch_tokens` tokens, except a single longer sample which goes alone. With the
+  `packed` attention layout on sdpa the mask and scores are T × T per micro-batch; the `auto` layout
+  avoids that (padded per sequence unless flash attention is in use).
 - Hugging Face trap: packing is honoured only without a KV cache. A training forward with the default
   `use_cache=True` gets a DynamicCache and then a plain causal mask across the packed sequences
   (measured: logits off by 0.74 on a tiny Llama). `token_logprobs` always passes `use_cache=False`.
@@ -64,6 +64,9 @@ class OptimConfig(Strict):
     )
     temperature: float = Field(
         default=1.0, gt=0, description="sampling temperature the logprobs are taken at"
+    )
+    attention_layout: Literal["auto", "packed", "padded"] = Field(
+        default="auto", description="how the decoder sees packed sequences (trainer.fp32_head); same result"
     )
 
 
@@ -240,6 +243,7 @@ class PolicyTrainer:
                 mb.position_ids,
                 temperature=self.optim_cfg.temperature,
                 fp32_head=self.optim_cfg.fp32_head,
+                layout=self.optim_cfg.attention_layout,
             )
 
     def accumulate(self, batch: PackedBatch) -> dict[str, float]:
