@@ -23,7 +23,7 @@ LEAN = ("--set", "verifier.math.workers=1", "--set", "verifier.code.slots=2")
 # A server that is easy to overload: few items in flight, a short deadline, no ledger.
 OVERLOAD = ("--set", "limits.max_items_in_flight=8", "--set", "limits.max_batch_items=8",
             "--set", "limits.request_deadline_s=3", "--set", "limits.retry_after_s=1")
-_SHARED: dict[str, "ServerProcess"] = {}
+_SHARED: dict[str, ServerProcess] = {}
 
 
 def free_port() -> int:
@@ -45,7 +45,7 @@ class ServerProcess:
     def url(self) -> str:
         return f"http://127.0.0.1:{self.port}"
 
-    def start(self, ready_timeout_s: float = 120.0) -> "ServerProcess":
+    def start(self, ready_timeout_s: float = 120.0) -> ServerProcess:
         for _ in range(3):  # a free port can be taken between probing and binding: try another
             self.port = free_port()
             env = {**os.environ, "OMP_WAIT_POLICY": "PASSIVE", "PYTHONUNBUFFERED": "1"}

@@ -203,7 +203,7 @@ def test_cli_rejects_bad_config_with_exit_2(tmp_path):
     bad = tmp_path / "server.yaml"
     bad.write_text("limits:\n  max_batch_items: 0\n")
     proc = subprocess.run([sys.executable, "-m", "scalerl_env.cli", "serve", "--config", str(bad)],
-                          cwd=REPO, capture_output=True, text=True, timeout=60)
+                          cwd=REPO, capture_output=True, text=True, timeout=60, check=False)
     assert proc.returncode == 2
     assert "limits.max_batch_items" in proc.stderr
 
@@ -221,7 +221,21 @@ def test_ledger_cli_queries_through_the_server(server, client):
     proc = subprocess.run(
         [sys.executable, "-m", "scalerl_env.cli", "ledger", "query", "--url", server.url,
          "SELECT count(*) AS n FROM attempts WHERE prompt_id = 'api-cli-p'"],
-        cwd=REPO, capture_output=True, text=True, timeout=120,
+        cwd=REPO, capture_output=True, text=True, timeout=120, check=False,
     )
     assert proc.returncode == 0, proc.stderr
     assert "1" in proc.stdout
+
+
+def test_second_server_on_an_owned_ledger_exits_with_a_clear_error(server):
+    import subprocess
+    import sys
+
+    from tests.server_harness import free_port
+
+    ledger = server.args[server.args.index("--ledger") + 1]
+    proc = subprocess.run([sys.executable, "-m", "scalerl_env.cli", "serve", "--port", str(free_port()),
+                           "--ledger", ledger], cwd=REPO, capture_output=True, text=True, timeout=120, check=False)
+    assert proc.returncode != 0
+    assert "start-up failed" in proc.stderr and ledger in proc.stderr
+    assert httpx.get(server.url + "/healthz").status_code == 200

@@ -32,7 +32,7 @@ def _schemathesis() -> str:
 def _fuzz(server, max_time_s: int) -> None:
     cmd = [_schemathesis(), "run", server.url + "/openapi.json", "--checks", CHECKS,
            "--max-time", str(max_time_s), "--workers", "2", "--suppress-health-check", "all"]
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=max_time_s + 240)
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=max_time_s + 240, check=False)
     report = proc.stdout[-6000:] + proc.stderr[-2000:]
     assert proc.returncode == 0, report
     assert " passed" in proc.stdout, report

@@ -71,15 +71,21 @@ class ServerState:
 
     # ------------------------------------------------------------------------------------- lifecycle
     async def start(self) -> None:
-        if self.pool is None:
-            from verifiers import VerifierPool
+        """Open the ledger first (it fails fast when another process owns it), then start the pool."""
+        try:
+            if self.ledger is None and self.config.ledger:
+                from curriculum.ledger import Ledger
 
-            self.pool = await asyncio.to_thread(VerifierPool, self.config.verifier)
-        self.sandbox_layers = await asyncio.to_thread(detect_sandbox_layers)
-        if self.ledger is None and self.config.ledger:
-            from curriculum.ledger import Ledger
+                self.ledger = await asyncio.to_thread(Ledger, self.config.ledger)
+            if self.pool is None:
+                from verifiers import VerifierPool
 
-            self.ledger = await asyncio.to_thread(Ledger, self.config.ledger)
+                self.pool = await asyncio.to_thread(VerifierPool, self.config.verifier)
+            self.sandbox_layers = await asyncio.to_thread(detect_sandbox_layers)
+        except BaseException as exc:
+            logger.error("reward server start-up failed: %s", exc)
+            await self.stop()
+            raise
         logger.info("reward server ready (ledger: %s)", self.config.ledger or "none")
 
     async def stop(self) -> None:
