@@ -1,7 +1,7 @@
 """Inside one sandboxed child: apply the isolation layers, then run the program (standard library only).
 
-Order matters and is fixed: read the job → own session → join the slot's cgroups → private tmpfs
-working directory and chroot → rlimits → drop to the slot's uid → parent-death signal → scrubbed
+Order matters and is fixed: read the job → own session (cgroups: inherited from the slot's server) → chroot
+into the read-only root, whose /work is a tmpfs the server keeps empty between runs → rlimits → drop to the slot's uid → parent-death signal → scrubbed
 environment → seccomp (which forbids undoing any of the above) → run.
 
 Modes: `stdio` runs the program as `__main__`; `functional` calls `entry_point` per case and writes each
@@ -54,15 +54,13 @@ def setup(job_fd: int, fds: list[int], cfg: dict, seccomp) -> dict:
     os.closerange(len(fds), 1 << 16)
     os.setsid()
     layers, limits, uid = cfg["layers"], job["limits"], cfg["uid"]
-    for ctl in ("memory", "pids"):
-        if layers.get(f"cgroup_{ctl}"):
-            with open(os.path.join(cfg["cgroup_root"][ctl], f"slot{cfg['slot']}", "cgroup.procs"), "w") as f:
-                f.write("0")
+    try:
+        with open("/proc/self/oom_score_adj", "w") as f:
+            f.write("1000")  # under memory pressure the program goes first, never the server
+    except OSError:
+        pass
     if layers.get("chroot"):
-        root = cfg["root"]
-        opts = f"size={limits['disk_mb']}m,nr_inodes={limits['inodes']},mode=0700,uid={uid},gid={uid}"
-        _libc.mount("tmpfs", root + "/work", "tmpfs", _libc.MS_NOSUID | _libc.MS_NODEV, opts)
-        os.chroot(root)
+        os.chroot(cfg["root"])  # the server mounted a fresh, empty tmpfs on /work for this run
         os.chdir("/work")
     else:
         os.chdir(cfg["workdir"])

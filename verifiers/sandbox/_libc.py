@@ -54,6 +54,10 @@ def mount(source: str | None, target: str, fstype: str | None, flags: int, data:
     _check(_libc.mount(enc(source), enc(target), enc(fstype), flags, enc(data)), f"mount {target}")
 
 
+def umount_detach(target: str) -> None:
+    _check(_libc.umount2(target.encode(), 2), f"umount {target}")  # MNT_DETACH
+
+
 def prctl(option: int, arg: int = 0) -> None:
     _check(_libc.prctl(option, arg, 0, 0, 0), "prctl")
 
@@ -111,6 +115,13 @@ def _seccomp_lib() -> ctypes.CDLL:
     return lib
 
 
+class _SockFprog(ctypes.Structure):
+    _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
+
+
+PR_SET_SECCOMP, SECCOMP_MODE_FILTER = 22, 2
+
+
 class SeccompFilter:
     """A deny-list filter built once in the fork server and loaded by each child (`load`)."""
 
@@ -129,6 +140,7 @@ class SeccompFilter:
             self._rule(eperm, "clone", _ArgCmp(0, SCMP_CMP_MASKED_EQ, flag, flag))
         # Sockets: only AF_UNIX (socketpair, multiprocessing); the network namespace has no route anyway.
         self._rule(eperm, "socket", _ArgCmp(0, SCMP_CMP_NE, AF_UNIX, 0))
+        self._compile()
 
     def _rule(self, action: int, name: str, *cmps: _ArgCmp) -> None:
         nr = self._lib.seccomp_syscall_resolve_name(name.encode())
@@ -139,7 +151,24 @@ class SeccompFilter:
         if rc < 0:
             raise OSError(-rc, f"seccomp_rule_add {name}: {os.strerror(-rc)}")
 
+    def _compile(self) -> None:
+        """Export the BPF program once; each child then installs it with one prctl (no recompilation)."""
+        self._lib.seccomp_export_bpf.argtypes = [ctypes.c_void_p, ctypes.c_int]
+        fd = os.memfd_create("seccomp-bpf")
+        try:
+            rc = self._lib.seccomp_export_bpf(self._ctx, fd)
+            if rc < 0:
+                raise OSError(-rc, f"seccomp_export_bpf: {os.strerror(-rc)}")
+            size = os.lseek(fd, 0, os.SEEK_END)
+            os.lseek(fd, 0, os.SEEK_SET)
+            bpf = os.read(fd, size)
+        finally:
+            os.close(fd)
+        self._buf = ctypes.create_string_buffer(bpf, len(bpf))
+        self._prog = _SockFprog(len(bpf) // 8, ctypes.addressof(self._buf))
+
     def load(self) -> None:
-        rc = self._lib.seccomp_load(self._ctx)  # libseccomp sets no_new_privs first by default
-        if rc < 0:
-            raise OSError(-rc, f"seccomp_load: {os.strerror(-rc)}")
+        """Install the filter in the calling process (sets no_new_privs first, as it must)."""
+        prctl(PR_SET_NO_NEW_PRIVS, 1)
+        _check(_libc.prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, ctypes.addressof(self._prog), 0, 0),
+               "seccomp filter")

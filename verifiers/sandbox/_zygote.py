@@ -3,7 +3,7 @@
 A small, long-lived, single-threaded process holding no models or data. At start it enters its own
 network, IPC, UTS and mount namespaces (so every child has no network and cannot see host IPC), builds a
 read-only root (bind mounts of /usr, /lib*, /bin and the Python install, a few /dev nodes, an empty
-/work) on a private tmpfs, builds a seccomp filter and creates per-slot cgroups. Then, per request from
+/work) on a private tmpfs, builds a seccomp filter and moves itself into its slot's cgroups (one server per slot). Then, per request from
 the parent (over a SOCK_SEQPACKET socket, file descriptors passed with SCM_RIGHTS), it clones one child
 into a fresh PID + mount namespace (see `_child`), watches it with a pidfd, kills it at its wall-clock
 deadline or on request, reaps it and reports exit status, CPU time and cgroup OOM kills.
@@ -17,6 +17,7 @@ with it.
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import resource
@@ -34,6 +35,9 @@ import _libc  # noqa: E402
 
 NS_LAYERS = {"net_ns": _libc.CLONE_NEWNET, "ipc_ns": _libc.CLONE_NEWIPC, "uts_ns": _libc.CLONE_NEWUTS,
              "mount_ns": _libc.CLONE_NEWNS}  # entered once by the zygote; pid_ns is per child
+PRELOAD = ("math", "re", "collections", "heapq", "bisect", "itertools", "functools", "operator", "string",
+           "typing", "copy", "random", "decimal", "fractions", "statistics", "datetime", "array", "cmath",
+           "dataclasses", "enum", "textwrap", "unicodedata", "struct", "hashlib", "io", "threading")
 CHILD_FAIL = 120  # exit status of a child whose isolation setup failed (the verifier's error, not the model's)
 
 
@@ -57,42 +61,78 @@ def build_root(root: str) -> None:
         open(root + "/dev/" + dev, "w").close()
         _libc.mount("/dev/" + dev, root + "/dev/" + dev, None, _libc.MS_BIND)
         _libc.mount(None, root + "/dev/" + dev, None, _libc.MS_BIND | _libc.MS_REMOUNT | _libc.MS_NOSUID)
-    os.makedirs(root + "/work", mode=0o755)
+    os.makedirs(root + "/work", mode=0o755)  # mount point of the per-run tmpfs (Server._prepare_work)
     os.symlink("work", root + "/tmp")
     _libc.mount("tmpfs", root, "tmpfs", _libc.MS_REMOUNT | _libc.MS_RDONLY | _libc.MS_NOSUID | _libc.MS_NODEV)
 
 
-def make_cgroups(cfg: dict) -> None:
-    for ctl, base in cfg["cgroup_root"].items():
-        if cfg["layers"].get(f"cgroup_{ctl}"):
-            for slot in range(cfg["slots"]):
-                os.makedirs(os.path.join(base, f"slot{slot}"), exist_ok=True)
+def _slot_dir(cfg: dict, ctl: str) -> str:
+    return os.path.join(cfg["cgroup_root"][ctl], f"slot{cfg['slot']}")
 
 
-def remove_cgroups(cfg: dict) -> None:
+def join_cgroups(cfg: dict) -> None:
+    """Create this slot's cgroups and move the server into them once: children inherit them at fork,
+    which is far cheaper than migrating every child (a cgroup v1 migration waits for an RCU grace period)."""
     for ctl, base in cfg["cgroup_root"].items():
         if cfg["layers"].get(f"cgroup_{ctl}"):
-            for slot in range(cfg["slots"]):
+            _sweep_stale(os.path.dirname(base), os.path.basename(base))
+            for attempt in range(3):  # a concurrent sweep may remove our empty directory before we join
                 try:
-                    os.rmdir(os.path.join(base, f"slot{slot}"))
+                    os.makedirs(_slot_dir(cfg, ctl), exist_ok=True)
+                    with open(os.path.join(_slot_dir(cfg, ctl), "cgroup.procs"), "w") as f:
+                        f.write(str(os.getpid()))
+                    break
+                except FileNotFoundError:
+                    if attempt == 2:
+                        raise
+    try:
+        with open("/proc/self/oom_score_adj", "w") as f:
+            f.write("-1000")  # an OOM in the slot kills the program, not the server (where allowed)
+    except OSError:
+        pass
+
+
+def _sweep_stale(parent: str, own: str) -> None:
+    """Remove cgroups of sandboxes that died uncleanly: a live server always sits in its slot's cgroup,
+    so only empty ones go (rmdir refuses a populated cgroup)."""
+    for name in os.listdir(parent):
+        if not name.startswith("scalerl-") or name == own:
+            continue
+        path = os.path.join(parent, name)
+        for sub in os.listdir(path):
+            if sub.startswith("slot"):
+                try:
+                    os.rmdir(os.path.join(path, sub))
                 except OSError:
                     pass
+        try:
+            os.rmdir(path)
+        except OSError:
+            pass
+
+
+def leave_cgroups(cfg: dict) -> None:
+    for ctl, base in cfg["cgroup_root"].items():
+        if cfg["layers"].get(f"cgroup_{ctl}"):
             try:
-                os.rmdir(base)
+                with open(os.path.join(os.path.dirname(base), "cgroup.procs"), "w") as f:
+                    f.write(str(os.getpid()))
+                os.rmdir(_slot_dir(cfg, ctl))
+                os.rmdir(base)  # fails while other slots still use it; the last one out removes it
             except OSError:
                 pass
 
 
-def _cg_write(cfg: dict, ctl: str, slot: int, name: str, value: str) -> None:
-    with open(os.path.join(cfg["cgroup_root"][ctl], f"slot{slot}", name), "w") as f:
+def _cg_write(cfg: dict, ctl: str, name: str, value: str) -> None:
+    with open(os.path.join(_slot_dir(cfg, ctl), name), "w") as f:
         f.write(value)
 
 
-def _oom_kills(cfg: dict, slot: int) -> int:
+def _oom_kills(cfg: dict) -> int:
     if not cfg["layers"].get("cgroup_memory"):
         return 0
     try:
-        with open(os.path.join(cfg["cgroup_root"]["memory"], f"slot{slot}", "memory.oom_control")) as f:
+        with open(os.path.join(_slot_dir(cfg, "memory"), "memory.oom_control")) as f:
             for line in f:
                 if line.startswith("oom_kill "):
                     return int(line.split()[1])
@@ -110,6 +150,8 @@ class Server:
         self.sel = selectors.DefaultSelector()
         self.sel.register(sock, selectors.EVENT_READ, None)
         self.jobs: dict[int, dict] = {}  # pid -> job state
+        self._work_opts: str | None = None
+        self._cg_values: dict[str, str] = {}
 
     def serve(self) -> None:
         while True:
@@ -149,19 +191,20 @@ class Server:
         return True
 
     def _start(self, msg: dict, fds: list[int]) -> None:
-        slot, limits, cfg = msg["slot"], msg["limits"], self.cfg
-        if self.layers.get("cgroup_memory"):
-            _cg_write(cfg, "memory", slot, "memory.limit_in_bytes", str(limits["memory_mb"] << 20))
+        limits, cfg = msg["limits"], self.cfg
+        if self.layers.get("cgroup_memory"):  # the server's own ~10 MB count too: slack of 32 MiB
+            self._cg_set("memory", "memory.limit_in_bytes", str((limits["memory_mb"] + 32) << 20))
         if self.layers.get("cgroup_pids"):
-            _cg_write(cfg, "pids", slot, "pids.max", str(limits["nproc"]))
-        child_cfg = dict(cfg, slot=slot, uid=cfg["uid_base"] + slot)
+            self._cg_set("pids", "pids.max", str(limits["nproc"] + 1))
+        child_cfg = dict(cfg, uid=cfg["uid_base"] + cfg["slot"])
         if not self.layers.get("chroot"):
             child_cfg["workdir"] = os.path.join(cfg["root"], f"w{msg['job']}")
             os.makedirs(child_cfg["workdir"], mode=0o700)
             os.chown(child_cfg["workdir"], child_cfg["uid"], child_cfg["uid"])
-        oom_before = _oom_kills(cfg, slot)
-        flags = (_libc.CLONE_NEWPID if self.layers.get("pid_ns") else 0)
-        flags |= (_libc.CLONE_NEWNS if self.layers.get("chroot") else 0)
+        else:
+            self._prepare_work(limits, child_cfg["uid"])
+        oom_before = _oom_kills(cfg)
+        flags = _libc.CLONE_NEWPID if self.layers.get("pid_ns") else 0
         high = [os.dup(fd) for fd in fds]  # stay clear of 0..3, which the child dup2s onto
         pid = _libc.clone_process(flags)
         if pid == 0:
@@ -169,11 +212,27 @@ class Server:
         for fd in high:
             os.close(fd)
         pidfd = os.pidfd_open(pid)
-        self.jobs[pid] = {"id": msg["job"], "slot": slot, "pidfd": pidfd, "killed": None,
+        self.jobs[pid] = {"id": msg["job"], "pidfd": pidfd, "killed": None,
                           "deadline": time.monotonic() + msg["wall_s"], "t0": time.monotonic(),
                           "oom_before": oom_before, "uid": child_cfg["uid"],
                           "workdir": child_cfg.get("workdir")}
         self.sel.register(pidfd, selectors.EVENT_READ, pid)
+
+    def _cg_set(self, ctl: str, name: str, value: str) -> None:
+        if self._cg_values.get(name) != value:
+            _cg_write(self.cfg, ctl, name, value)
+            self._cg_values[name] = value
+
+    def _prepare_work(self, limits: dict, uid: int) -> None:
+        """A fresh tmpfs on <root>/work unless the mounted one is still empty and sized alike (cheap path)."""
+        work = self.cfg["root"] + "/work"
+        opts = f"size={limits['disk_mb']}m,nr_inodes={limits['inodes']},mode=0700,uid={uid},gid={uid}"
+        if opts == self._work_opts and not os.listdir(work):
+            return
+        if self._work_opts is not None:
+            _libc.umount_detach(work)
+        _libc.mount("tmpfs", work, "tmpfs", _libc.MS_NOSUID | _libc.MS_NODEV, opts)
+        self._work_opts = opts
 
     def _child(self, fds: list[int], cfg: dict) -> None:
         try:
@@ -203,11 +262,11 @@ class Server:
             pass
         for ctl in ("pids", "memory"):
             if self.layers.get(f"cgroup_{ctl}"):
-                path = os.path.join(self.cfg["cgroup_root"][ctl], f"slot{job['slot']}", "cgroup.procs")
-                with open(path) as f:
+                with open(os.path.join(_slot_dir(self.cfg, ctl), "cgroup.procs")) as f:
                     for line in f:
                         try:
-                            os.kill(int(line), signal.SIGKILL)
+                            if int(line) != os.getpid():
+                                os.kill(int(line), signal.SIGKILL)
                         except OSError:
                             pass
         if self.layers.get("uid_drop"):
@@ -227,15 +286,27 @@ class Server:
         os.close(job["pidfd"])
         if not self.layers.get("pid_ns"):
             self._kill_survivors(pid, job)
+            self._await_slot_empty()
         if job["workdir"]:
             shutil.rmtree(job["workdir"], ignore_errors=True)
         self._reap_orphans()
-        oom = _oom_kills(self.cfg, job["slot"]) > job["oom_before"]
+        oom = _oom_kills(self.cfg) > job["oom_before"]
         self._send({
             "job": job["id"], "event": "exit", "killed": job["killed"], "oom": oom,
             "exit_code": os.waitstatus_to_exitcode(status), "cpu_s": ru.ru_utime + ru.ru_stime,
             "max_rss_kb": ru.ru_maxrss, "wall_s": time.monotonic() - job["t0"],
         })
+
+    def _await_slot_empty(self, timeout_s: float = 1.0) -> None:
+        """Without a PID namespace, wait (briefly) until the killed survivors have left the slot's cgroup."""
+        ctl = "pids" if self.layers.get("cgroup_pids") else "memory" if self.layers.get("cgroup_memory") else None
+        deadline = time.monotonic() + timeout_s
+        while ctl is not None and time.monotonic() < deadline:
+            self._reap_orphans()
+            with open(os.path.join(_slot_dir(self.cfg, ctl), "cgroup.procs")) as f:
+                if not [p for p in f.read().split() if int(p) != os.getpid()]:
+                    break
+            time.sleep(0.002)
 
     def _reap_orphans(self) -> None:
         """As child subreaper the server inherits orphans (daemons killed without a PID namespace)."""
@@ -261,7 +332,7 @@ class Server:
                 os.wait4(pid, 0)
             except OSError:
                 pass
-        remove_cgroups(self.cfg)
+        leave_cgroups(self.cfg)
 
 
 def main(argv: list[str]) -> int:
@@ -284,7 +355,13 @@ def main(argv: list[str]) -> int:
     if layers.get("chroot"):
         _libc.mount(None, "/", None, _libc.MS_REC | _libc.MS_PRIVATE)
         build_root(cfg["root"])
-    make_cgroups(cfg)
+    join_cgroups(cfg)
+    for name in PRELOAD:  # imported once here, inherited by every child (imports cost 1-10 ms each)
+        try:
+            __import__(name)
+        except ImportError:
+            pass
+    gc.freeze()  # keep the server's objects out of the children's collections (fewer copy-on-write faults)
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
     sock = socket.socket(fileno=cfg["sock_fd"])
     server = Server(cfg, sock)

@@ -1,7 +1,7 @@
-"""Parent side of the sandbox: starts the fork server, sends it runs, drains output, enforces caps.
+"""Parent side of the sandbox: starts the fork servers, sends them runs, drains output, enforces caps.
 
-`Sandbox.run(request)` is thread-safe; at most `slots` runs are in flight (each holds one slot: its
-own uid, its own cgroups). Output is drained concurrently from stdout, stderr and the result channel
+`Sandbox.run(request)` is thread-safe; at most `slots` runs are in flight, one per slot. Each slot has
+its own fork server, uid and cgroups (the server joins its cgroups once; children inherit them). Output is drained concurrently from stdout, stderr and the result channel
 with byte caps (over the cap: the run is killed, reason `output`). The fork server enforces the wall
 deadline; the parent keeps a backstop (deadline + grace) after which the server is presumed broken,
 killed and restarted, and the run reported as a sandbox error. Every failure of the sandbox itself is
@@ -73,24 +73,51 @@ class _Stream:
 
 
 class Sandbox:
-    """One fork server and its slots. Start with the layers to enable; `close()` is idempotent."""
+    """`slots` fork servers (one per slot: its own uid and cgroups); `close()` is idempotent."""
 
     def __init__(self, layers: dict[str, bool], slots: int = 2) -> None:
         self.layers, self.slots = dict(layers), slots
-        self._lock, self._send_lock = threading.Lock(), threading.Lock()
+        n = next(_instances)
+        uid_base = 1_000_000 + ((os.getpid() * 131 + n) % 100_000) * 64
+        cg_name = f"scalerl-{os.getpid()}-{n}"
+        self._servers = [_Server(self.layers, s, uid_base, cg_name) for s in range(slots)]
         self._free: queue.Queue[int] = queue.Queue()
         for s in range(slots):
             self._free.put(s)
+        self._uid_base = uid_base
+
+    def run(self, req: RunRequest) -> RunResult:
+        """Run one program in the first free slot (blocks while all slots are busy)."""
+        slot = self._free.get()
+        try:
+            return self._servers[slot].run(req)
+        finally:
+            self._free.put(slot)
+
+    def close(self) -> None:
+        """Kill every fork server and every child; idempotent."""
+        for server in self._servers:
+            server.close()
+
+    @property
+    def server_pids(self) -> list[int]:
+        return [s.pid for s in self._servers if s.pid is not None]
+
+
+class _Server:
+    """One fork server serving one slot."""
+
+    def __init__(self, layers: dict[str, bool], slot: int, uid_base: int, cg_name: str) -> None:
+        self.layers, self.slot = layers, slot
+        self._lock, self._send_lock = threading.Lock(), threading.Lock()
         self._jobs = itertools.count(1)
         self._pending: dict[int, queue.Queue] = {}
         self._proc: subprocess.Popen | None = None
         self._sock: socket.socket | None = None
         self._root: str | None = None
         self._closed = False
-        n = next(_instances)
-        self._uid_base = 1_000_000 + ((os.getpid() * 131 + n) % 100_000) * 64
-        self._cg_name = f"scalerl-{os.getpid()}-{n}"
-        self._finalizer = weakref.finalize(self, Sandbox._shutdown, self.__dict__)
+        self._uid_base, self._cg_name = uid_base, cg_name
+        self._finalizer = weakref.finalize(self, _Server._shutdown, self.__dict__)
 
     # ------------------------------------------------------------------------------------------ server
     def _ensure_server(self) -> None:
@@ -99,7 +126,7 @@ class Sandbox:
                 raise RuntimeError("sandbox is closed")
             if self._proc is not None and self._proc.poll() is None and self._sock is not None:
                 return
-            Sandbox._shutdown(self.__dict__)
+            _Server._shutdown(self.__dict__)
             self._start_server()
 
     def _start_server(self) -> None:
@@ -107,7 +134,7 @@ class Sandbox:
         os.chmod(self._root, 0o711)
         parent_sock, child_sock = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         cfg = {
-            "layers": self.layers, "slots": self.slots, "root": self._root, "uid_base": self._uid_base,
+            "layers": self.layers, "slot": self.slot, "root": self._root, "uid_base": self._uid_base,
             "sock_fd": child_sock.fileno(), "parent_pid": os.getpid(),
             "cgroup_root": {c: f"/sys/fs/cgroup/{c}/{self._cg_name}" for c in ("memory", "pids")},
         }
@@ -161,24 +188,21 @@ class Sandbox:
         """Kill the fork server and every child; idempotent."""
         with self._lock:
             self._closed = True
-            Sandbox._shutdown(self.__dict__)
+            _Server._shutdown(self.__dict__)
 
     @property
-    def server_pid(self) -> int | None:
+    def pid(self) -> int | None:
         return self._proc.pid if self._proc is not None else None
 
     # ------------------------------------------------------------------------------------------ runs
     def run(self, req: RunRequest) -> RunResult:
-        slot = self._free.get()
         try:
             self._ensure_server()
-            return self._run_in_slot(req, slot)
+            return self._run(req)
         except (OSError, RuntimeError) as exc:
             return RunResult(error=f"sandbox: {type(exc).__name__}: {exc}")
-        finally:
-            self._free.put(slot)
 
-    def _run_in_slot(self, req: RunRequest, slot: int) -> RunResult:
+    def _run(self, req: RunRequest) -> RunResult:
         job = next(self._jobs)
         payload = json.dumps({"mode": req.mode, "code": req.code, "test": req.test, "token": req.token,
                               "entry_point": req.entry_point, "cases": req.cases,
@@ -189,7 +213,7 @@ class Sandbox:
         q: queue.Queue = queue.Queue()
         self._pending[job] = q
         try:
-            header = json.dumps({"op": "run", "job": job, "slot": slot, "limits": _limits(req),
+            header = json.dumps({"op": "run", "job": job, "limits": _limits(req),
                                  "wall_s": req.wall_s}).encode()
             try:
                 with self._send_lock:
@@ -284,7 +308,7 @@ class Sandbox:
     def _restart(self) -> None:
         logger.warning("sandbox fork server unresponsive; restarting it")
         with self._lock:
-            Sandbox._shutdown(self.__dict__)
+            _Server._shutdown(self.__dict__)
 
 
 def _limits(req: RunRequest) -> dict:
