@@ -79,13 +79,35 @@ def run(trials: int, seed: int, sigma: float) -> tuple[dict[str, dict[str, float
     }, pairs
 
 
+def example_figure(out: Path, seed: int) -> Path:
+    """The paper's math+code run, 16k GPU-hours, fitted up to 8k and extrapolated, with power laws."""
+    from trainer.fit import fit_power_law
+    from trainer.fit_plot import PlotSeries, plot_fits
+
+    specs = [s for s in published_curves() if "math+code" in s.name]
+    series = []
+    for row, spec in enumerate(specs):
+        c = np.concatenate([[0.0], np.linspace(16000 / 60, 16000, 60)])
+        y = spec.truth(c) + trial_rng(seed, 100 + row, 0).normal(0, NOISE_SIGMA, c.size)
+        label = spec.name.split(": ")[-1].replace(" curve", "")
+        series.append(PlotSeries(label=label, compute=c, reward=y, fit=fit_sigmoid(c, y, fit_until=8000),
+                                 power_law=fit_power_law(c, y, fit_until=8000), predict_at=[16000.0]))
+    return plot_fits(series, out, x_label="compute (GPU-hours)",
+                     title="Synthetic math+code run (paper Table 1 parameters, noise 0.01): fit to 8k, "
+                           "extrapolate to 16k")
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--trials", type=int, default=3, help="noise draws per published row")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--sigma", type=float, default=NOISE_SIGMA, help="noise sd on each evaluation")
     ap.add_argument("--json", type=Path, default=None, help="also write the results here")
+    ap.add_argument("--figure", type=Path, default=None,
+                    help="also draw the docs example figure (math+code rows, first-half fits) here")
     args = ap.parse_args()
+    if args.figure:
+        print(f"example figure: {example_figure(args.figure, args.seed)}")
     fit_sigmoid(*published_curves()[0].sample(trial_rng(1, 0, 0)))  # warm imports before timing
     res, pairs = run(args.trials, args.seed, args.sigma)
     print("\n| method | mean abs(A-A_true) | max abs(A-A_true) | mean rel. B err | mean rel. C_mid err | "

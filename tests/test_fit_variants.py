@@ -36,7 +36,7 @@ def test_fixed_A_narrows_the_B_interval():
     """Holding A removes its correlation with B: the B interval shrinks (why the paper fixes A)."""
     c, y = _noisy(MAIN)
     free, fixed = fit_sigmoid(c, y), fit_fixed_A(c, y, A=MAIN.A)
-    width = lambda f: f.intervals["B"][1] - f.intervals["B"][0]  # noqa: E731
+    width = lambda f: f.intervals["B"][1] - f.intervals["B"][0]
     assert width(fixed) < 0.8 * width(free)
 
 
@@ -70,7 +70,7 @@ def test_fit_until_holds_out_late_points():
 def test_initial_evaluation_pins_R0():
     c, y = _noisy(MAIN)
     with_zero, without = fit_sigmoid(c, y), fit_sigmoid(c[1:], y[1:])
-    width = lambda f: f.intervals["R0"][1] - f.intervals["R0"][0]  # noqa: E731
+    width = lambda f: f.intervals["R0"][1] - f.intervals["R0"][0]
     assert width(with_zero) < width(without)
 
 

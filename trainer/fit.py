@@ -44,7 +44,8 @@ from __future__ import annotations
 
 import logging
 import math
-from typing import Literal, Sequence
+from collections.abc import Sequence
+from typing import Literal
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict

@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import logging
 from pathlib import Path
-from typing import Optional
 
 import typer
 
@@ -54,9 +53,9 @@ def _load(metrics, domain, compute, metric, csv_file, compute_col, reward_cols):
 
 
 def _describe(label: str, fit, preds: list[dict], power_law) -> str:
-    lines = [f"{label}  ({fit.method} fit, {fit.n_points} points, compute {fit.compute_range[0]:g}"
-             f"-{fit.compute_range[1]:g}, residual sd {fit.sigma:.4f})"]
-    pct = int(round(fit.level * 100))
+    lines = [(f"{label}  ({fit.method} fit, {fit.n_points} points, compute {fit.compute_range[0]:g}"
+             f"-{fit.compute_range[1]:g}, residual sd {fit.sigma:.4f})")]
+    pct = round(fit.level * 100)
     for name in ("A", "B", "C_mid", "R0"):
         value, (lo, hi) = getattr(fit, name), fit.intervals[name]
         note = "  (fixed)" if name in fit.fixed else f"  [{lo:.4g}, {hi:.4g}] {pct} %"
@@ -76,21 +75,21 @@ def register(app: typer.Typer) -> None:
     @app.command("fit", help=HELP)
     def fit(
         metrics: list[Path] = typer.Option([], "--metrics", help="RUN/metrics.jsonl; repeat to overlay runs"),
-        domain: Optional[str] = typer.Option(None, help="fit only this validation domain (default: all)"),
+        domain: str | None = typer.Option(None, help="fit only this validation domain (default: all)"),
         compute: str = typer.Option("device_hours", help="compute axis: device_hours | device_s | flops"),
         metric: str = typer.Option("pass_rate", help="key under val.<domain> to fit"),
-        csv_file: Optional[Path] = typer.Option(None, "--csv", help="CSV file instead of metrics.jsonl"),
-        compute_col: Optional[str] = typer.Option(None, "--compute-col", help="CSV compute column"),
+        csv_file: Path | None = typer.Option(None, "--csv", help="CSV file instead of metrics.jsonl"),
+        compute_col: str | None = typer.Option(None, "--compute-col", help="CSV compute column"),
         reward_cols: list[str] = typer.Option([], "--reward-col", help="CSV reward column; repeat to overlay"),
-        r0: Optional[float] = typer.Option(None, "--r0", help="fix R0 (default: fitted; compute-0 rows pin it)"),
-        burn_in: Optional[float] = typer.Option(None, "--burn-in", help="drop points with 0 < C < this"),
-        fit_until: Optional[float] = typer.Option(None, "--fit-until", help="fit only C <= this"),
+        r0: float | None = typer.Option(None, "--r0", help="fix R0 (default: fitted; compute-0 rows pin it)"),
+        burn_in: float | None = typer.Option(None, "--burn-in", help="drop points with 0 < C < this"),
+        fit_until: float | None = typer.Option(None, "--fit-until", help="fit only C <= this"),
         predict_at: list[str] = typer.Option([], "--predict-at", help="compute to predict at (repeat or a,b)"),
         method: str = typer.Option("default", help="default | paper (the paper's grid search, slow)"),
-        fixed_a: Optional[float] = typer.Option(None, "--fixed-a", help="hold A at this value, refit B"),
+        fixed_a: float | None = typer.Option(None, "--fixed-a", help="hold A at this value, refit B"),
         power_law: bool = typer.Option(False, "--power-law", help="also fit R0 + k C^alpha"),
         level: float = typer.Option(0.9, help="interval level"),
-        plot: Optional[Path] = typer.Option(None, help="write a figure (PNG/PDF/SVG by suffix)"),
+        plot: Path | None = typer.Option(None, help="write a figure (PNG/PDF/SVG by suffix)"),
         as_json: bool = typer.Option(False, "--json", help="print a JSON object instead of text"),
     ) -> None:
         from trainer.fit import FitError

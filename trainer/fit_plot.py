@@ -110,7 +110,7 @@ def plot_fits(
     ends = {s.fit.compute_range[1] for s in fits_and_data}
     if len(ends) == 1 and (end := ends.pop()) < x_max * 0.999:
         ax.axvline(end, color="0.55", lw=0.8, ls="-.", zorder=1)
-        ax.annotate("fit window ends", (end, 0.98), xycoords=("data", "axes fraction"), va="top",
+        ax.annotate("fit window ends", (end, 0.02), xycoords=("data", "axes fraction"), va="bottom",
                     xytext=(4, 0), textcoords="offset points", fontsize=8, color="0.4")
     ax.set_xlim(0, x_max * 1.02)
     ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _pos: f"{v:,.0f}" if x_max >= 100 else f"{v:g}"))
@@ -119,7 +119,7 @@ def plot_fits(
     ax.grid(True, alpha=0.3, lw=0.6)
     for side in ("top", "right"):
         ax.spines[side].set_visible(False)
-    level = int(round(fits_and_data[0].fit.level * 100))
+    level = round(fits_and_data[0].fit.level * 100)
     ax.set_title(title or f"Sigmoid fit $R(C) = R_0 + (A - R_0)\\,/\\,(1 + (C_{{mid}}/C)^B)$"
                  f" with {level} % confidence band", fontsize=10)
     ax.legend(loc="upper left", fontsize=8, frameon=True, framealpha=0.9, edgecolor="0.85")
