@@ -4,8 +4,9 @@ One step = `accumulate(batch)` (forward/backward over token-budget micro-batches
 `optimizer_step()` (grad-norm clip, AdamW, scheduler). `step(batch)` does both.
 
 - Packing: `pack_samples` concatenates prompt + completion of every sample into one row with
-  per-sequence position ids (see `trainer.fp32_head`), so training sees each token in exactly the
-  sampler's context, without padding.
+  per-sequence position ids, so the loss tensors carry no padding; the decoder sees the row packed
+  or padded per sequence (`attention_layout`, see `trainer.fp32_head`), and either way each token is
+  in exactly the sampler's context.
 - Exact accumulation: the aggregation weights (`trainer.losses.aggregation_weights`) are computed on
   the whole batch and sliced per micro-batch, so the summed micro-batch gradients equal the gradient of
   the whole-batch loss (micro-batch 1 × accumulation 4 ≡ 4 × 1, up to float summation order).
