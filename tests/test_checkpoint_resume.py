@@ -29,6 +29,7 @@ def test_resume_gives_a_bit_identical_next_step(tmp_path):
     for _ in range(2):
         a.step(batch)
     save_checkpoint(tmp_path / "step_2", a.model, a, extra={"note": "test"})
+    expected_draws = (random.random(), float(np.random.rand()))
     expected = a.step(batch)
     expected_params = {n: p.detach().clone() for n, p in a.model.named_parameters()}
 
@@ -36,6 +37,7 @@ def test_resume_gives_a_bit_identical_next_step(tmp_path):
     torch.manual_seed(999), random.seed(999), np.random.seed(999)  # scrambled RNG until loaded
     summary = load_checkpoint(tmp_path / "step_2", b.model, b)
     assert summary == {"extra": {"note": "test"}, "step": 2, "policy_version": 2}
+    assert (random.random(), float(np.random.rand())) == expected_draws
     got = b.step(batch)
     assert got["loss"] == expected["loss"] and got["grad_norm"] == expected["grad_norm"]
     assert got["lr"] == expected["lr"] and b.policy_version == 3
