@@ -66,7 +66,8 @@ def test_code_items_mixed_with_math(client):
     ]
     verdicts = client.verify(items)
     assert [v.id for v in verdicts] == ["c0", "m1", "c2", "c3"]
-    assert [v.status for v in verdicts] == [Status.correct, Status.correct, Status.wrong, Status.correct]
+    assert [v.status for v in verdicts] == [Status.correct, Status.correct, Status.wrong, Status.correct], [
+        (v.status, v.details) for v in verdicts]
 
 
 def test_healthz_and_readyz(server):
@@ -76,7 +77,8 @@ def test_healthz_and_readyz(server):
     body = ready.json()
     assert body["ready"] is True and body["draining"] is False
     assert body["verifier"]["math"]["warm"] >= 1
-    assert "layers" in body["sandbox"] and body["sandbox"]["level"], body["sandbox"]
+    assert body["sandbox"]["meets_minimum"] is True and body["sandbox"]["minimum"] == "strict", body["sandbox"]
+    assert body["sandbox"]["layers"]["rlimits"] is True
 
 
 def test_metrics_text_format_counts_verdicts_and_has_no_per_item_labels(server, client):

@@ -88,10 +88,11 @@ async def healthz() -> Health:
 
 @router.get("/readyz", response_model=Readiness, responses={503: {"model": Readiness}})
 async def readyz(request: Request, response: Response) -> Readiness:
-    """Ready: the verifier pool is warm, sandbox layers are known, and the server is not draining."""
+    """Ready: math workers warm, the sandbox meets `verifier.code.sandbox` (else code items would all be
+    `error`; lower that level explicitly to serve anyway), and the server is not draining."""
     state = _state(request)
     pool_ready = state.pool is not None and await asyncio.to_thread(state.pool.ready)
-    ready = bool(pool_ready) and not state.draining
+    ready = bool(pool_ready) and not state.draining and bool(state.sandbox_layers.get("meets_minimum"))
     if not ready:
         response.status_code = 503
     return Readiness(ready=ready, draining=state.draining, verifier=_plain(state.pool_info()),

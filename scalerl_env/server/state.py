@@ -46,14 +46,20 @@ def build_version() -> str:
         return "0+unknown"
 
 
-def detect_sandbox_layers() -> dict[str, Any]:
-    """The sandbox isolation layers available here (reported by /readyz); the error text if detection fails."""
+def detect_sandbox_layers(code: Any) -> dict[str, Any]:
+    """The host's sandbox layers (reported by /readyz) and whether they meet `code.sandbox`, the
+    minimum level the code verifier insists on; the error text when detection itself fails."""
     try:
-        from verifiers.sandbox import detect_layers
+        from verifiers.sandbox import SandboxUnavailable, detect_layers, enabled_layers
 
-        return dict(detect_layers())
-    except Exception as exc:  # noqa: BLE001 - reported, not fatal: math-only servers run without a sandbox
-        return {"error": f"{type(exc).__name__}: {exc}"}
+        out = {**detect_layers(), "minimum": code.sandbox, "meets_minimum": True}
+        try:
+            enabled_layers(code.sandbox, getattr(code, "disable_layers", ()))
+        except SandboxUnavailable as exc:
+            out.update(meets_minimum=False, unavailable=str(exc))
+        return out
+    except Exception as exc:  # noqa: BLE001 - reported through /readyz (not ready), not fatal here
+        return {"error": f"{type(exc).__name__}: {exc}", "meets_minimum": False}
 
 
 class ServerState:
@@ -81,7 +87,7 @@ class ServerState:
                 from verifiers import VerifierPool
 
                 self.pool = await asyncio.to_thread(VerifierPool, self.config.verifier)
-            self.sandbox_layers = await asyncio.to_thread(detect_sandbox_layers)
+            self.sandbox_layers = await asyncio.to_thread(detect_sandbox_layers, self.config.verifier.code)
         except BaseException as exc:
             logger.error("reward server start-up failed: %s", exc)
             await self.stop()
