@@ -146,3 +146,24 @@ def _gauge(url: str, name: str) -> float:
 def _rejected(url: str, reason: str) -> float:
     series = f'scalerl_requests_rejected_total{{reason="{reason}"}}'
     return next((float(line.split()[-1]) for line in _metric_lines(url) if line.startswith(series)), 0.0)
+
+
+def test_client_timeout_raises_without_retrying(overloaded):
+    from scalerl_env.client import RewardServerError
+
+    with RewardClient(overloaded.url, timeout_s=0.5, max_retries=5) as client:
+        start = time.monotonic()
+        with pytest.raises(RewardServerError) as info:
+            client.verify([sleepy_code(1.5)])
+        assert info.value.status is None and "Timeout" in str(info.value)
+        assert time.monotonic() - start < 1.4  # one attempt, no retries of a request that may be scored
+    time.sleep(1.5)  # let the item finish so the next test sees an idle server
+
+
+def test_client_retries_refused_connections_then_gives_up():
+    from scalerl_env.client import RewardServerError
+    from tests.server_harness import free_port
+
+    with RewardClient(f"http://127.0.0.1:{free_port()}", max_retries=2, backoff_s=0.01) as client:
+        with pytest.raises(RewardServerError, match="cannot connect"):
+            client.verify([{"domain": "math", "completion": "\\boxed{1}", "answer": "1"}])

@@ -24,6 +24,9 @@ class ServerLimits(Strict):
         default=300.0, gt=0, description="a request still unscored after this many seconds gets 504"
     )
     retry_after_s: int = Field(default=1, ge=1, description="the Retry-After header sent with 503")
+    max_connections: int = Field(
+        default=1024, ge=1, description="open connections/requests uvicorn accepts; past it, 503 (bounds body memory)"
+    )
     concurrent_batches: int = Field(
         default=64, ge=1, le=1024, description="admitted requests handed to the verifier pool at once"
     )

@@ -57,6 +57,6 @@ def run_server(config: ServerConfig) -> None:
     uv_config = uvicorn.Config(
         app, host=config.host, port=config.port, log_config=None, access_log=False,
         timeout_graceful_shutdown=config.drain_timeout_s, lifespan="on",
-        limit_concurrency=None, timeout_keep_alive=30,
+        limit_concurrency=config.limits.max_connections, timeout_keep_alive=30,
     )
     _Server(uv_config, app.state.scalerl).run()
