@@ -164,6 +164,6 @@ def test_client_retries_refused_connections_then_gives_up():
     from scalerl_env.client import RewardServerError
     from tests.server_harness import free_port
 
-    with RewardClient(f"http://127.0.0.1:{free_port()}", max_retries=2, backoff_s=0.01) as client:
-        with pytest.raises(RewardServerError, match="cannot connect"):
-            client.verify([{"domain": "math", "completion": "\\boxed{1}", "answer": "1"}])
+    with RewardClient(f"http://127.0.0.1:{free_port()}", max_retries=2, backoff_s=0.01) as client, \
+            pytest.raises(RewardServerError, match="cannot connect"):
+        client.verify([{"domain": "math", "completion": "\\boxed{1}", "answer": "1"}])
