@@ -23,9 +23,10 @@ import json
 import random
 import time
 from collections import Counter
-from pathlib import Path
 
-REF = Path(__file__).resolve().parents[2] / "shared" / "reference" / "math500" / "test.jsonl"
+from scalerl_env.paths import reference_dir
+
+REF = reference_dir() / "math500" / "test.jsonl"
 TARGET_RATIO = 2.5
 
 

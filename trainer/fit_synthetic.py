@@ -14,18 +14,19 @@ Protocol (stated once, used by tests/test_fit_recovery.py and benchmarks/bench_f
 - Gaussian noise sigma = 0.01 on every evaluation (1,000 prompts x 16 samples at p ~ 0.5 gives a
   standard error near 0.004 plus prompt sampling; 0.01 is the issue's stated level);
 - trial k of a row draws its noise from ``numpy.random.default_rng((seed, row_index, k))``.
-The reference folder is ``$SCALERL_REFERENCE`` or ``<repo>/../shared/reference``.
+The reference folder is ``scalerl_env.paths.reference_dir()`` (``$SCALERL_REFERENCE`` or the vendored ``datasets/reference``).
 """
 
 from __future__ import annotations
 
 import csv
-import os
 import re
 from pathlib import Path
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict
+
+from scalerl_env.paths import reference_dir
 
 R0_STATED = 0.30
 NOISE_SIGMA = 0.01
@@ -58,18 +59,11 @@ class CurveSpec(BaseModel):
         return c, self.truth(c) + rng.normal(0.0, sigma, c.size)
 
 
-def reference_dir() -> Path:
-    env = os.environ.get("SCALERL_REFERENCE")
-    if env:
-        return Path(env)
-    return Path(__file__).resolve().parents[2] / "shared" / "reference"
-
-
 def published_curves(path: Path | None = None) -> list[CurveSpec]:
     """Rows of published_fit_params.csv that have A, B and C_mid."""
     path = path or reference_dir() / "scalerl_curves" / "published_fit_params.csv"
     if not path.exists():
-        raise FileNotFoundError(f"{path} not found; set SCALERL_REFERENCE to the shared reference folder")
+        raise FileNotFoundError(f"{path} not found; set SCALERL_REFERENCE to the reference folder")
     with path.open(newline="") as fh:
         rows = list(csv.DictReader(fh))
     return [_spec(r) for r in rows if r["A"] and r["B"] and r["C_mid"]]
