@@ -89,6 +89,31 @@ class ServerProcess:
         return self.log_path.read_text(errors="replace")
 
 
+def descendants(pid: int) -> set[int]:
+    """Every live process below `pid` (children, grandchildren, ...), from /proc."""
+    parents: dict[int, int] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                stat = (entry / "stat").read_text()
+            except OSError:
+                continue
+            parents[int(entry.name)] = int(stat.rsplit(")", 1)[1].split()[1])
+    found, frontier = set(), {pid}
+    while frontier:
+        frontier = {child for child, parent in parents.items() if parent in frontier} - found
+        found |= frontier
+    return found
+
+
+def alive(pid: int) -> bool:
+    """Running, and not a zombie waiting for its parent."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
 def shared_server(request, name: str, *args: str) -> ServerProcess:
     """One server per `name` for the whole session, stopped at session end."""
     if name not in _SHARED:

@@ -10,7 +10,7 @@ import time
 import httpx
 
 from scalerl_env.client import RewardClient
-from tests.server_harness import ServerProcess
+from tests.server_harness import ServerProcess, alive, descendants
 
 SUM_TESTS = {"kind": "stdio", "cases": [{"input": "", "output": "5\n"}]}
 SLEEPY = "```python\nimport time\ntime.sleep(0.4)\nprint(5)\n```"
@@ -51,6 +51,7 @@ def test_sigterm_during_load_drains_and_keeps_every_acknowledged_verdict(tmp_pat
     ledger = tmp_path / "ledger.duckdb"
     server = ServerProcess("--ledger", str(ledger), "--set", "drain_timeout_s=30").start()
     outcomes: list = []
+    children: set[int] = set()
     try:
         with RewardClient(server.url) as client:  # warm the code sandbox so load starts at full speed
             assert client.verify([{"domain": "code", "completion": SLEEPY, "tests": SUM_TESTS}])[0].correct
@@ -61,6 +62,7 @@ def test_sigterm_during_load_drains_and_keeps_every_acknowledged_verdict(tmp_pat
             while sum(o[0] == 200 for o in outcomes) < 8:  # load is flowing; others are in flight now
                 assert time.monotonic() < stop["at"] and not task.done(), "no load got through"
                 await asyncio.sleep(0.05)
+            children.update(descendants(server.proc.pid))
             server.proc.send_signal(signal.SIGTERM)
             signalled = time.monotonic()
             stop["at"] = signalled + 3.0
@@ -73,6 +75,11 @@ def test_sigterm_during_load_drains_and_keeps_every_acknowledged_verdict(tmp_pat
         server.stop()
     log = server.log()
     assert returncode == 0, log[-3000:]
+    assert len(children) >= 2, "math workers and the sandbox were running"
+    deadline = time.monotonic() + 10
+    while any(alive(pid) for pid in children) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not [pid for pid in children if alive(pid)], "workers and sandboxes are gone after exit"
     acked = [o for o in outcomes if o[0] == 200]
     assert len([o for o in acked if o[2] < signalled]) >= 8, "load was running before the signal"
     answered_after_signal = [o for o in acked if o[2] > signalled]
