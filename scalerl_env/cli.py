@@ -15,21 +15,25 @@ import typer
 COMMAND_MODULES = ("verify", "doctor", "serve", "ledger", "data")
 
 
-def build_app() -> typer.Typer:
-    app = typer.Typer(
-        name="scalerl-env",
-        help="Verifiable-reward environment for RL on LLMs.\n\nExample: scalerl-env verify --file items.jsonl",
-        no_args_is_help=True,
-        add_completion=False,
-    )
+def build_typer_app(name: str, help: str, command_modules: tuple[str, ...]) -> typer.Typer:
+    """A root typer app with `--verbose`, logging configured once, and each module's `register(app)`."""
+    app = typer.Typer(name=name, help=help, no_args_is_help=True, add_completion=False)
 
     @app.callback()
     def _root(verbose: bool = typer.Option(False, "--verbose", "-v", help="debug logging")) -> None:
         configure_logging(verbose)
 
-    for name in COMMAND_MODULES:
-        importlib.import_module(f"scalerl_env.commands.{name}").register(app)
+    for module in command_modules:
+        importlib.import_module(module).register(app)
     return app
+
+
+def build_app() -> typer.Typer:
+    return build_typer_app(
+        "scalerl-env",
+        "Verifiable-reward environment for RL on LLMs.\n\nExample: scalerl-env verify --file items.jsonl",
+        tuple(f"scalerl_env.commands.{name}" for name in COMMAND_MODULES),
+    )
 
 
 def configure_logging(verbose: bool = False) -> None:

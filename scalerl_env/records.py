@@ -14,7 +14,7 @@ from __future__ import annotations
 import hashlib
 import json
 from enum import Enum
-from typing import Annotated, Any, Literal, Union
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -78,7 +78,7 @@ class Verdict(Strict):
         elapsed_s: float = 0.0,
         rewards: RewardTable = DEFAULT_REWARDS,
         id: str | None = None,
-    ) -> "Verdict":
+    ) -> Verdict:
         status = Status(status)
         return cls(
             status=status, reward=rewards.reward(status), details=details or {}, elapsed_s=elapsed_s, id=id
@@ -124,12 +124,21 @@ class AssertTests(Strict):
     entry_point: str | None = None
 
 
-CodeTests = Annotated[Union[StdioTests, FunctionalTests, AssertTests], Field(discriminator="kind")]
+CodeTests = Annotated[StdioTests | FunctionalTests | AssertTests, Field(discriminator="kind")]
 
 
 class Limits(Strict):
     time_s: float = Field(default=2.0, gt=0, le=60, description="CPU-time limit per test, seconds")
     memory_mb: int = Field(default=512, ge=16, le=8192, description="address-space limit, MiB")
+
+
+def _check_reference(record, noun: str):
+    """Math needs an answer, code needs tests: the one rule for items and problems."""
+    if record.domain == "math" and record.answer is None:
+        raise ValueError(f"math {noun} need 'answer'")
+    if record.domain == "code" and record.tests is None:
+        raise ValueError(f"code {noun} need 'tests'")
+    return record
 
 
 # ---------------------------------------------------------------------------------------------- verify item
@@ -152,12 +161,8 @@ class VerifyItem(Strict):
     completion_tokens: int | None = Field(default=None, ge=0, le=2**63 - 1)
 
     @model_validator(mode="after")
-    def _needs_reference(self) -> "VerifyItem":
-        if self.domain == "math" and self.answer is None:
-            raise ValueError("math items need 'answer'")
-        if self.domain == "code" and self.tests is None:
-            raise ValueError("code items need 'tests'")
-        return self
+    def _needs_reference(self) -> VerifyItem:
+        return _check_reference(self, "items")
 
 
 # ---------------------------------------------------------------------------------------------- problems
@@ -196,12 +201,8 @@ class ProblemRecord(Strict):
     metadata: dict[str, Any] = Field(default_factory=dict)
 
     @model_validator(mode="after")
-    def _needs_reference(self) -> "ProblemRecord":
-        if self.domain == "math" and self.answer is None:
-            raise ValueError("math problems need 'answer'")
-        if self.domain == "code" and self.tests is None:
-            raise ValueError("code problems need 'tests'")
-        return self
+    def _needs_reference(self) -> ProblemRecord:
+        return _check_reference(self, "problems")
 
     def verify_item(self, completion: str, **context: Any) -> VerifyItem:
         """The verify item scoring `completion` against this problem."""
