@@ -147,3 +147,11 @@ def test_reference_errors_name_the_field():
     assert info.value.loc == ("ground_truth", 4)
     with pytest.raises(AdapterInputError):
         reference_item("x", ["not", "an", "answer"])
+
+
+def test_get_reward_without_prompts_scores_the_whole_query(server):
+    from scalerl_env.client import RewardClient
+
+    with RewardClient(server.url) as client:
+        result = client.get_reward(query=["Q: 2+2? A: \\boxed{4}", "Q: 2+2? A: \\boxed{5}"], labels=["4", "4"])
+    assert result.rewards == [1.0, 0.0] and result.scores == [1.0, 0.0]
