@@ -87,3 +87,14 @@ def test_metrics_and_curves_are_written(short_run):
         curve = json.loads((out / "curves" / f"{domain}.json").read_text())
         assert len(curve["pass_rate"]) == 4 and ("fit" in curve or "fit_error" in curve)
     assert (out / "curves" / "pass_rate.png").stat().st_size > 1000
+
+
+@pytest.mark.slow
+def test_cpu_default_full_length_learns_in_both_domains(tmp_path):
+    """What `make demo` runs (the TrainConfig defaults), end to end."""
+    from trainer.pipeline import train
+
+    summary = train(TrainConfig(), tmp_path / "run")
+    for domain in ("math", "code"):
+        rates = summary["heldout_pass_rate"][domain]
+        assert rates["last"] > rates["first"] + 0.05, f"{domain}: {rates}"

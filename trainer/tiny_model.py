@@ -30,10 +30,12 @@ PAD, BOS, EOS, UNK = "<pad>", "<bos>", "<eos>", "<unk>"
 SPECIALS = (PAD, BOS, EOS, UNK)
 CHARS = ["\n", "\t"] + [chr(i) for i in range(32, 127)]
 # The answer marker separates prompt from completion; it is plain text so any tokenizer can carry it.
+# In the template it is a Jinja string expression: HF renders templates with trim_blocks, which would
+# eat a literal newline right after a block tag.
 ANSWER_MARKER = "\nA: "
 CHAT_TEMPLATE = (
     "{{ bos_token }}{% for m in messages %}{% if m['role'] != 'assistant' %}{{ m['content'] }}{% endif %}"
-    "{% endfor %}{% if add_generation_prompt %}" + ANSWER_MARKER.replace("\n", "\\n") + "{% endif %}"
+    "{% endfor %}{% if add_generation_prompt %}{{ '" + ANSWER_MARKER.replace("\n", "\\n") + "' }}{% endif %}"
 )
 
 
@@ -75,7 +77,7 @@ class CharTokenizer:
         return [self.vocab.get(c, self.unk_token_id) for c in text]
 
     def decode(self, ids: Sequence[int], skip_special_tokens: bool = True) -> str:
-        special = {self.pad_token_id, self.bos_token_id, self.eos_token_id}
+        special = {self.pad_token_id, self.bos_token_id, self.eos_token_id, self.unk_token_id}
         pieces = [self.id_to_piece.get(int(i), UNK) for i in ids if not (skip_special_tokens and int(i) in special)]
         return "".join(pieces)
 

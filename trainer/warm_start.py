@@ -37,6 +37,7 @@ from trainer.tiny_model import CharTokenizer, TinyModelConfig, build_tiny_model,
 from trainer.train_config import WarmStartConfig
 
 log = logging.getLogger(__name__)
+RECIPE_VERSION = 2  # bump when the supervised recipe changes: cached folders of older recipes are not reused
 
 
 def cache_root() -> Path:
@@ -48,7 +49,7 @@ def cache_root() -> Path:
 
 def cache_key(model_cfg: TinyModelConfig, ws: WarmStartConfig, problems: Sequence[ProblemRecord]) -> str:
     digest = hashlib.sha256()
-    digest.update(json.dumps([model_cfg.model_dump(), ws.model_dump(exclude={"cache"}), 1], sort_keys=True).encode())
+    digest.update(json.dumps([model_cfg.model_dump(), ws.model_dump(exclude={"cache"}), RECIPE_VERSION], sort_keys=True).encode())
     for p in sorted(problems, key=lambda p: p.prompt_id):
         digest.update(f"{p.prompt_id}\x00{p.metadata.get('solution', '')}\x00".encode())
     return digest.hexdigest()[:20]
@@ -78,17 +79,17 @@ def warm_start(model_cfg: TinyModelConfig, ws: WarmStartConfig, problems: Sequen
 
 
 def _examples(problems: Sequence[ProblemRecord], ws: WarmStartConfig) -> list[tuple[str, str]]:
-    """(prompt text, target) pairs; `wrong_fraction` of targets are another problem's solution."""
+    """(prompt text, target) pairs per domain; `wrong_fraction` of targets are another problem's solution."""
     rng = random.Random(ws.seed)
     by_domain: dict[str, list[str]] = {}
     for p in problems:
         by_domain.setdefault(p.domain, []).append(p.metadata["solution"])
-    out = []
+    out: dict[str, list[tuple[str, str]]] = {}
     for p in problems:
         target = p.metadata["solution"]
         if rng.random() < ws.wrong_fraction:
             target = rng.choice(by_domain[p.domain])
-        out.append((render_prompt(p.prompt), target))
+        out.setdefault(p.domain, []).append((render_prompt(p.prompt), target))
     return out
 
 
@@ -113,13 +114,18 @@ def supervised_phase(model: Any, tok: CharTokenizer, problems: Sequence[ProblemR
     if not problems:
         raise ValueError("warm start needs problems with metadata['solution']")
     examples = _examples(problems, ws)
+    domains = sorted(examples)
     rng = random.Random(ws.seed + 1)
     opt = torch.optim.AdamW(model.parameters(), lr=ws.lr, weight_decay=0.0)
     sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: min(1.0, (s + 1) / 20) * max(0.1, 1 - s / max(ws.steps, 1)))
     model.train()
     loss = torch.tensor(float("nan"))
-    for _ in range(ws.steps):
-        ids, labels, mask = _batch(tok, [rng.choice(examples) for _ in range(ws.batch_size)])
+    for step in range(ws.steps):
+        if step % 50 == 0:
+            log.info("warm start: step %d/%d, loss %.3f", step, ws.steps, float(loss.detach()))
+        # Domains are drawn equally often whatever their pool sizes (level-0 code has 90 prompts, math 900).
+        pairs = [rng.choice(examples[rng.choice(domains)]) for _ in range(ws.batch_size)]
+        ids, labels, mask = _batch(tok, pairs)
         logits = model(input_ids=ids, attention_mask=mask).logits
         loss = F.cross_entropy(logits[:, :-1].reshape(-1, logits.shape[-1]).float(), labels[:, 1:].reshape(-1))
         loss.backward()
@@ -128,4 +134,4 @@ def supervised_phase(model: Any, tok: CharTokenizer, problems: Sequence[ProblemR
         sched.step()
         opt.zero_grad(set_to_none=True)
     model.eval()
-    return float(loss)
+    return float(loss.detach())
