@@ -147,6 +147,13 @@ def test_schema_error_is_422_naming_the_field(server):
     assert any(d["field"] == "items.0.answr" and d["type"] == "extra_forbidden" for d in detail)
 
 
+def test_malformed_json_is_422_with_the_offset(server):
+    response = httpx.post(server.url + "/v1/verify", content=b'{"items": [', headers={"content-type": "application/json"})
+    assert response.status_code == 422
+    error = response.json()["detail"][0]
+    assert error["field"] == "body" and "character 11" in error["msg"]
+
+
 def test_invalid_utf8_is_400_and_lone_surrogate_is_422(server):
     raw = b'{"items": [{"domain": "math", "completion": "\xff\xfe", "answer": "1"}]}'
     response = httpx.post(server.url + "/v1/verify", content=raw, headers={"content-type": "application/json"})

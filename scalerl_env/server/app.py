@@ -59,8 +59,11 @@ async def _validation_error(request: Request, exc: RequestValidationError) -> JS
     for err in exc.errors():
         loc = [p if isinstance(p, int) else str(p) for p in err.get("loc", ())]
         path = loc[1:] if loc[:1] == ["body"] else loc
-        detail.append({"field": ".".join(str(p) for p in path) or "body", "loc": loc,
-                       "msg": str(err.get("msg", "")), "type": str(err.get("type", ""))})
+        msg, kind = str(err.get("msg", "")), str(err.get("type", ""))
+        if kind == "json_invalid":  # FastAPI puts the character offset where a field path would be
+            reason = (err.get("ctx") or {}).get("error", "")
+            msg, path = f"invalid JSON at character {path[0] if path else '?'}: {reason}".rstrip(": "), []
+        detail.append({"field": ".".join(str(p) for p in path) or "body", "loc": loc, "msg": msg, "type": kind})
     return JSONResponse({"detail": detail}, status_code=422)
 
 
