@@ -7,7 +7,7 @@ Verifier: `CodeVerifier` with every isolation layer this host allows (strict on 
 servers; measured with 1 slot (same parallelism as the baseline) and with `--slots` (default 2).
 Prints executions per second and the ratio verifier / baseline (target: >= 10x with every layer on).
 
-Usage: python benchmarks/bench_code.py [--n 150] [--slots 2] [--all]
+Usage: python benchmarks/bench_code.py [--n 150] [--slots 2] [--rounds 3] [--all]
 """
 
 from __future__ import annotations
@@ -51,32 +51,46 @@ def baseline(rows: list[dict]) -> tuple[float, int]:
         return time.perf_counter() - t0, passed
 
 
-def verifier_run(rows: list[dict], slots: int) -> tuple[float, int, dict]:
+def verifier_run(verifier: CodeVerifier, rows: list[dict]) -> tuple[float, int]:
     items = [VerifyItem(id=str(r["task_id"]), domain="code", completion=r["code"], tests=from_mbpp(r),
                         limits={"time_s": 10.0}) for r in rows]
-    with CodeVerifier(CodeConfig(slots=slots)) as v:
-        v.verify_many(items[:slots])  # start the fork servers outside the timing
-        t0 = time.perf_counter()
-        verdicts = v.verify_many(items)
-        elapsed = time.perf_counter() - t0
-        return elapsed, sum(x.status.value == "correct" for x in verdicts), v.layers()
+    t0 = time.perf_counter()
+    verdicts = verifier.verify_many(items)
+    return time.perf_counter() - t0, sum(x.status.value == "correct" for x in verdicts)
+
+
+def measure(rows: list[dict], slots: int, rounds: int) -> dict:
+    """Arms interleaved chunk by chunk, so load changes on a shared machine hit all three alike."""
+    totals = {"baseline": [0.0, 0], "one": [0.0, 0], "many": [0.0, 0]}
+    with CodeVerifier(CodeConfig(slots=1)) as one, CodeVerifier(CodeConfig(slots=slots)) as many:
+        warm = rows[:slots]
+        verifier_run(one, warm[:1]), verifier_run(many, warm)  # start the fork servers outside the timing
+        for k in range(rounds):
+            chunk = rows[k::rounds]
+            for arm, fn in (("baseline", lambda: baseline(chunk)), ("one", lambda: verifier_run(one, chunk)),
+                            ("many", lambda: verifier_run(many, chunk))):
+                secs, ok = fn()
+                totals[arm][0] += secs
+                totals[arm][1] += ok
+        return {"totals": totals, "layers": many.layers()}
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--n", type=int, default=150, help="MBPP programs to run (max 399)")
     ap.add_argument("--slots", type=int, default=2)
+    ap.add_argument("--rounds", type=int, default=3, help="interleaved rounds (chunks of the workload)")
     ap.add_argument("--all", action="store_true", help="keep task 123 (3 s of program CPU) in the workload")
     args = ap.parse_args()
     with open(MBPP) as f:
         rows = [r for r in json.load(f) if args.all or r["task_id"] not in HEAVY][: args.n]
     n = len(rows)
-    base_s, base_ok = baseline(rows)
-    one_s, one_ok, layers = verifier_run(rows, 1)
-    many_s, many_ok, _ = verifier_run(rows, args.slots)
+    m = measure(rows, args.slots, args.rounds)
+    (base_s, base_ok), (one_s, one_ok), (many_s, many_ok) = (m["totals"][a] for a in ("baseline", "one", "many"))
+    layers = m["layers"]
     active = sorted(k for k, on in layers["layers"].items() if on)
     print(f"workload: {n} MBPP programs with their asserts{'' if args.all else ' (task 123 excluded)'}; "
-          f"host cpus: {os.cpu_count()}; load average {os.getloadavg()[0]:.1f}")
+          f"{args.rounds} interleaved rounds; host cpus: {os.cpu_count()}; load average {os.getloadavg()[0]:.1f}")
     print(f"sandbox level {layers['level']}; layers on: {', '.join(active)}")
     print(f"baseline subprocess.run per test : {n / base_s:8.1f} exec/s  ({base_ok}/{n} pass, {base_s:.2f} s)")
     print(f"verifier, 1 slot                 : {n / one_s:8.1f} exec/s  ({one_ok}/{n} correct, {one_s:.2f} s)"

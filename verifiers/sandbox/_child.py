@@ -54,11 +54,6 @@ def setup(job_fd: int, fds: list[int], cfg: dict, seccomp) -> dict:
     os.closerange(len(fds), 1 << 16)
     os.setsid()
     layers, limits, uid = cfg["layers"], job["limits"], cfg["uid"]
-    try:
-        with open("/proc/self/oom_score_adj", "w") as f:
-            f.write("1000")  # under memory pressure the program goes first, never the server
-    except OSError:
-        pass
     if layers.get("chroot"):
         os.chroot(cfg["root"])  # the server mounted a fresh, empty tmpfs on /work for this run
         os.chdir("/work")

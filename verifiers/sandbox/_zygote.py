@@ -85,11 +85,6 @@ def join_cgroups(cfg: dict) -> None:
                 except FileNotFoundError:
                     if attempt == 2:
                         raise
-    try:
-        with open("/proc/self/oom_score_adj", "w") as f:
-            f.write("-1000")  # an OOM in the slot kills the program, not the server (where allowed)
-    except OSError:
-        pass
 
 
 def _sweep_stale(parent: str, own: str) -> None:
@@ -152,6 +147,7 @@ class Server:
         self.jobs: dict[int, dict] = {}  # pid -> job state
         self._work_opts: str | None = None
         self._cg_values: dict[str, str] = {}
+        self._oom_last = _oom_kills(cfg)
 
     def serve(self) -> None:
         while True:
@@ -203,7 +199,6 @@ class Server:
             os.chown(child_cfg["workdir"], child_cfg["uid"], child_cfg["uid"])
         else:
             self._prepare_work(limits, child_cfg["uid"])
-        oom_before = _oom_kills(cfg)
         flags = _libc.CLONE_NEWPID if self.layers.get("pid_ns") else 0
         high = [os.dup(fd) for fd in fds]  # stay clear of 0..3, which the child dup2s onto
         pid = _libc.clone_process(flags)
@@ -214,7 +209,7 @@ class Server:
         pidfd = os.pidfd_open(pid)
         self.jobs[pid] = {"id": msg["job"], "pidfd": pidfd, "killed": None,
                           "deadline": time.monotonic() + msg["wall_s"], "t0": time.monotonic(),
-                          "oom_before": oom_before, "uid": child_cfg["uid"],
+                          "uid": child_cfg["uid"],
                           "workdir": child_cfg.get("workdir")}
         self.sel.register(pidfd, selectors.EVENT_READ, pid)
 
@@ -290,7 +285,8 @@ class Server:
         if job["workdir"]:
             shutil.rmtree(job["workdir"], ignore_errors=True)
         self._reap_orphans()
-        oom = _oom_kills(self.cfg) > job["oom_before"]
+        oom_count = _oom_kills(self.cfg)  # cumulative per slot; one run at a time per slot
+        oom, self._oom_last = oom_count > self._oom_last, oom_count
         self._send({
             "job": job["id"], "event": "exit", "killed": job["killed"], "oom": oom,
             "exit_code": os.waitstatus_to_exitcode(status), "cpu_s": ru.ru_utime + ru.ru_stime,
