@@ -23,10 +23,10 @@ import time
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, REPO)
 
-from scalerl_env.records import VerifyItem  # noqa: E402
-from verifiers.code import CodeVerifier  # noqa: E402
-from verifiers.config import CodeConfig  # noqa: E402
-from verifiers.converters import from_mbpp  # noqa: E402
+from scalerl_env.records import VerifyItem
+from verifiers.code import CodeVerifier
+from verifiers.config import CodeConfig
+from verifiers.converters import from_mbpp
 
 MBPP = os.path.join(os.path.dirname(REPO), "shared", "reference", "mbpp_sanitized_prime", "new_mbpp.json")
 # Task 123 spends ~3 s of CPU in the program itself, identically in both arms; with it the ratio would
@@ -46,7 +46,7 @@ def baseline(rows: list[dict]) -> tuple[float, int]:
             paths.append(path)
         t0 = time.perf_counter()
         for path in paths:
-            proc = subprocess.run([sys.executable, path], capture_output=True, timeout=60, cwd=d)
+            proc = subprocess.run([sys.executable, path], capture_output=True, timeout=60, cwd=d, check=False)
             passed += proc.returncode == 0
         return time.perf_counter() - t0, passed
 
@@ -67,8 +67,8 @@ def measure(rows: list[dict], slots: int, rounds: int) -> dict:
         verifier_run(one, warm[:1]), verifier_run(many, warm)  # start the fork servers outside the timing
         for k in range(rounds):
             chunk = rows[k::rounds]
-            for arm, fn in (("baseline", lambda: baseline(chunk)), ("one", lambda: verifier_run(one, chunk)),
-                            ("many", lambda: verifier_run(many, chunk))):
+            for arm, fn in (("baseline", lambda c=chunk: baseline(c)), ("one", lambda c=chunk: verifier_run(one, c)),
+                            ("many", lambda c=chunk: verifier_run(many, c))):
                 secs, ok = fn()
                 totals[arm][0] += secs
                 totals[arm][1] += ok

@@ -26,8 +26,7 @@ from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from scalerl_env.records import (AssertTests, FunctionalTests, Limits, Status, StdioTests, Verdict,
-                                 VerifyItem)
+from scalerl_env.records import AssertTests, FunctionalTests, Limits, Status, StdioTests, Verdict, VerifyItem
 from verifiers.code_compare import compare_output, functional_equal
 from verifiers.code_extract import extract_code
 from verifiers.config import CodeConfig
@@ -73,7 +72,7 @@ class CodeVerifier:
         t0 = time.monotonic()
         try:
             status, details = self._verify(item)
-        except Exception as exc:  # noqa: BLE001 — a verifier bug is an `error`, never the model's 0
+        except Exception as exc:
             logger.exception("code verifier failed on item %r", item.id)
             status, details = Status.error, {"error": f"{type(exc).__name__}: {exc}"}
         details["sandbox"] = {"level": best_level(self._layers),
@@ -90,7 +89,7 @@ class CodeVerifier:
         self._pool.shutdown(wait=True, cancel_futures=True)
         self._sandbox.close()
 
-    def __enter__(self) -> "CodeVerifier":
+    def __enter__(self) -> CodeVerifier:  # noqa: PYI034 — Self needs Python 3.11
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -109,7 +108,7 @@ class CodeVerifier:
         elif isinstance(tests, AssertTests):
             results = self._run_assert(code, tests, limits)
         else:
-            raise ValueError("code items need tests of kind stdio, functional or assert")
+            raise TypeError("code items need tests of kind stdio, functional or assert")
         return _status(results), {"extracted_chars": len(code), "tests": [r["public"] for r in results],
                                   "passed": sum(r["public"]["passed"] for r in results),
                                   "total": len(results), **_failure_output(results, self.config.stderr_tail_chars)}

@@ -22,9 +22,9 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, REPO)
 
-from scalerl_env.records import VerifyItem  # noqa: E402
-from verifiers.code import CodeVerifier  # noqa: E402
-from verifiers.config import CodeConfig  # noqa: E402
+from scalerl_env.records import VerifyItem
+from verifiers.code import CodeVerifier
+from verifiers.config import CodeConfig
 
 SANDBOX_UID_MIN = 1_000_000
 LIMITS = {"time_s": 0.5, "memory_mb": 256}
@@ -103,7 +103,8 @@ def main(argv: list[str]) -> int:
             "{port}": str(port)}
     with CodeVerifier(CodeConfig(max_output_bytes=1 << 20)) as verifier:
         for name in corpus(argv[1:]):
-            src = open(os.path.join(HERE, name + ".py")).read()
+            with open(os.path.join(HERE, name + ".py")) as f:
+                src = f.read()
             for k, v in subs.items():
                 src = src.replace(k, v)
             meta = header(src)

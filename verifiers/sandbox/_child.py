@@ -15,10 +15,10 @@ expectations) ever enters this process.
 from __future__ import annotations
 
 import ast
-import resource
 import builtins
 import json
 import os
+import resource
 import signal
 import sys
 import time
@@ -126,7 +126,7 @@ def _main_namespace() -> dict:
 def _run_main(code, namespace: dict, exit_ok: bool = True) -> None:
     """exec the program; SystemExit(0/None) is a normal end only if `exit_ok`, anything else exits nonzero."""
     try:
-        exec(code, namespace)
+        exec(code, namespace)  # noqa: S102 — running the program is the point
     except SystemExit as exc:
         if not exit_ok or exc.code not in (None, 0):
             _flush_exit(exc.code if isinstance(exc.code, int) and exc.code else 1)
@@ -180,7 +180,7 @@ def _run_assert(job: dict, code) -> None:
         _emit({"test_error": f"{type(exc).__name__}: {exc}"[:2000]})
         _exit(3)
     namespace = _main_namespace()
-    exec(prelude, namespace)  # the test's leading imports, visible to the solution (MBPP relies on it)
+    exec(prelude, namespace)  # noqa: S102 — the test's leading imports, visible to the program (MBPP relies on it)
     # Everything used after the program runs is bound now and the harness modules are unlisted, so a
     # program that patches sys.modules entries cannot change what runs after it.
     run_main, emit, flush_exit, equal = _run_main, _emit, _flush_exit, _canon.equal

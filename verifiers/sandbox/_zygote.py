@@ -30,8 +30,8 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-import _child  # noqa: E402
-import _libc  # noqa: E402
+import _child
+import _libc
 
 NS_LAYERS = {"net_ns": _libc.CLONE_NEWNET, "ipc_ns": _libc.CLONE_NEWIPC, "uts_ns": _libc.CLONE_NEWUTS,
              "mount_ns": _libc.CLONE_NEWNS}  # entered once by the zygote; pid_ns is per child
