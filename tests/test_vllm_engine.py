@@ -14,10 +14,10 @@ import torch
 
 pytest.importorskip("vllm", reason="the vLLM tests run in .venv-vllm (make test-vllm)")
 
-from trainer.engines.base import GenerationRequest, InterruptionPlan, SamplingParams  # noqa: E402
-from trainer.engines.vllm_engine import VLLMEngine, VLLMOptions  # noqa: E402
-from trainer.fp32_head import token_logprobs  # noqa: E402
-from trainer.tiny_model import CharTokenizer, TinyModelConfig, build_tiny_model, render_prompt, save_tiny  # noqa: E402
+from trainer.engines.base import GenerationRequest, InterruptionPlan, SamplingParams
+from trainer.engines.vllm_engine import VLLMEngine, VLLMOptions
+from trainer.fp32_head import token_logprobs
+from trainer.tiny_model import CharTokenizer, TinyModelConfig, build_tiny_model, render_prompt, save_tiny
 
 pytestmark = pytest.mark.vllm
 TOK = CharTokenizer()
@@ -33,8 +33,13 @@ def model():
 @pytest.fixture(scope="module")
 def engine(model, tmp_path_factory):
     folder = save_tiny(tmp_path_factory.mktemp("tiny"), model, TOK)
-    eng = VLLMEngine(folder, eos_token_id=TOK.eos_token_id, max_slots=32, max_seq_len=256,
-                     options=VLLMOptions(seed=0, kv_cache_gib=1))
+    eng = VLLMEngine(
+        folder,
+        eos_token_id=TOK.eos_token_id,
+        max_slots=32,
+        max_seq_len=256,
+        options=VLLMOptions(seed=0, kv_cache_gib=1),
+    )
     yield eng
     eng.close()
 
@@ -46,8 +51,10 @@ def prompt_ids(text: str) -> list[int]:
 def trainer_logprobs(model, prompt: list[int], completion: list[int], head_scale: float = 1.0) -> list[float]:
     """The trainer's recomputation: packed forward, FP32 head (`trainer.fp32_head`), head x `head_scale`."""
     with torch.no_grad():
-        lp = token_logprobs(model, torch.tensor(prompt + completion), fp32_head=True, temperature=1 / head_scale)
-    return lp[len(prompt):].tolist()
+        lp = token_logprobs(
+            model, torch.tensor(prompt + completion), fp32_head=True, temperature=1 / head_scale
+        )
+    return lp[len(prompt) :].tolist()
 
 
 def collect(engine, n_groups: int, timeout_s: float = 180.0):
@@ -60,20 +67,36 @@ def collect(engine, n_groups: int, timeout_s: float = 180.0):
 
 def max_sampled_error(model, prompt, sample, versions_of=None, head_scale: float = 1.0) -> float:
     ref = trainer_logprobs(model, prompt, sample.token_ids, head_scale)
-    return max(abs(a - b) for a, b, m, v in zip(ref, sample.logprobs, sample.loss_mask, sample.policy_versions)
-               if m and (versions_of is None or v == versions_of))
+    return max(
+        abs(a - b)
+        for a, b, m, v in zip(ref, sample.logprobs, sample.loss_mask, sample.policy_versions)
+        if m and (versions_of is None or v == versions_of)
+    )
 
 
 def test_generator_logprobs_match_trainer_recomputation_with_interruption(engine, model):
-    plan = InterruptionPlan(think_budget_tokens=12, phrase_token_ids=TOK.encode(" Time is up. "),
-                            answer_budget_tokens=8)
+    plan = InterruptionPlan(
+        think_budget_tokens=12, phrase_token_ids=TOK.encode(" Time is up. "), answer_budget_tokens=8
+    )
     texts = ["1+2=?", "What is 17-9?", "f(1)=3, f(2)=5. Write f."]
     for i, text in enumerate(texts):
-        engine.submit(GenerationRequest(request_id=f"a{i}", prompt_token_ids=prompt_ids(text), samples_per_prompt=3,
-                                        sampling=SamplingParams(stop_token_ids=[NEVER], seed=i),
-                                        interruption=plan))
-    engine.submit(GenerationRequest(request_id="b", prompt_token_ids=prompt_ids("9*9"), samples_per_prompt=2,
-                                    sampling=SamplingParams(max_new_tokens=30, seed=9)))
+        engine.submit(
+            GenerationRequest(
+                request_id=f"a{i}",
+                prompt_token_ids=prompt_ids(text),
+                samples_per_prompt=3,
+                sampling=SamplingParams(stop_token_ids=[NEVER], seed=i),
+                interruption=plan,
+            )
+        )
+    engine.submit(
+        GenerationRequest(
+            request_id="b",
+            prompt_token_ids=prompt_ids("9*9"),
+            samples_per_prompt=2,
+            sampling=SamplingParams(max_new_tokens=30, seed=9),
+        )
+    )
     groups = collect(engine, len(texts) + 1)
     for g in groups:
         for s in g.samples:
@@ -83,7 +106,7 @@ def test_generator_logprobs_match_trainer_recomputation_with_interruption(engine
         for s in g.samples:
             n_phrase = len(plan.phrase_token_ids)
             assert s.interrupted and s.finish_reason == "length"
-            assert s.token_ids[12:12 + n_phrase] == plan.phrase_token_ids
+            assert s.token_ids[12 : 12 + n_phrase] == plan.phrase_token_ids
             assert s.loss_mask == [1] * 12 + [0] * n_phrase + [1] * 8
     plain = groups[-1].samples
     assert all(not s.interrupted and s.finish_reason in ("stop", "length") for s in plain)
@@ -91,9 +114,12 @@ def test_generator_logprobs_match_trainer_recomputation_with_interruption(engine
 
 
 def _run(engine, request_id: str, on_progress=None):
-    request = GenerationRequest(request_id=request_id, prompt_token_ids=prompt_ids("Count: 1 2 3"),
-                                samples_per_prompt=8, sampling=SamplingParams(max_new_tokens=150,
-                                                                              stop_token_ids=[NEVER], seed=5))
+    request = GenerationRequest(
+        request_id=request_id,
+        prompt_token_ids=prompt_ids("Count: 1 2 3"),
+        samples_per_prompt=8,
+        sampling=SamplingParams(max_new_tokens=150, stop_token_ids=[NEVER], seed=5),
+    )
     start = engine.stats.sampled_tokens
     engine.submit(request)
     if on_progress is not None:
@@ -138,10 +164,18 @@ def test_bad_weights_are_rejected_before_reload_and_engine_keeps_working(engine,
     with pytest.raises(ValueError, match="lm_head.weight"):
         engine.update_weights(missing, version + 1)
     with pytest.raises(ValueError, match="max_seq_len"):
-        engine.submit(GenerationRequest(request_id="long", prompt_token_ids=[1] * 200,
-                                        sampling=SamplingParams(max_new_tokens=100)))
+        engine.submit(
+            GenerationRequest(
+                request_id="long", prompt_token_ids=[1] * 200, sampling=SamplingParams(max_new_tokens=100)
+            )
+        )
     assert engine.policy_version == version
-    engine.submit(GenerationRequest(request_id="after", prompt_token_ids=prompt_ids("2+2"),
-                                    sampling=SamplingParams(max_new_tokens=10, seed=1)))
+    engine.submit(
+        GenerationRequest(
+            request_id="after",
+            prompt_token_ids=prompt_ids("2+2"),
+            sampling=SamplingParams(max_new_tokens=10, seed=1),
+        )
+    )
     (group,) = collect(engine, 1)
     assert max_sampled_error(model, group.request.prompt_token_ids, group.samples[0]) < TOL

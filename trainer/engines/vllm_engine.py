@@ -97,7 +97,7 @@ def checkpoint_shapes(model_dir: str | Path) -> dict[str, tuple[int, ...]]:
         raise FileNotFoundError(f"{model_dir}: no .safetensors files (vLLM engine needs a HF folder)")
     for f in files:
         with safe_open(str(f), framework="pt") as sf:
-            for name in sf.keys():
+            for name in sf:
                 shapes[name] = tuple(sf.get_slice(name).get_shape())
     return shapes
 
@@ -118,9 +118,17 @@ def versions_per_token(spans: Any, n: int) -> list[int]:
 class VLLMEngine(GenerationEngine):
     """See the module docstring. `model_dir` is a Hugging Face folder with safetensors weights."""
 
-    def __init__(self, model_dir: str | Path, *, eos_token_id: int, max_slots: int = 256, max_seq_len: int = 512,
-                 policy_version: int = 0, options: VLLMOptions | None = None,
-                 weight_dir: str | Path | None = None) -> None:
+    def __init__(
+        self,
+        model_dir: str | Path,
+        *,
+        eos_token_id: int,
+        max_slots: int = 256,
+        max_seq_len: int = 512,
+        policy_version: int = 0,
+        options: VLLMOptions | None = None,
+        weight_dir: str | Path | None = None,
+    ) -> None:
         self.model_dir = str(model_dir)
         self.options = options or VLLMOptions()
         self.eos_token_id = eos_token_id
@@ -162,8 +170,10 @@ class VLLMEngine(GenerationEngine):
     def submit(self, request: GenerationRequest) -> None:
         budget = _budget(request)
         if len(request.prompt_token_ids) + budget > self.max_seq_len:
-            raise ValueError(f"request {request.request_id}: prompt ({len(request.prompt_token_ids)}) + budget "
-                             f"({budget}) exceeds the engine's max_seq_len {self.max_seq_len}")
+            raise ValueError(
+                f"request {request.request_id}: prompt ({len(request.prompt_token_ids)}) + budget "
+                f"({budget}) exceeds the engine's max_seq_len {self.max_seq_len}"
+            )
         with self._cv:
             self._raise_if_failed()
             if self._closed:
@@ -231,12 +241,21 @@ class VLLMEngine(GenerationEngine):
         o = self.options
         os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", str(o.kv_cache_gib))
         args = AsyncEngineArgs(
-            model=self.model_dir, skip_tokenizer_init=True, dtype=o.dtype, seed=o.seed,
-            max_model_len=self.max_seq_len, max_num_seqs=self.max_slots, enable_prefix_caching=False,
-            logprobs_mode="processed_logprobs", async_scheduling=False, enforce_eager=o.enforce_eager,
+            model=self.model_dir,
+            skip_tokenizer_init=True,
+            dtype=o.dtype,
+            seed=o.seed,
+            max_model_len=self.max_seq_len,
+            max_num_seqs=self.max_slots,
+            enable_prefix_caching=False,
+            logprobs_mode="processed_logprobs",
+            async_scheduling=False,
+            enforce_eager=o.enforce_eager,
             hf_overrides={"head_dtype": "float32"} if o.fp32_head else None,
-            worker_extension_cls=_EXTENSION, tensor_parallel_size=o.tensor_parallel_size,
-            gpu_memory_utilization=o.gpu_memory_utilization, disable_log_stats=True,
+            worker_extension_cls=_EXTENSION,
+            tensor_parallel_size=o.tensor_parallel_size,
+            gpu_memory_utilization=o.gpu_memory_utilization,
+            disable_log_stats=True,
         )
         t0 = time.perf_counter()
         self.llm = AsyncLLM.from_engine_args(args)
@@ -286,7 +305,9 @@ class VLLMEngine(GenerationEngine):
     async def _group(self, request: GenerationRequest) -> None:
         self._busy(+1)
         try:
-            samples = await asyncio.gather(*(self._sample(request, i) for i in range(request.samples_per_prompt)))
+            samples = await asyncio.gather(
+                *(self._sample(request, i) for i in range(request.samples_per_prompt))
+            )
         finally:
             self._busy(-1)
         with self._cv:
@@ -300,9 +321,16 @@ class VLLMEngine(GenerationEngine):
         # Ids outside the vocabulary can never be sampled (vLLM rejects them; the torch engine ignores them).
         stops = [t for t in (s.stop_token_ids or [self.eos_token_id]) if 0 <= t < self.vocab_size]
         return VSamplingParams(
-            temperature=s.temperature, top_p=s.top_p, top_k=s.top_k, max_tokens=max_tokens, logprobs=0,
-            stop_token_ids=stops, ignore_eos=True, detokenize=False,
-            seed=None if s.seed is None else s.seed + 1000 * index + phase, output_kind=RequestOutputKind.DELTA,
+            temperature=s.temperature,
+            top_p=s.top_p,
+            top_k=s.top_k,
+            max_tokens=max_tokens,
+            logprobs=0,
+            stop_token_ids=stops,
+            ignore_eos=True,
+            detokenize=False,
+            seed=None if s.seed is None else s.seed + 1000 * index + phase,
+            output_kind=RequestOutputKind.DELTA,
         )
 
     async def _sample(self, request: GenerationRequest, index: int) -> GeneratedSample:
@@ -310,30 +338,47 @@ class VLLMEngine(GenerationEngine):
         plan = request.interruption
         budget = plan.think_budget_tokens if plan else request.sampling.max_new_tokens
         rid = f"{request.request_id}/{index}"
-        tokens, logprobs, versions, reason = await self._generate(rid, request.prompt_token_ids,
-                                                                  self._params(request.sampling, budget, index, 0))
+        tokens, logprobs, versions, reason = await self._generate(
+            rid, request.prompt_token_ids, self._params(request.sampling, budget, index, 0)
+        )
         mask = [1] * len(tokens)
         if plan is None or reason != "length":
-            return GeneratedSample(sample_index=index, token_ids=tokens, logprobs=logprobs, policy_versions=versions,
-                                   loss_mask=mask, finish_reason=reason)
+            return GeneratedSample(
+                sample_index=index,
+                token_ids=tokens,
+                logprobs=logprobs,
+                policy_versions=versions,
+                loss_mask=mask,
+                finish_reason=reason,
+            )
         phrase = list(plan.phrase_token_ids)
         context = [*request.prompt_token_ids, *tokens, *phrase]
         answer, answer_lp, answer_v, reason = await self._generate(
-            f"{rid}/answer", context, self._params(request.sampling, plan.answer_budget_tokens, index, 1))
+            f"{rid}/answer", context, self._params(request.sampling, plan.answer_budget_tokens, index, 1)
+        )
         phrase_v = answer_v[0] if answer_v else versions[-1]
         return GeneratedSample(
-            sample_index=index, token_ids=tokens + phrase + answer, logprobs=logprobs + [0.0] * len(phrase) + answer_lp,
+            sample_index=index,
+            token_ids=tokens + phrase + answer,
+            logprobs=logprobs + [0.0] * len(phrase) + answer_lp,
             policy_versions=versions + [phrase_v] * len(phrase) + answer_v,
-            loss_mask=mask + [0] * len(phrase) + [1] * len(answer), finish_reason=reason, interrupted=True)
+            loss_mask=mask + [0] * len(phrase) + [1] * len(answer),
+            finish_reason=reason,
+            interrupted=True,
+        )
 
-    async def _generate(self, request_id: str, prompt: list[int], params: Any) -> tuple[list, list, list, str]:
+    async def _generate(
+        self, request_id: str, prompt: list[int], params: Any
+    ) -> tuple[list, list, list, str]:
         """One vLLM request: sampled tokens, their logprobs and policy versions, and the finish reason."""
         from vllm.inputs import TokensPrompt
 
         tokens: list[int] = []
         logprobs: list[float] = []
         spans, reason = None, None
-        async for out in self.llm.generate(TokensPrompt(prompt_token_ids=prompt), params, request_id=request_id):
+        async for out in self.llm.generate(
+            TokensPrompt(prompt_token_ids=prompt), params, request_id=request_id
+        ):
             c = out.outputs[0]
             tokens.extend(c.token_ids)
             logprobs.extend(next(iter(d.values())).logprob for d in (c.logprobs or []))
@@ -355,11 +400,16 @@ class VLLMEngine(GenerationEngine):
         missing = sorted(set(expected) - set(weights))
         # A tied output embedding is absent from the checkpoint; the input embedding carries it.
         unexpected = sorted(set(weights) - set(expected) - {"lm_head.weight"})
-        wrong = [f"{k}: {tuple(weights[k].shape)} != {expected[k]}" for k in expected
-                 if k in weights and tuple(weights[k].shape) != expected[k]]
+        wrong = [
+            f"{k}: {tuple(weights[k].shape)} != {expected[k]}"
+            for k in expected
+            if k in weights and tuple(weights[k].shape) != expected[k]
+        ]
         if missing or unexpected or wrong:
-            raise ValueError(f"weights do not match {self.model_dir}: missing {missing[:5]}, "
-                             f"unexpected {unexpected[:5]}, wrong shapes {wrong[:5]}")
+            raise ValueError(
+                f"weights do not match {self.model_dir}: missing {missing[:5]}, "
+                f"unexpected {unexpected[:5]}, wrong shapes {wrong[:5]}"
+            )
         return {k: weights[k].detach().to("cpu", dtype).contiguous().clone() for k in expected}
 
 
