@@ -24,9 +24,9 @@ seccomp + rlimits; `minimal` = rlimits. Every available layer is used whatever t
 
 Not protected against: kernel exploits (the filter is a deny-list and the kernel is shared); CPU-cache
 or timing side channels; a program slowing concurrent runs by using its full CPU and memory budget;
-introspection of the harness inside the same interpreter in `assert` mode (frame/gc access is blocked by
-an audit hook, but a determined program may find another route to the run's token; `stdio` and
-`functional` modes never let expected outputs into the sandbox, so they are immune to this). Without
+introspection of the harness inside the same interpreter in `assert` mode (frame, gc, ctypes and signal
+routes are blocked by an audit hook, but a route it does not cover would reveal the run's token; `stdio`
+and `functional` modes never let expected outputs into the sandbox, so they do not rely on a secret). Without
 `pid_ns`, a process that leaves both the process group and the slot's cgroup and uid could survive.
 """
 

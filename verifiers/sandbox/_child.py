@@ -34,7 +34,9 @@ _BLOCKED_EVENTS = frozenset({"sys._getframe", "sys._current_frames", "gc.get_obj
                              "ctypes.dlsym", "ctypes.addressof", "ctypes.cdata", "code.__new__",
                              "function.__new__", "sys._getframemodulename"})
 _FRAME_ATTRS = frozenset({"tb_frame", "gi_frame", "cr_frame", "ag_frame", "f_back", "f_locals",
-                          "f_globals", "gi_code", "__closure__", "cell_contents"})
+                          "f_globals", "gi_code", "__code__", "__closure__", "cell_contents"})
+# A Python signal handler receives the interrupted frame: a route to the harness the hook cannot see.
+_BLOCKED_IMPORTS = frozenset({"signal", "_signal", "faulthandler"})
 
 
 def _read_all(fd: int) -> bytes:
@@ -184,7 +186,7 @@ def _run_assert(job: dict, code) -> None:
     # Everything used after the program runs is bound now and the harness modules are unlisted, so a
     # program that patches sys.modules entries cannot change what runs after it.
     run_main, emit, flush_exit, equal = _run_main, _emit, _flush_exit, _canon.equal
-    for name in ("_child", "_canon", "_libc", "_zygote", "_probe"):
+    for name in ("_child", "_canon", "_libc", "_zygote", "_probe", *_BLOCKED_IMPORTS):
         sys.modules.pop(name, None)
     sys.addaudithook(_audit)
     run_main(code, namespace)
@@ -201,6 +203,8 @@ def _run_assert(job: dict, code) -> None:
 def _audit(event: str, args: tuple) -> None:
     if event in _BLOCKED_EVENTS or (event == "object.__getattr__" and args[1] in _FRAME_ATTRS):
         raise ValueError(f"{event} is not allowed in the sandbox")
+    if event == "import" and args[0] in _BLOCKED_IMPORTS:
+        raise ImportError(f"module {args[0]!r} is not available in assert tests")
 
 
 class _EqRewriter(ast.NodeTransformer):
