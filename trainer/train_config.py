@@ -10,6 +10,8 @@ Departures from the paper's defaults, all because the defaults here are the *bui
 real model:
 - 32 prompts x 8 samples per step (paper 48 x 16); AdamW lr 1e-4 with 20 warm-up steps (paper 5e-7,
   100): the tiny model needs a far larger step and the run is only a few hundred steps.
+- The RL phase stops after `pipeline.max_time_s` = 330 s (or `max_steps`), so `make demo` fits in
+  ~10 minutes on 2 cores including a cached-or-fresh warm start; set it to null for a step-bound run.
 - Interruption budgets of 40–48 tokens + 16 after a short phrase (paper 10k–12k + 2k with a long
   phrase): the completions are ~10–45 characters.
 Everything else (CISPO with eps_max 5, prompt aggregation, batch normalization, FP32 head, zero-
@@ -25,9 +27,11 @@ from pydantic import Field, field_validator, model_validator
 from curriculum.filters import RetirementConfig
 from scalerl_env.records import DOMAINS, Strict
 from trainer.advantages import AdvantageConfig
+from trainer.engines.vllm_engine import VLLMOptions
 from trainer.length_control import LengthConfig
 from trainer.losses import LossConfig
 from trainer.policy import OptimConfig
+from trainer.ray_runtime import RayConfig
 from trainer.tiny_model import TinyModelConfig
 from verifiers.config import VerifierConfig
 
@@ -41,7 +45,8 @@ class PipelineConfig(Strict):
     prompts_per_step: int = Field(default=32, ge=1, description="groups per optimizer step (paper 48)")
     samples_per_prompt: int = Field(default=8, ge=2, description="group size (paper 16)")
     max_steps: int = Field(default=400, ge=1)
-    max_time_s: float | None = Field(default=None, gt=0, description="stop after this wall time (checked per step)")
+    max_time_s: float | None = Field(
+        default=330.0, gt=0, description="stop the RL phase after this wall time (checked per step); null = no limit")
     seed: int = 0
     torch_threads: int = Field(default=1, ge=1, description="intra-op threads per torch thread (engine, trainer)")
 
@@ -67,6 +72,7 @@ class EngineConfig(Strict):
     max_seq_len: int = Field(default=160, ge=8, description="prompt + completion tokens per sequence")
     max_new_tokens: int = Field(default=64, ge=1, description="sampled-token budget when length.mode != interrupt")
     temperature: float = Field(default=1.0, gt=0)
+    vllm: VLLMOptions = Field(default_factory=VLLMOptions, description="used when name = vllm (E9)")
 
 
 class DataConfig(Strict):
@@ -88,7 +94,7 @@ class CurriculumConfig(Strict):
 
 class ValidationConfig(Strict):
     enabled: bool = Field(default=True, description="off: no held-out evaluation and no curves (benchmarks)")
-    every_steps: int = Field(default=50, ge=1)
+    every_steps: int = Field(default=25, ge=1)
     min_evaluations_per_domain: int = Field(
         default=256, ge=1, description="held-out samples per domain (each held-out prompt sampled equally often)")
     greedy: bool = Field(default=False, description="also report greedy pass rates (temperature -> argmax)")
@@ -108,7 +114,7 @@ class WarmStartConfig(Strict):
 
 
 class CheckpointConfig(Strict):
-    every_steps: int = Field(default=50, ge=1)
+    every_steps: int = Field(default=25, ge=1)
     min_evaluations_per_domain: int = Field(
         default=256, ge=1, description="held-out samples per domain (each held-out prompt sampled equally often)")
 
@@ -141,6 +147,7 @@ class TrainConfig(Strict):
     warm_start: WarmStartConfig = Field(default_factory=WarmStartConfig)
     checkpoint: CheckpointConfig = Field(default_factory=CheckpointConfig)
     logging: LoggingConfig = Field(default_factory=LoggingConfig)
+    ray: RayConfig = Field(default_factory=RayConfig, description="Ray actors instead of one process (E9)")
 
     @field_validator("domains")
     @classmethod

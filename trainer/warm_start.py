@@ -37,7 +37,7 @@ from trainer.tiny_model import CharTokenizer, TinyModelConfig, build_tiny_model,
 from trainer.train_config import WarmStartConfig
 
 log = logging.getLogger(__name__)
-RECIPE_VERSION = 2  # bump when the supervised recipe changes: cached folders of older recipes are not reused
+RECIPE_VERSION = 1  # bump when the supervised recipe changes: cached folders of older recipes are not reused
 
 
 def cache_root() -> Path:
@@ -79,17 +79,17 @@ def warm_start(model_cfg: TinyModelConfig, ws: WarmStartConfig, problems: Sequen
 
 
 def _examples(problems: Sequence[ProblemRecord], ws: WarmStartConfig) -> list[tuple[str, str]]:
-    """(prompt text, target) pairs per domain; `wrong_fraction` of targets are another problem's solution."""
+    """(prompt text, target) pairs; `wrong_fraction` of targets are another problem's solution."""
     rng = random.Random(ws.seed)
     by_domain: dict[str, list[str]] = {}
     for p in problems:
         by_domain.setdefault(p.domain, []).append(p.metadata["solution"])
-    out: dict[str, list[tuple[str, str]]] = {}
+    out = []
     for p in problems:
         target = p.metadata["solution"]
         if rng.random() < ws.wrong_fraction:
             target = rng.choice(by_domain[p.domain])
-        out.setdefault(p.domain, []).append((render_prompt(p.prompt), target))
+        out.append((render_prompt(p.prompt), target))
     return out
 
 
@@ -114,7 +114,6 @@ def supervised_phase(model: Any, tok: CharTokenizer, problems: Sequence[ProblemR
     if not problems:
         raise ValueError("warm start needs problems with metadata['solution']")
     examples = _examples(problems, ws)
-    domains = sorted(examples)
     rng = random.Random(ws.seed + 1)
     opt = torch.optim.AdamW(model.parameters(), lr=ws.lr, weight_decay=0.0)
     sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: min(1.0, (s + 1) / 20) * max(0.1, 1 - s / max(ws.steps, 1)))
@@ -123,8 +122,10 @@ def supervised_phase(model: Any, tok: CharTokenizer, problems: Sequence[ProblemR
     for step in range(ws.steps):
         if step % 50 == 0:
             log.info("warm start: step %d/%d, loss %.3f", step, ws.steps, float(loss.detach()))
-        # Domains are drawn equally often whatever their pool sizes (level-0 code has 90 prompts, math 900).
-        pairs = [rng.choice(examples[rng.choice(domains)]) for _ in range(ws.batch_size)]
+        # Problems are drawn uniformly, so domains in proportion to their pools (level 0: ~90 % math).
+        # Drawing domains equally often was measured to be worse on held-out prompts: the tiny model
+        # then memorizes the 68 training code functions and its held-out math drops (0.105 -> 0.057).
+        pairs = [rng.choice(examples) for _ in range(ws.batch_size)]
         ids, labels, mask = _batch(tok, pairs)
         logits = model(input_ids=ids, attention_mask=mask).logits
         loss = F.cross_entropy(logits[:, :-1].reshape(-1, logits.shape[-1]).float(), labels[:, 1:].reshape(-1))
