@@ -38,7 +38,8 @@ def engine(model, tmp_path_factory):
         eos_token_id=TOK.eos_token_id,
         max_slots=32,
         max_seq_len=256,
-        options=VLLMOptions(seed=0, kv_cache_gib=1),
+        seed=0,
+        options=VLLMOptions(kv_cache_gib=1),
     )
     yield eng
     eng.close()

@@ -20,11 +20,10 @@ from typing import Any
 
 import torch
 
-from curriculum.ledger import Ledger
 from curriculum.sampler import Sampler
 from scalerl_env.config import ConfigError, write_resolved
 from trainer.checkpoint import latest_checkpoint, load_checkpoint, load_model_weights
-from trainer.engines.torch_engine import TorchEngine
+from trainer.components import make_components
 from trainer.policy import PolicyTrainer
 from trainer.problems import DomainPool, PromptCodec, build_pools
 from trainer.rollout import Rollouts
@@ -32,7 +31,6 @@ from trainer.run_log import ComputeClock, RunLog, truncate_after
 from trainer.runtime_local import LocalRuntime
 from trainer.tiny_model import CharTokenizer, build_tiny_model
 from trainer.train_config import TrainConfig
-from trainer.validation import _dtype
 
 log = logging.getLogger(__name__)
 LEDGER = "ledger.duckdb"
@@ -47,7 +45,7 @@ class Run:
     trainer: PolicyTrainer
     runtime: LocalRuntime
     rollouts: Rollouts
-    ledger: Ledger
+    ledger: Any  # curriculum.ledger.Ledger, or its Ray actor proxy
     sampler: Sampler
     verifier: Any
     pools: dict[str, DomainPool]
@@ -147,20 +145,17 @@ def setup_run(cfg: TrainConfig, out: Path, *, resume: bool = False) -> Run:
         extra = load_checkpoint(ckpt, model, trainer).get("extra", {})
         truncate_after(out / "metrics.jsonl", trainer.step_count)
         log.info("resumed from %s at step %d", ckpt, trainer.step_count)
-    ledger = Ledger(out / LEDGER, retirement=cfg.curriculum.retirement)
+    parts = make_components(cfg, out)  # in this process, or Ray actors (E9)
+    ledger = parts.ledger(out / LEDGER, cfg.curriculum.retirement)
     problems = [p for pool in pools.values() for p in pool.train] + [p for pool in pools.values() for p in pool.holdout]
     ledger.upsert_problems(problems)
     holdout_ids = {p.prompt_id for pool in pools.values() for p in pool.holdout}
     sampler = Sampler(problems, weights={dom: cfg.domain_weight(dom) for dom in cfg.domains}, seed=cfg.pipeline.seed,
                       ledger=ledger, holdout_ids=holdout_ids)
-    from verifiers import VerifierPool
-
-    verifier = VerifierPool(cfg.verifier)
+    verifier = parts.verifier(cfg.verifier)
     rollouts = Rollouts(cfg, codec, _drawer(sampler, cfg.pipeline.prompts_per_step), verifier, seed=cfg.pipeline.seed)
-    engine = TorchEngine(model, eos_token_id=codec.eos_token_id, device=device, dtype=_dtype(cfg.engine.dtype),
-                         max_slots=cfg.engine.max_slots, max_seq_len=cfg.engine.max_seq_len,
-                         fp32_head=cfg.optim.fp32_head, seed=cfg.pipeline.seed + trainer.step_count,
-                         policy_version=trainer.policy_version)
+    engine = parts.engine(model, codec.eos_token_id, device=device, policy_version=trainer.policy_version,
+                          seed=cfg.pipeline.seed + trainer.step_count)
     p = cfg.pipeline
     runtime = LocalRuntime(engine, rollouts, mode=p.mode, k=p.k, prompts_per_step=p.prompts_per_step,
                            first_group_id=int(extra.get("next_group_id", 0)))

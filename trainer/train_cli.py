@@ -29,11 +29,14 @@ Examples:
   scalerl train --model ./my-hf-model --config run.yaml --out runs/big
 
   scalerl train --resume runs/try --max-steps 400
+
+  scalerl train --engine vllm --ray-address auto --config examples/multinode.yaml
 """
 
 
 def build_config(config: Path | None, overrides: list[str], *, domains: str | None, model: str | None,
-                 engine: str | None, max_steps: int | None, resume: Path | None):
+                 engine: str | None, max_steps: int | None, resume: Path | None, ray: bool = False,
+                 ray_address: str | None = None):
     """The resolved `TrainConfig` (on resume: the run's own config.yaml, then flags and overrides)."""
     from scalerl_env.config import ConfigError, load_config
     from trainer.train_config import TrainConfig
@@ -53,13 +56,16 @@ def build_config(config: Path | None, overrides: list[str], *, domains: str | No
         flags.append(f"engine.name={engine}")
     if max_steps is not None:
         flags.append(f"pipeline.max_steps={max_steps}")
+    if ray or ray_address is not None:
+        flags.append("ray.enabled=true")
+    if ray_address is not None:
+        flags.append(f"ray.address={json.dumps(ray_address)}")
     cfg = load_config(TrainConfig, config, [*flags, *overrides])
     if cfg.engine.name == "vllm":
         try:
             import trainer.engines.vllm_engine  # noqa: F401
         except ImportError as exc:
             raise ConfigError(f"--engine vllm is not available here ({exc}); use --engine torch") from exc
-        raise ConfigError("--engine vllm is not wired into `scalerl train` yet; use --engine torch")
     from trainer.run_setup import check_model_path
 
     check_model_path(cfg.model)
@@ -79,18 +85,22 @@ def register(app: typer.Typer) -> None:
         out: Annotated[Path | None, typer.Option(help="run folder (default runs/train-<time>)")] = None,
         max_steps: Annotated[int | None, typer.Option(help="optimizer steps (pipeline.max_steps)")] = None,
         resume: Annotated[Path | None, typer.Option(help="continue the run in this folder")] = None,
+        ray: Annotated[bool, typer.Option("--ray", help="run as Ray actors on a local cluster (ray.*)")] = False,
+        ray_address: Annotated[str | None, typer.Option(help="join this Ray cluster ('auto'); implies --ray")] = None,
     ) -> None:
         from scalerl_env.config import ConfigError
 
         try:
             cfg = build_config(config, overrides or [], domains=domains, model=model, engine=engine,
-                               max_steps=max_steps, resume=resume)
+                               max_steps=max_steps, resume=resume, ray=ray, ray_address=ray_address)
         except ConfigError as exc:
             typer.echo(f"error: {exc}", err=True)
             raise typer.Exit(2) from None
         folder = resume or out or Path("runs") / time.strftime("train-%Y%m%d-%H%M%S")
         from trainer.pipeline import train as run_training
 
+        if cfg.ray.enabled:  # E9: the same loop inside a trainer actor
+            from trainer.ray_runtime import run_in_ray as run_training
         try:
             summary = run_training(cfg, folder, resume=resume is not None)
         except ConfigError as exc:

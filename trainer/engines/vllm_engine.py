@@ -8,7 +8,7 @@ that moved often before 0.32: streaming-input sessions, `pause_generation(mode="
 How the contract of `trainer.engines.base` is met:
 - Logprobs: `logprobs_mode="processed_logprobs"` and `logprobs=0`: the logprob of each sampled token
   under the distribution actually sampled from (after temperature/top-k/top-p). FP32 LM head:
-  `hf_overrides={"head_dtype": "float32"}` (`VLLMOptions.fp32_head`). Prefix caching is off.
+  `hf_overrides={"head_dtype": "float32"}` (`fp32_head=True`). Prefix caching is off.
 - In-flight updates: `update_weights` writes the weights to a `.safetensors` file, then in the engine's
   event loop: `pause_generation(mode="keep", clear_cache=False)` (running requests and their KV cache
   are kept) → `collective_rpc("scalerl_reload_weights", path)` (`trainer.engines.vllm_worker_ext`) →
@@ -66,15 +66,12 @@ _EXTENSION = "trainer.engines.vllm_worker_ext.WeightReloadExtension"
 
 
 class VLLMOptions(Strict):
-    """vLLM-specific engine settings (the rest comes from the engine arguments)."""
+    """vLLM-only settings (`engine.vllm` in `TrainConfig`); dtype, FP32 head and seed come from the engine."""
 
-    dtype: str = Field(default="float32", description="model dtype in vLLM: float32, bfloat16, float16")
-    fp32_head: bool = Field(default=True, description="hf_overrides head_dtype=float32 (ScaleRL FP32 head)")
     kv_cache_gib: int = Field(default=1, ge=1, description="CPU only: VLLM_CPU_KVCACHE_SPACE (whole GiB)")
     gpu_memory_utilization: float = Field(default=0.85, gt=0, le=1, description="GPU only")
     tensor_parallel_size: int = Field(default=1, ge=1)
-    enforce_eager: bool = Field(default=True, description="skip graph compilation (slow start on CPU)")
-    seed: int = 0
+    enforce_eager: bool = Field(default=True, description="skip graph compilation (minutes on a loaded CPU)")
 
 
 @dataclass
@@ -126,11 +123,15 @@ class VLLMEngine(GenerationEngine):
         max_slots: int = 256,
         max_seq_len: int = 512,
         policy_version: int = 0,
+        dtype: str = "float32",
+        fp32_head: bool = True,
+        seed: int = 0,
         options: VLLMOptions | None = None,
         weight_dir: str | Path | None = None,
     ) -> None:
         self.model_dir = str(model_dir)
         self.options = options or VLLMOptions()
+        self.dtype, self.fp32_head, self.seed = dtype, fp32_head, seed
         self.eos_token_id = eos_token_id
         self.max_seq_len, self.max_slots = max_seq_len, max_slots
         self.expected_shapes = checkpoint_shapes(model_dir)
@@ -243,15 +244,15 @@ class VLLMEngine(GenerationEngine):
         args = AsyncEngineArgs(
             model=self.model_dir,
             skip_tokenizer_init=True,
-            dtype=o.dtype,
-            seed=o.seed,
+            dtype=self.dtype,
+            seed=self.seed,
             max_model_len=self.max_seq_len,
             max_num_seqs=self.max_slots,
             enable_prefix_caching=False,
             logprobs_mode="processed_logprobs",
             async_scheduling=False,
             enforce_eager=o.enforce_eager,
-            hf_overrides={"head_dtype": "float32"} if o.fp32_head else None,
+            hf_overrides={"head_dtype": "float32"} if self.fp32_head else None,
             worker_extension_cls=_EXTENSION,
             tensor_parallel_size=o.tensor_parallel_size,
             gpu_memory_utilization=o.gpu_memory_utilization,
@@ -395,7 +396,7 @@ class VLLMEngine(GenerationEngine):
         """CPU tensors in the engine's dtype under checkpoint names; errors name every bad key first."""
         import torch
 
-        dtype = getattr(torch, self.options.dtype)
+        dtype = getattr(torch, self.dtype)
         expected = self.expected_shapes
         missing = sorted(set(expected) - set(weights))
         # A tied output embedding is absent from the checkpoint; the input embedding carries it.
