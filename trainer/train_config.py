@@ -94,7 +94,7 @@ class CurriculumConfig(Strict):
 
 class ValidationConfig(Strict):
     enabled: bool = Field(default=True, description="off: no held-out evaluation and no curves (benchmarks)")
-    every_steps: int = Field(default=25, ge=1)
+    every_steps: int = Field(default=20, ge=1)
     min_evaluations_per_domain: int = Field(
         default=256, ge=1, description="held-out samples per domain (each held-out prompt sampled equally often)")
     greedy: bool = Field(default=False, description="also report greedy pass rates (temperature -> argmax)")
@@ -114,7 +114,7 @@ class WarmStartConfig(Strict):
 
 
 class CheckpointConfig(Strict):
-    every_steps: int = Field(default=25, ge=1)
+    every_steps: int = Field(default=20, ge=1)
     min_evaluations_per_domain: int = Field(
         default=256, ge=1, description="held-out samples per domain (each held-out prompt sampled equally often)")
 
