@@ -23,12 +23,13 @@ import time
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, REPO)
 
+from scalerl_env.paths import reference_dir
 from scalerl_env.records import VerifyItem
 from verifiers.code import CodeVerifier
 from verifiers.config import CodeConfig
 from verifiers.converters import from_mbpp
 
-MBPP = os.path.join(os.path.dirname(REPO), "shared", "reference", "mbpp_sanitized_prime", "new_mbpp.json")
+MBPP = os.path.join(reference_dir(), "mbpp_sanitized_prime", "new_mbpp.json")
 # Task 123 spends ~3 s of CPU in the program itself, identically in both arms; with it the ratio would
 # measure that program, not execution overhead. Excluded unless --all.
 HEAVY = {123}

@@ -10,12 +10,12 @@ import zlib
 
 import pytest
 
+from scalerl_env.paths import reference_dir
 from scalerl_env.records import AssertTests, FunctionalTests, Status, StdioTests, VerifyItem
 from verifiers import converters as cv
 from verifiers.code import CodeVerifier
 
-CONTESTS = os.path.join(os.path.dirname(__file__), "..", "..", "shared", "reference",
-                        "sandboxfusion_code_contests", "code_eval_code_contests.jsonl")
+CONTESTS = os.path.join(reference_dir(), "sandboxfusion_code_contests", "code_eval_code_contests.jsonl")
 
 # Positive controls written here for three CodeContests problems (the reference has no solutions).
 SOLUTIONS = {

@@ -11,11 +11,12 @@ import os
 
 import pytest
 
+from scalerl_env.paths import reference_dir
 from scalerl_env.records import Status, VerifyItem
 from verifiers.code import CodeVerifier
 from verifiers.converters import from_humaneval
 
-REF = os.path.join(os.path.dirname(__file__), "..", "..", "shared", "reference", "codet_humaneval_codegen16b")
+REF = os.path.join(reference_dir(), "codet_humaneval_codegen16b")
 LIMITS = {"time_s": 3.0}  # the labels were computed with the official 3 s timeout
 
 

@@ -13,12 +13,12 @@ import warnings
 
 import pytest
 
+from scalerl_env.paths import reference_dir
 from scalerl_env.records import Status, VerifyItem
 from verifiers.code import CodeVerifier
 from verifiers.converters import from_mbpp
 
-MBPP = os.path.join(os.path.dirname(__file__), "..", "..", "shared", "reference", "mbpp_sanitized_prime",
-                    "new_mbpp.json")
+MBPP = os.path.join(reference_dir(), "mbpp_sanitized_prime", "new_mbpp.json")
 LIMITS = {"time_s": 10.0}
 PERTURB = '''
 

@@ -22,6 +22,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, REPO)
 
+from scalerl_env.paths import reference_dir
 from scalerl_env.records import VerifyItem
 from verifiers.code import CodeVerifier
 from verifiers.config import CodeConfig
@@ -99,8 +100,7 @@ def main(argv: list[str]) -> int:
     os.environ["SCALERL_HOSTILE_SECRET"] = secret
     bring_loopback_up()
     port, accepted = start_listener()
-    subs = {"{repo}": REPO, "{reference}": os.path.join(os.path.dirname(REPO), "shared", "reference"),
-            "{port}": str(port)}
+    subs = {"{repo}": REPO, "{reference}": str(reference_dir()), "{port}": str(port)}
     with CodeVerifier(CodeConfig(max_output_bytes=1 << 20)) as verifier:
         for name in corpus(argv[1:]):
             with open(os.path.join(HERE, name + ".py")) as f:
