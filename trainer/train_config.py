@@ -114,9 +114,7 @@ class WarmStartConfig(Strict):
 
 
 class CheckpointConfig(Strict):
-    every_steps: int = Field(default=20, ge=1)
-    min_evaluations_per_domain: int = Field(
-        default=256, ge=1, description="held-out samples per domain (each held-out prompt sampled equally often)")
+    every_steps: int = Field(default=50, ge=1)
 
 
 class LoggingConfig(Strict):
