@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# GPU check (E9): torch-engine tokens/s, bf16 training step, FP32-head logprob mismatch (and vLLM's,
+# where vLLM is installed). Needs a CUDA machine with the project installed (torch with CUDA); nothing
+# downloads. Budget: under 5 minutes on one H100/H200-class GPU. Figures: stdout and $OUT/gpu_check.json.
+#   benchmarks/gpu_check.sh                 # on the GPU machine
+#   benchmarks/gpu_check.sh --allow-cpu --small --no-vllm   # CPU smoke test of the script itself
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PY="${PYTHON:-}"
+if [ -z "$PY" ]; then
+  if [ -x .venv-vllm/bin/python ] && [[ " $* " != *" --no-vllm "* ]]; then PY=.venv-vllm/bin/python
+  elif [ -x .venv/bin/python ]; then PY=.venv/bin/python
+  else PY=python3; fi
+fi
+export OMP_WAIT_POLICY="${OMP_WAIT_POLICY:-PASSIVE}"
+export VLLM_CPU_KVCACHE_SPACE="${VLLM_CPU_KVCACHE_SPACE:-1}"
+"$PY" -c "import torch; print('torch', torch.__version__, 'cuda', torch.cuda.is_available())"
+exec timeout 290 "$PY" benchmarks/gpu_check.py "$@"
