@@ -63,7 +63,7 @@ def build_config(config: Path | None, overrides: list[str], *, domains: str | No
     cfg = load_config(TrainConfig, config, [*flags, *overrides])
     if cfg.engine.name == "vllm":
         try:
-            import trainer.engines.vllm_engine  # noqa: F401
+            import vllm  # noqa: F401 - installed by `make vllm-env` (.venv-vllm)
         except ImportError as exc:
             raise ConfigError(f"--engine vllm is not available here ({exc}); use --engine torch") from exc
     from trainer.run_setup import check_model_path

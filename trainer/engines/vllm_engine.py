@@ -266,6 +266,11 @@ class VLLMEngine(GenerationEngine):
         log.info("vLLM engine up in %.1f s (%s)", time.perf_counter() - t0, self.model_dir)
 
     async def _shutdown(self) -> None:
+        # Requests still running are cancelled first (they would otherwise be destroyed while pending).
+        tasks = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
+        for t in tasks:
+            t.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
         self.llm.shutdown()
         self.llm = None  # its __del__ would run shutdown again at interpreter exit, after module teardown
 
