@@ -31,6 +31,18 @@ def test_code_gold_programs_pass_their_tests():
     _assert_all_correct(_records("code", range(40), 1) + _records("code", range(100, 102), 20))
 
 
+def test_code_level0_gold_passes_for_every_distinct_function():
+    """All 549 level-0 functions (deduplicated from a large draw), each with its hidden point."""
+    unique = {r.prompt_id: r for r in generate("code", seed=0, count=6000, level=0)}
+    assert len(unique) == 549
+    _assert_all_correct(list(unique.values()))
+
+
+@pytest.mark.slow
+def test_code_level0_gold_over_thousands_of_seeds_slow():
+    _assert_all_correct(_records("code", range(3000), 1, levels=[0]))
+
+
 @pytest.mark.slow
 def test_math_gold_answers_are_correct_slow():
     _assert_all_correct(_records("math", range(5000), 2))

@@ -81,6 +81,20 @@ def test_level0_code_is_a_linear_function_with_a_hidden_case():
         assert y3 - y2 == slope
         assert tests.cases[3].expected == y1 + slope * (xs[3] - 1)
         assert len(record.metadata["solution"]) < 60
+        assert 1 <= slope <= 9 and -30 <= y1 - slope <= 30, prompt
+
+
+def test_level0_code_space_is_large_enough_to_hold_out_hundreds():
+    """Every (a, b) of the level-0 grid is a distinct prompt: 9 slopes × 61 intercepts = 549."""
+    from scalerl_env.sources.generators.code_tasks import LEVEL0_INTERCEPTS, LEVEL0_SLOPES
+
+    records = generate("code", seed=0, count=6000, level=0)
+    prompts = {r.prompt[0].content for r in records}
+    assert len({r.prompt_id for r in records}) == len(prompts) == len(LEVEL0_SLOPES) * len(LEVEL0_INTERCEPTS) == 549
+    intercepts = {int(p.split()[0][5:]) - (int(p.split()[1][5:]) - int(p.split()[0][5:])) for p in prompts}
+    assert intercepts == set(range(-30, 31))
+    # the trainer's default draw (3000, deduplicated) reaches nearly all of them
+    assert len({r.prompt_id for r in records[:3000]}) >= 530
 
 
 def test_higher_levels_unlock_more_families():

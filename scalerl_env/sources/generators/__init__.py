@@ -12,12 +12,14 @@ Guarantees
 - Unbounded: any seed ≥ 0 and any level ≥ 0; higher levels widen operand ranges and unlock families.
 - Level 0 is what a ~1M-parameter character-level model learns on 2 CPU cores in minutes
   (shared/notes/tiny-cpu-rl.md): math `a+b`, `a-b` with a, b ≤ 19 and `a*b` with a, b ≤ 9; code
-  `f(x)=a*x+b` from three shown values, checked on those and a hidden fourth. Level-0 prompts are
+  `f(x)=a*x+b` (a in 1..9, b in -30..30: 549 distinct functions, enough that a held-out share
+  cannot be passed by memorizing the rest) from the values at x = 1, 2, 3, checked on those and a
+  hidden fourth at x in 4..9. Level-0 prompts are
   under 60 characters and carry no instruction text (the tiny model's context is small).
 - `prompt_id` is `make_prompt_id("gen-<domain>", prompt text)`: the same prompt from two seeds is the
   same problem (its examples determine the answer) and gets the same id.
 
-Non-guarantees: records are not deduplicated (level 0 has 900 distinct math and 90 distinct code
+Non-guarantees: records are not deduplicated (level 0 has 900 distinct math and 549 distinct code
 prompts, so large counts repeat); the difficulty of a level is by construction, not measured (`difficulty_prior` stays `None`).
 """
 

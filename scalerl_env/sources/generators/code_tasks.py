@@ -41,10 +41,17 @@ def _functional(name: str, shown: list[Any], hidden: list[Any], fn: Callable, bo
                      tests=FunctionalTests(entry_point=name, cases=cases))
 
 
+# Level-0 linear coefficients: 9 × 61 = 549 distinct prompts, so a held-out share is hundreds of
+# functions and a small model cannot pass it by memorizing the training ones. a stays one positive
+# digit so the rule a = f(2) - f(1), b = f(1) - a is as learnable as level-0 subtraction.
+LEVEL0_SLOPES = range(1, 10)
+LEVEL0_INTERCEPTS = range(-30, 31)
+
+
 def linear_function(rng: random.Random, level: int) -> Generated:
     """f(x)=a*x+b from three shown values; level 0 shows x=1,2,3 and hides one x in 4..9."""
     if level == 0:
-        a, b = rng.randint(1, 9), rng.randint(0, 9)
+        a, b = rng.choice(LEVEL0_SLOPES), rng.choice(LEVEL0_INTERCEPTS)
         shown, hidden = [1, 2, 3], [rng.randint(4, 9)]
     else:
         hi = 3 * level + 3
