@@ -18,9 +18,12 @@ def test_multinode_example_is_a_valid_train_config():
 
 
 def test_ray_address_flag_enables_ray_and_joins_that_cluster():
-    cfg = build_config(None, [], domains=None, model=None, engine=None, max_steps=None, resume=None,
-                       ray_address="auto")
+    cfg = build_config(
+        None, [], domains=None, model=None, engine=None, max_steps=None, resume=None, ray_address="auto"
+    )
     assert cfg.ray.enabled and cfg.ray.address == "auto"
-    local = build_config(None, [], domains=None, model=None, engine=None, max_steps=None, resume=None, ray=True)
+    local = build_config(
+        None, [], domains=None, model=None, engine=None, max_steps=None, resume=None, ray=True
+    )
     assert local.ray.enabled and local.ray.address is None  # a local cluster is started
     assert not TrainConfig().ray.enabled  # default: everything in one process

@@ -19,9 +19,15 @@ ray = pytest.importorskip("ray")
 pytestmark = pytest.mark.ray
 
 SHORT = [
-    "pipeline.prompts_per_step=4", "pipeline.samples_per_prompt=4", "data.generated_per_domain=300",
-    "validation.enabled=false", "warm_start.steps=40", "checkpoint.every_steps=1000", "logging.progress=lines",
-    "verifier.math.workers=1", "verifier.code.slots=1",
+    "pipeline.prompts_per_step=4",
+    "pipeline.samples_per_prompt=4",
+    "data.generated_per_domain=300",
+    "validation.enabled=false",
+    "warm_start.steps=40",
+    "checkpoint.every_steps=1000",
+    "logging.progress=lines",
+    "verifier.math.workers=1",
+    "verifier.code.slots=1",
 ]
 
 
@@ -92,9 +98,10 @@ def test_killed_generator_is_restarted_and_the_run_continues(cluster, tmp_path):
 
     def run() -> None:
         try:
-            result["summary"] = run_in_ray(_config(f"pipeline.max_steps={max_steps}", f"pipeline.k={k}",
-                                                  "ray.enabled=true"), out)
-        except BaseException as exc:  # re-raised below
+            result["summary"] = run_in_ray(
+                _config(f"pipeline.max_steps={max_steps}", f"pipeline.k={k}", "ray.enabled=true"), out
+            )
+        except BaseException as exc:  # noqa: BLE001 - re-raised in the test thread below
             result["error"] = exc
 
     thread = threading.Thread(target=run)

@@ -22,10 +22,25 @@ K = 2
 
 def test_short_vllm_training_run_completes_with_pushes_in_flight(tmp_path):
     out = tmp_path / "run"
-    args = ["train", "--engine", "vllm", "--out", str(out), "--max-steps", "6", f"pipeline.k={K}",
-            "pipeline.prompts_per_step=8", "pipeline.samples_per_prompt=4", "validation.enabled=false",
-            "warm_start.steps=40", "data.generated_per_domain=300", "engine.max_slots=64",
-            "verifier.math.workers=1", "verifier.code.slots=1", "logging.progress=lines"]
+    args = [
+        "train",
+        "--engine",
+        "vllm",
+        "--out",
+        str(out),
+        "--max-steps",
+        "6",
+        f"pipeline.k={K}",
+        "pipeline.prompts_per_step=8",
+        "pipeline.samples_per_prompt=4",
+        "validation.enabled=false",
+        "warm_start.steps=40",
+        "data.generated_per_domain=300",
+        "engine.max_slots=64",
+        "verifier.math.workers=1",
+        "verifier.code.slots=1",
+        "logging.progress=lines",
+    ]
     result = CliRunner().invoke(build_app(), args)
     assert result.exit_code == 0, result.output + repr(result.exception)
     steps = read_metrics(out / "metrics.jsonl", "step")
@@ -45,8 +60,17 @@ def test_vllm_training_run_learns(tmp_path):
     from trainer.train_config import TrainConfig
 
     out = tmp_path / "run"
-    cfg = load_config(TrainConfig, None, ["engine.name=vllm", "pipeline.max_steps=60", "pipeline.k=4",
-                                          "validation.enabled=false", "logging.progress=lines"])
+    cfg = load_config(
+        TrainConfig,
+        None,
+        [
+            "engine.name=vllm",
+            "pipeline.max_steps=60",
+            "pipeline.k=4",
+            "validation.enabled=false",
+            "logging.progress=lines",
+        ],
+    )
     train(cfg, out)
     steps = read_metrics(out / "metrics.jsonl", "step")
     fifth = len(steps) // 5

@@ -29,8 +29,15 @@ class LocalComponents:
     def engine(self, model: Any, eos_token_id: int, *, device: str, policy_version: int, seed: int) -> Any:
         from trainer.engines.factory import build_engine
 
-        return build_engine(self.cfg, model, eos_token_id, device=device, policy_version=policy_version,
-                            seed=seed, work_dir=self.out)
+        return build_engine(
+            self.cfg,
+            model,
+            eos_token_id,
+            device=device,
+            policy_version=policy_version,
+            seed=seed,
+            work_dir=self.out,
+        )
 
 
 def make_components(cfg: Any, out: Path) -> Any:

@@ -47,14 +47,22 @@ log = logging.getLogger(__name__)
 class RayConfig(Strict):
     """Where the run's actors go. Off by default (everything in one process)."""
 
-    enabled: bool = Field(default=False, description="run the trainer, generators, verifier, ledger as actors")
-    address: str | None = Field(default=None, description="'auto' or ray://host:port joins; None starts a local one")
+    enabled: bool = Field(
+        default=False, description="run the trainer, generators, verifier, ledger as actors"
+    )
+    address: str | None = Field(
+        default=None, description="'auto' or ray://host:port joins; None starts a local one"
+    )
     namespace: str = "scalerl"
-    local_num_cpus: int = Field(default=2, ge=1, description="CPUs of the local cluster started without address")
+    local_num_cpus: int = Field(
+        default=2, ge=1, description="CPUs of the local cluster started without address"
+    )
     num_generators: int = Field(default=1, ge=1)
     generator_num_cpus: float = Field(default=1.0, ge=0)
     generator_num_gpus: float = Field(default=0.0, ge=0)
-    generator_resources: dict[str, float] = Field(default_factory=dict, description="e.g. {generator_node: 1}")
+    generator_resources: dict[str, float] = Field(
+        default_factory=dict, description="e.g. {generator_node: 1}"
+    )
     trainer_num_cpus: float = Field(default=1.0, ge=0)
     trainer_num_gpus: float = Field(default=0.0, ge=0)
     trainer_resources: dict[str, float] = Field(default_factory=dict, description="e.g. {trainer_node: 1}")
@@ -125,7 +133,9 @@ class RayComponents:
         actor = ray.remote(VerifierPool).options(num_cpus=0, max_concurrency=4, scheduling_strategy=_here())
         return ActorProxy(actor.remote(verifier_cfg))
 
-    def engine(self, model: Any, eos_token_id: int, *, device: str, policy_version: int, seed: int) -> GenerationEngine:
+    def engine(
+        self, model: Any, eos_token_id: int, *, device: str, policy_version: int, seed: int
+    ) -> GenerationEngine:
         return RemoteEngines(self.cfg, model, eos_token_id, policy_version=policy_version, seed=seed)
 
 
@@ -143,7 +153,9 @@ def _build_model(cfg: Any) -> Any:
 class GeneratorActor:
     """One generation engine (torch or vLLM) on its node. Wrapped by `ray.remote` in `RemoteEngines`."""
 
-    def __init__(self, cfg: Any, weights: Mapping[str, Any], eos_token_id: int, policy_version: int, seed: int) -> None:
+    def __init__(
+        self, cfg: Any, weights: Mapping[str, Any], eos_token_id: int, policy_version: int, seed: int
+    ) -> None:
         import ray
         import torch
 
@@ -155,12 +167,20 @@ class GeneratorActor:
         model.load_state_dict(dict(weights))
         device = resolve_device(cfg.engine.device)
         self._dir = tempfile.mkdtemp(prefix="scalerl-generator-")
-        self.engine = build_engine(cfg, model.to(device), eos_token_id, device=device, policy_version=policy_version,
-                                   seed=seed, work_dir=self._dir)
+        self.engine = build_engine(
+            cfg,
+            model.to(device),
+            eos_token_id,
+            device=device,
+            policy_version=policy_version,
+            seed=seed,
+            work_dir=self._dir,
+        )
         self._seen: set[str] = set()
         # A restarted actor must not sample with its initial (stale) weights: hold requests until weights come.
-        self._held: list[GenerationRequest] | None = [] if ray.get_runtime_context().was_current_actor_reconstructed \
-            else None
+        self._held: list[GenerationRequest] | None = (
+            [] if ray.get_runtime_context().was_current_actor_reconstructed else None
+        )
         self._lock = threading.Lock()
 
     def submit(self, request: GenerationRequest) -> None:
@@ -224,20 +244,33 @@ class RemoteEngines(GenerationEngine):
         rc = cfg.ray
         self._version = policy_version
         self._weights = ray.put(_cpu_weights(model.state_dict()))
-        self._initial_weights = self._weights  # a restart re-runs __init__ with it: it must outlive the pushes
-        opts = {"num_cpus": rc.generator_num_cpus, "num_gpus": rc.generator_num_gpus,
-                    "resources": rc.generator_resources or None, "max_restarts": rc.max_generator_restarts,
-                    "max_task_retries": 0, "max_concurrency": 4}
+        self._initial_weights = (
+            self._weights
+        )  # a restart re-runs __init__ with it: it must outlive the pushes
+        opts = {
+            "num_cpus": rc.generator_num_cpus,
+            "num_gpus": rc.generator_num_gpus,
+            "resources": rc.generator_resources or None,
+            "max_restarts": rc.max_generator_restarts,
+            "max_task_retries": 0,
+            "max_concurrency": 4,
+        }
         actor, run_id = ray.remote(GeneratorActor), uuid.uuid4().hex[:8]
-        self.actors = [actor.options(name=f"generator-{i}-{run_id}", **opts).remote(
-            cfg, self._weights, eos_token_id, policy_version, seed + 7919 * i) for i in range(rc.num_generators)]
+        self.actors = [
+            actor.options(name=f"generator-{i}-{run_id}", **opts).remote(
+                cfg, self._weights, eos_token_id, policy_version, seed + 7919 * i
+            )
+            for i in range(rc.num_generators)
+        ]
         self._pending: list[dict[str, GenerationRequest]] = [{} for _ in self.actors]
         self._epoch = [0] * len(self.actors)  # bumped by each recovery, so one failure is recovered once
         self._polls: dict[Any, tuple[int, int]] = {}
         self._lock = threading.RLock()
         self._stats = _Stats(len(self.actors))
         self.restarts = 0
-        ray.get([a.pid.remote() for a in self.actors])  # fail here, not in the first poll, if they cannot start
+        ray.get(
+            [a.pid.remote() for a in self.actors]
+        )  # fail here, not in the first poll, if they cannot start
 
     @property
     def policy_version(self) -> int:
@@ -325,8 +358,12 @@ class RemoteEngines(GenerationEngine):
                     time.sleep(1.0)
             for request in self._pending[i].values():
                 self.actors[i].submit.remote(request)
-            log.warning("generator %d is back with version %d; %d requests resent", i, self._version,
-                        len(self._pending[i]))
+            log.warning(
+                "generator %d is back with version %d; %d requests resent",
+                i,
+                self._version,
+                len(self._pending[i]),
+            )
 
     def close(self) -> None:
         import ray
@@ -361,9 +398,16 @@ def run_in_ray(cfg: Any, out: str | Path, *, resume: bool = False) -> dict[str, 
     started = init_ray(rc)
     actor = None
     try:
-        actor = ray.remote(TrainerActor).options(
-            num_cpus=rc.trainer_num_cpus, num_gpus=rc.trainer_num_gpus, resources=rc.trainer_resources or None,
-            max_restarts=0).remote()
+        actor = (
+            ray.remote(TrainerActor)
+            .options(
+                num_cpus=rc.trainer_num_cpus,
+                num_gpus=rc.trainer_num_gpus,
+                resources=rc.trainer_resources or None,
+                max_restarts=0,
+            )
+            .remote()
+        )
         return ray.get(actor.train.remote(cfg, str(Path(out).resolve()), resume))
     finally:
         if actor is not None:

@@ -16,23 +16,47 @@ from typing import Any
 from trainer.engines.base import GenerationEngine
 
 
-def build_engine(cfg: Any, model: Any, eos_token_id: int, *, device: str, policy_version: int, seed: int,
-                 work_dir: str | Path) -> GenerationEngine:
+def build_engine(
+    cfg: Any,
+    model: Any,
+    eos_token_id: int,
+    *,
+    device: str,
+    policy_version: int,
+    seed: int,
+    work_dir: str | Path,
+) -> GenerationEngine:
     """`cfg` is a `TrainConfig`; `work_dir` holds the vLLM model folder (unused by the torch engine)."""
     e = cfg.engine
     if e.name == "torch":
         from trainer.engines.torch_engine import TorchEngine
         from trainer.validation import _dtype
 
-        return TorchEngine(model, eos_token_id=eos_token_id, device=device, dtype=_dtype(e.dtype),
-                           max_slots=e.max_slots, max_seq_len=e.max_seq_len, fp32_head=cfg.optim.fp32_head,
-                           seed=seed, policy_version=policy_version)
+        return TorchEngine(
+            model,
+            eos_token_id=eos_token_id,
+            device=device,
+            dtype=_dtype(e.dtype),
+            max_slots=e.max_slots,
+            max_seq_len=e.max_seq_len,
+            fp32_head=cfg.optim.fp32_head,
+            seed=seed,
+            policy_version=policy_version,
+        )
     if e.name == "vllm":
         from trainer.engines.vllm_engine import VLLMEngine
 
         folder = Path(work_dir) / "generator_model"
         model.save_pretrained(folder, safe_serialization=True)
-        return VLLMEngine(folder, eos_token_id=eos_token_id, max_slots=e.max_slots, max_seq_len=e.max_seq_len,
-                          policy_version=policy_version, dtype=e.dtype, fp32_head=cfg.optim.fp32_head, seed=seed,
-                          options=e.vllm)
+        return VLLMEngine(
+            folder,
+            eos_token_id=eos_token_id,
+            max_slots=e.max_slots,
+            max_seq_len=e.max_seq_len,
+            policy_version=policy_version,
+            dtype=e.dtype,
+            fp32_head=cfg.optim.fp32_head,
+            seed=seed,
+            options=e.vllm,
+        )
     raise ValueError(f"unknown engine.name {e.name!r}")
