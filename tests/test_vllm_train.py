@@ -50,31 +50,3 @@ def test_short_vllm_training_run_completes_with_pushes_in_flight(tmp_path):
     assert not lags or max(lags) <= K
     assert any(r["push_s"] is not None and r["push_s"] > 0 for r in steps)
     assert (out / "generator_model" / "config.json").exists()
-
-
-@pytest.mark.slow
-def test_vllm_training_run_learns(tmp_path):
-    """The CPU default (cached warm start), shortened, with the vLLM generator: batch reward rises."""
-    from scalerl_env.config import load_config
-    from trainer.pipeline import train
-    from trainer.train_config import TrainConfig
-
-    out = tmp_path / "run"
-    cfg = load_config(
-        TrainConfig,
-        None,
-        [
-            "engine.name=vllm",
-            "pipeline.max_steps=60",
-            "pipeline.k=4",
-            "validation.enabled=false",
-            "logging.progress=lines",
-        ],
-    )
-    train(cfg, out)
-    steps = read_metrics(out / "metrics.jsonl", "step")
-    fifth = len(steps) // 5
-    for domain in ("math", "code"):
-        rewards = [r[f"reward/{domain}"] for r in steps if r.get(f"reward/{domain}") is not None]
-        early, late = rewards[:fifth], rewards[-fifth:]
-        assert sum(late) / len(late) > sum(early) / len(early), f"{domain}: {early} -> {late}"
