@@ -290,8 +290,9 @@ class VLLMEngine(GenerationEngine):
         try:
             await coro
         except BaseException as exc:  # surfaced to the caller by poll/submit
-            if not self._closed:
-                log.exception("vLLM request failed")
+            if self._closed:
+                return  # requests cancelled by close() are not failures
+            log.exception("vLLM request failed")
             with self._cv:
                 self._error = self._error or exc
                 self._cv.notify_all()
