@@ -45,8 +45,9 @@ $(VSTAMP): pyproject.toml
 	$(VPY) -m pip uninstall -q -y torchvision torchaudio torchcodec
 	touch $(VSTAMP)
 
-test-all: install
-	$(PY) -m pytest -q
+test-all: install vllm-env
+	$(PY) -m pytest -q -m "not vllm"
+	$(VPY) -m pytest -q -m vllm
 
 bench: install
 	for b in benchmarks/bench_*.py; do $(PY) $$b || exit 1; done
@@ -55,4 +56,4 @@ lint: install
 	$(VENV)/bin/ruff check .
 
 clean:
-	rm -rf $(VENV) .pytest_cache runs
+	rm -rf $(VENV) $(VVENV) .pytest_cache runs
