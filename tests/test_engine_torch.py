@@ -141,8 +141,6 @@ def test_fp32_head_switch_on_bf16_body(model):
 
 @pytest.mark.gpu
 def test_cuda_logprobs_equal_transformers_forward(model):
-    if not torch.cuda.is_available():
-        pytest.skip("needs CUDA")
     engine = TorchEngine(model, eos_token_id=TOK.eos_token_id, device="cuda", max_slots=8, max_seq_len=64)
     engine.submit(GenerationRequest(request_id="c", prompt_token_ids=prompt_ids("8-3"), samples_per_prompt=4,
                                     sampling=SamplingParams(max_new_tokens=20)))

@@ -10,12 +10,12 @@ import threading
 import time
 
 import pytest
+import ray
 
 from scalerl_env.config import load_config
 from trainer.run_log import read_metrics
 from trainer.train_config import TrainConfig
 
-ray = pytest.importorskip("ray")
 pytestmark = pytest.mark.ray
 
 SHORT = [

@@ -60,7 +60,8 @@ def test_openrlhf_length_mismatch_and_bad_label_are_422(server):
 
 
 def test_openrlhf_reward_func_file_mode(server, monkeypatch):
-    torch = pytest.importorskip("torch")
+    import torch
+
     from scalerl_env.adapters.openrlhf import reward_func
 
     monkeypatch.setenv(URL_ENV, server.url)
