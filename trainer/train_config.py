@@ -105,10 +105,10 @@ class WarmStartConfig(Strict):
     """Short supervised phase on generator-made solutions, so the RL start is between 0 and 1."""
 
     enabled: bool = True
-    steps: int = Field(default=300, ge=0)
+    steps: int = Field(default=600, ge=0)
     batch_size: int = Field(default=128, ge=1)
     lr: float = Field(default=2e-3, gt=0)
-    wrong_fraction: float = Field(default=0.4, ge=0, lt=1, description="share of deliberately wrong targets")
+    wrong_fraction: float = Field(default=0.25, ge=0, lt=1, description="share of deliberately wrong targets")
     seed: int = 1234
     cache: bool = Field(default=True, description="reuse the result from the user cache folder")
 
