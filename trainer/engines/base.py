@@ -14,8 +14,11 @@ Not guaranteed: ordering of finished groups (they finish when they finish).
 
 from __future__ import annotations
 
+import threading
+import time
 from abc import ABC, abstractmethod
-from typing import Any, Literal, Mapping
+from collections.abc import Mapping
+from typing import Any, Literal
 
 from pydantic import Field, model_validator
 
@@ -66,7 +69,7 @@ class GeneratedSample(Strict):
     interrupted: bool = False
 
     @model_validator(mode="after")
-    def _aligned(self) -> "GeneratedSample":
+    def _aligned(self) -> GeneratedSample:
         n = len(self.token_ids)
         if not (len(self.logprobs) == len(self.policy_versions) == len(self.loss_mask) == n):
             raise ValueError("per-token lists must have the same length as token_ids")
@@ -102,5 +105,40 @@ class GenerationEngine(ABC):
     def num_pending(self) -> int:
         """Requests submitted and not yet returned by `poll`."""
 
-    def close(self) -> None:  # noqa: B027 - optional hook
+    def close(self) -> None:
         """Release processes and memory; idempotent."""
+
+
+class ThreadedEngine(GenerationEngine):
+    """An engine whose worker thread hands finished groups to `poll` under one condition variable.
+
+    Subclasses call `_init_handoff(name)` in `__init__`, append to `_finished` and set `_error` under
+    `_cv`, and count `_pending` up in `submit`. After a worker failure every later call raises."""
+
+    def _init_handoff(self, name: str) -> None:
+        self._engine_name = name
+        self._cv = threading.Condition()
+        self._finished: list[GeneratedGroup] = []
+        self._pending = 0
+        self._error: BaseException | None = None
+
+    def num_pending(self) -> int:
+        with self._cv:
+            return self._pending
+
+    def poll(self, timeout_s: float = 0.0) -> list[GeneratedGroup]:
+        deadline = time.monotonic() + timeout_s
+        with self._cv:
+            while not self._finished and not self._error:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    break
+                self._cv.wait(left)
+            self._raise_if_failed()
+            out, self._finished = self._finished, []
+            self._pending -= len(out)
+            return out
+
+    def _raise_if_failed(self) -> None:
+        if self._error is not None:
+            raise RuntimeError(f"{self._engine_name} failed") from self._error

@@ -35,9 +35,9 @@ import torch
 from trainer.engines.base import (
     GeneratedGroup,
     GeneratedSample,
-    GenerationEngine,
     GenerationRequest,
     SamplingParams,
+    ThreadedEngine,
 )
 from trainer.engines.torch_decoder import SlotDecoder
 
@@ -79,7 +79,7 @@ class EngineStats:
     weight_updates: int = 0
 
 
-class TorchEngine(GenerationEngine):
+class TorchEngine(ThreadedEngine):
     """See the module docstring. `model` is a `transformers` causal LM (its weights are copied)."""
 
     def __init__(self, model: Any, *, eos_token_id: int, device: str = "cpu", dtype: torch.dtype | None = None,
@@ -93,12 +93,9 @@ class TorchEngine(GenerationEngine):
         self._version = policy_version
         self._queue: deque[_Group] = deque()
         self._active: list[_Seq] = []
-        self._finished: list[GeneratedGroup] = []
-        self._pending = 0
+        self._init_handoff("torch engine")
         self._update: tuple[Mapping[str, Any], int, threading.Event] | None = None
-        self._cv = threading.Condition()
         self._closed = False
-        self._error: BaseException | None = None
         self._thread: threading.Thread | None = None
         self.stats = EngineStats()
 
@@ -106,10 +103,6 @@ class TorchEngine(GenerationEngine):
     @property
     def policy_version(self) -> int:
         return self._version
-
-    def num_pending(self) -> int:
-        with self._cv:
-            return self._pending
 
     def submit(self, request: GenerationRequest) -> None:
         budget = _budget(request)
@@ -124,19 +117,6 @@ class TorchEngine(GenerationEngine):
             self._pending += 1
             self._cv.notify_all()
         self._ensure_thread()
-
-    def poll(self, timeout_s: float = 0.0) -> list[GeneratedGroup]:
-        deadline = time.monotonic() + timeout_s
-        with self._cv:
-            while not self._finished and not self._error:
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    break
-                self._cv.wait(left)
-            self._raise_if_failed()
-            out, self._finished = self._finished, []
-            self._pending -= len(out)
-            return out
 
     def update_weights(self, weights: Mapping[str, Any], policy_version: int) -> None:
         self.decoder.check_weights(weights)
@@ -160,10 +140,6 @@ class TorchEngine(GenerationEngine):
             self._thread.join(timeout=30)
 
     # ------------------------------------------------------------------------------------ loop
-    def _raise_if_failed(self) -> None:
-        if self._error is not None:
-            raise RuntimeError("torch engine failed") from self._error
-
     def _ensure_thread(self) -> None:
         with self._cv:
             if self._thread is None and not self._closed:

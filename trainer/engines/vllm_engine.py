@@ -55,9 +55,9 @@ from scalerl_env.records import Strict
 from trainer.engines.base import (
     GeneratedGroup,
     GeneratedSample,
-    GenerationEngine,
     GenerationRequest,
     SamplingParams,
+    ThreadedEngine,
 )
 
 log = logging.getLogger(__name__)
@@ -112,7 +112,7 @@ def versions_per_token(spans: Any, n: int) -> list[int]:
     return out  # type: ignore[return-value]
 
 
-class VLLMEngine(GenerationEngine):
+class VLLMEngine(ThreadedEngine):
     """See the module docstring. `model_dir` is a Hugging Face folder with safetensors weights."""
 
     def __init__(
@@ -139,11 +139,8 @@ class VLLMEngine(GenerationEngine):
         self.weight_dir = Path(weight_dir or self._tmp.name)
         self.weight_dir.mkdir(parents=True, exist_ok=True)
         self._version = policy_version
-        self._cv = threading.Condition()
-        self._finished: list[GeneratedGroup] = []
-        self._pending = 0
+        self._init_handoff("vLLM engine")
         self._in_flight = 0
-        self._error: BaseException | None = None
         self._closed = False
         self.stats = VLLMEngineStats()
         self._busy_since: float | None = None
@@ -164,10 +161,6 @@ class VLLMEngine(GenerationEngine):
     def policy_version(self) -> int:
         return self._version
 
-    def num_pending(self) -> int:
-        with self._cv:
-            return self._pending
-
     def submit(self, request: GenerationRequest) -> None:
         budget = _budget(request)
         if len(request.prompt_token_ids) + budget > self.max_seq_len:
@@ -181,19 +174,6 @@ class VLLMEngine(GenerationEngine):
                 raise RuntimeError("the vLLM engine is closed")
             self._pending += 1
         asyncio.run_coroutine_threadsafe(self._guard(self._group(request)), self._loop)
-
-    def poll(self, timeout_s: float = 0.0) -> list[GeneratedGroup]:
-        deadline = time.monotonic() + timeout_s
-        with self._cv:
-            while not self._finished and not self._error:
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    break
-                self._cv.wait(left)
-            self._raise_if_failed()
-            out, self._finished = self._finished, []
-            self._pending -= len(out)
-            return out
 
     def update_weights(self, weights: Mapping[str, Any], policy_version: int) -> None:
         """Validate, write `v{version}.safetensors` atomically, reload in flight; returns once applied."""
@@ -230,10 +210,6 @@ class VLLMEngine(GenerationEngine):
     # ------------------------------------------------------------------------------------ event loop
     def _call(self, coro: Any, timeout_s: float | None = None) -> Any:
         return asyncio.run_coroutine_threadsafe(coro, self._loop).result(timeout_s)
-
-    def _raise_if_failed(self) -> None:
-        if self._error is not None:
-            raise RuntimeError("vLLM engine failed") from self._error
 
     async def _start(self) -> None:
         from vllm import AsyncEngineArgs
