@@ -13,6 +13,7 @@ import duckdb
 
 from trainer.run_log import read_metrics
 
+pytestmark = pytest.mark.timeout(2400)
 P, N = 8, 8
 ARGS = [f"pipeline.prompts_per_step={P}", f"pipeline.samples_per_prompt={N}", "checkpoint.every_steps=2",
         "validation.enabled=false", "logging.progress=lines"]
@@ -22,7 +23,8 @@ def scalerl(*args: str) -> list[str]:
     return [sys.executable, "-c", "from trainer.cli import main; main()", *args]
 
 
-def wait_for_checkpoint(out: Path, proc: subprocess.Popen, min_step: int, timeout_s: float = 400) -> None:
+# A cold warm-start cache costs the first run ~6-10 min on 2 cores before any RL step, so the wait is long.
+def wait_for_checkpoint(out: Path, proc: subprocess.Popen, min_step: int, timeout_s: float = 1200) -> None:
     deadline = time.monotonic() + timeout_s
     latest = out / "checkpoints" / "latest"
     while time.monotonic() < deadline:
