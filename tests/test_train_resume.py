@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 
 import duckdb
+import pytest
 
 from trainer.run_log import read_metrics
 
