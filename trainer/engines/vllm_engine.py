@@ -10,11 +10,13 @@ How the contract of `trainer.engines.base` is met:
 - Logprobs: `logprobs_mode="processed_logprobs"` and `logprobs=0`: the logprob of each sampled token
   under the distribution actually sampled from (after temperature/top-k/top-p). FP32 LM head:
   `hf_overrides={"head_dtype": "float32"}` (`fp32_head=True`). Prefix caching is off.
-- In-flight updates: `update_weights` writes the weights to a `.safetensors` file, then in the engine's
-  event loop: `pause_generation(mode="keep", clear_cache=False)` (running requests and their KV cache
-  are kept) → `collective_rpc("scalerl_reload_weights", path)` (`trainer.engines.vllm_worker_ext`) →
-  `update_weight_version(str(v))` → `resume_generation()`. Names and shapes are validated against the
-  model folder's checkpoint before anything is sent (a half-failed reload kills the engine).
+- In-flight updates: in the engine's event loop, `pause_generation(mode="keep", clear_cache=False)`
+  (running requests and their KV cache are kept) → load → `update_weight_version(str(v))` →
+  `resume_generation()`. Load with `weight_transfer="file"` (default, CPU and GPU): the weights are
+  written to a `.safetensors` file, then `collective_rpc("scalerl_reload_weights", path)`
+  (`trainer.engines.vllm_worker_ext`). With `"nccl"` (GPU only, NOT yet run on hardware): vLLM's
+  native NCCL transfer engine (`trainer.engines.vllm_nccl`). Names and shapes are validated against
+  the model folder's checkpoint before anything is sent (a half-failed reload kills the engine).
 - Per-token policy versions come from `CompletionOutput.weight_versions` (spans over output tokens).
 - Interruption, in the same request context: each sample is ONE vLLM request with
   `max_tokens = think_budget + len(phrase) + answer_budget` and the plan in
@@ -38,9 +40,8 @@ rejected (the torch engine never stops on a forced token); samples of one prompt
 requests (each has its own interruption point), so the prompt is prefilled once per sample;
 `stats.sampled_tokens` counts forced tokens too.
 Not guaranteed: bitwise reproducibility (seeded requests are reproducible on one machine and one
-batch composition); finishing order. Weight transfer is through a file on the engine's machine: a
-generator on another machine receives the tensors first (the Ray runtime does that); vLLM's NCCL
-transfer engine for GPUs is not wired in yet.
+batch composition); finishing order. Either weight transfer starts from tensors in this process: a
+generator on another machine receives them first (the Ray runtime does that).
 """
 
 from __future__ import annotations
@@ -52,10 +53,10 @@ import os
 import tempfile
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import Field
 
@@ -67,6 +68,7 @@ from trainer.engines.base import (
     SamplingParams,
     ThreadedEngine,
 )
+from trainer.engines.vllm_nccl import NcclSender, sending_device
 
 log = logging.getLogger(__name__)
 SUPPORTED_VLLM = ">=0.32,<0.33"
@@ -80,6 +82,18 @@ class VLLMOptions(Strict):
     gpu_memory_utilization: float = Field(default=0.85, gt=0, le=1, description="GPU only")
     tensor_parallel_size: int = Field(default=1, ge=1)
     enforce_eager: bool = Field(default=True, description="skip graph compilation (minutes on a loaded CPU)")
+    weight_transfer: Literal["file", "nccl"] = Field(
+        default="file",
+        description="how update_weights reaches the workers: 'file' = a .safetensors file + collective_rpc "
+        "(CPU and GPU); 'nccl' = vLLM's NCCL transfer engine from this process (GPU only, needs "
+        "tensor_parallel_size + 1 visible GPUs; not yet run on hardware)",
+    )
+    nccl_device: int | None = Field(
+        default=None,
+        ge=0,
+        description="weight_transfer='nccl': CUDA index of the sending rank in this process; "
+        "None = tensor_parallel_size (the first GPU after vLLM's workers)",
+    )
 
 
 @dataclass
@@ -140,6 +154,8 @@ class VLLMEngine(ThreadedEngine):
     ) -> None:
         self.model_dir = str(model_dir)
         self.options = options or VLLMOptions()
+        self._nccl: Any = None
+        self._nccl_device = sending_device(self.options)  # fails fast, before vLLM starts
         self.dtype, self.fp32_head, self.seed = dtype, fp32_head, seed
         self.eos_token_id = eos_token_id
         self.max_seq_len, self.max_slots = max_seq_len, max_slots
@@ -160,6 +176,10 @@ class VLLMEngine(ThreadedEngine):
         self._update_lock: asyncio.Lock | None = None
         try:
             self._call(self._start())
+            if self._nccl_device is not None:  # not on the event loop: the rendezvous calls back into it
+                self._nccl = NcclSender(
+                    self.llm, self._loop, device=self._nccl_device, workers=self.options.tensor_parallel_size
+                )
         except BaseException:
             self.close()
             raise
@@ -186,7 +206,11 @@ class VLLMEngine(ThreadedEngine):
         asyncio.run_coroutine_threadsafe(self._guard(self._group(request)), self._loop)
 
     def update_weights(self, weights: Mapping[str, Any], policy_version: int) -> None:
-        """Validate, write `v{version}.safetensors` atomically, reload in flight; returns once applied."""
+        """Validate, then load in flight (file or NCCL, `VLLMOptions.weight_transfer`); returns once applied."""
+        if self._nccl is not None:
+            tensors = self._prepare(weights, device=f"cuda:{self._nccl_device}")
+            self._call(self._update(lambda: asyncio.to_thread(self._nccl.send, tensors), policy_version))
+            return
         from safetensors.torch import save_file
 
         tensors = self._prepare(weights)
@@ -194,8 +218,13 @@ class VLLMEngine(ThreadedEngine):
         tmp = path.with_name(f"~{path.name}")
         save_file(tensors, str(tmp))
         os.replace(tmp, path)
+        rpc = self.llm.collective_rpc
         try:
-            self._call(self._reload(str(path), policy_version))
+            self._call(
+                self._update(
+                    lambda: rpc("scalerl_reload_weights", kwargs={"path": str(path)}), policy_version
+                )
+            )
         finally:
             path.unlink(missing_ok=True)
 
@@ -206,6 +235,8 @@ class VLLMEngine(ThreadedEngine):
             self._closed = True
             self._cv.notify_all()
         try:
+            if self._nccl is not None:
+                self._nccl.close()
             if self._loop.is_running() and getattr(self, "llm", None) is not None:
                 self._call(self._shutdown(), timeout_s=60)
         except Exception:
@@ -246,6 +277,7 @@ class VLLMEngine(ThreadedEngine):
             tensor_parallel_size=o.tensor_parallel_size,
             gpu_memory_utilization=o.gpu_memory_utilization,
             disable_log_stats=True,
+            weight_transfer_config={"backend": "nccl"} if o.weight_transfer == "nccl" else None,
         )
         t0 = time.perf_counter()
         self.llm = AsyncLLM.from_engine_args(args)
@@ -263,12 +295,13 @@ class VLLMEngine(ThreadedEngine):
         self.llm.shutdown()
         self.llm = None  # its __del__ would run shutdown again at interpreter exit, after module teardown
 
-    async def _reload(self, path: str, version: int) -> None:
+    async def _update(self, load: Callable[[], Awaitable[Any]], version: int) -> None:
+        """pause(keep) → load → version → resume; one update at a time."""
         assert self._update_lock is not None
         async with self._update_lock:
             await self.llm.pause_generation(mode="keep", clear_cache=False)
             try:
-                await self.llm.collective_rpc("scalerl_reload_weights", kwargs={"path": path})
+                await load()
                 await self.llm.update_weight_version(str(version))
                 self._version = version
                 self.stats.weight_updates += 1
@@ -403,8 +436,8 @@ class VLLMEngine(ThreadedEngine):
         versions = versions_per_token(spans, len(tokens)) if tokens else []
         return tokens, logprobs, versions, reason if reason in ("stop", "length") else "abort"
 
-    def _prepare(self, weights: Mapping[str, Any]) -> dict[str, Any]:
-        """CPU tensors in the engine's dtype under checkpoint names; errors name every bad key first."""
+    def _prepare(self, weights: Mapping[str, Any], device: str = "cpu") -> dict[str, Any]:
+        """Tensors on `device` in the engine's dtype under checkpoint names; errors name every bad key first."""
         import torch
 
         dtype = getattr(torch, self.dtype)
@@ -422,7 +455,10 @@ class VLLMEngine(ThreadedEngine):
                 f"weights do not match {self.model_dir}: missing {missing[:5]}, "
                 f"unexpected {unexpected[:5]}, wrong shapes {wrong[:5]}"
             )
-        return {k: weights[k].detach().to("cpu", dtype).contiguous().clone() for k in expected}
+        out = {k: weights[k].detach().to(device, dtype).contiguous() for k in expected}
+        if device == "cpu":  # save_file refuses tensors that share storage (tied or caller-owned views)
+            out = {k: t.clone() for k, t in out.items()}
+        return out
 
 
 def _budget(req: GenerationRequest) -> int:
