@@ -4,6 +4,7 @@
 # downloads. Budget: under 5 minutes on one H100/H200-class GPU. Figures: stdout and $OUT/gpu_check.json.
 #   benchmarks/gpu_check.sh                 # on the GPU machine
 #   benchmarks/gpu_check.sh --allow-cpu --small --no-vllm   # CPU smoke test of the script itself
+#   benchmarks/gpu_check.sh --vllm-only     # only the vLLM checks: weight push by file, and by NCCL (needs 2 GPUs)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY="${PYTHON:-}"
