@@ -120,3 +120,14 @@ def test_fit_module_imports_without_torch_or_vllm():
             "bad = [m for m in ('torch', 'vllm', 'matplotlib', 'scipy') if m in sys.modules]; "
             "assert not bad, bad")
     subprocess.run([sys.executable, "-c", code], check=True, timeout=120)
+
+
+def test_a_flat_short_run_fits_with_unbounded_intervals_instead_of_overflowing():
+    """Measured on a CPU-default run: B and C_mid are not determined, and exp() of their interval
+    ends overflowed (OverflowError ended the run before its summary). Intervals now saturate at inf."""
+    c = np.array([0.0, 75.24, 129.14, 174.01, 225.34, 273.19, 323.61, 369.91, 458.81])
+    y = np.array([0.1004, 0.1161, 0.1435, 0.1648, 0.0822, 0.1654, 0.1604, 0.1434, 0.1279])
+    fit = fit_sigmoid(c, y)
+    assert 0.0 < fit.A <= 1.0
+    assert any(hi == float("inf") for _, hi in fit.intervals.values())
+    json.dumps(fit.to_dict())  # the run folder's curves/<domain>.json must still be written

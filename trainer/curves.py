@@ -17,6 +17,8 @@ import logging
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 log = logging.getLogger(__name__)
 
 
@@ -41,8 +43,9 @@ def write_curves(run_dir: Path, domains: list[str]) -> dict[str, Any]:
             fit = fit_sigmoid(series.compute, series.reward)
             record["fit"] = fit.to_dict()
             plotted.append(PlotSeries(label=domain, compute=series.compute, reward=series.reward, fit=fit))
-        except FitError as exc:
-            record["fit_error"] = str(exc)
+        except (FitError, ArithmeticError, np.linalg.LinAlgError) as exc:
+            # A run's end must not die on a curve: the points are kept, the reason is recorded.
+            record["fit_error"] = f"{type(exc).__name__}: {exc}"
         (out / f"{domain}.json").write_text(json.dumps(record, indent=2, default=float))
         summary[domain] = {k: v for k, v in record.items() if k in ("fit", "fit_error")}
     if raw:

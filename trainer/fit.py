@@ -300,6 +300,11 @@ def _refine(data: FitData, theta0: np.ndarray, free: list[str]) -> np.ndarray:
     return full(res.x)
 
 
+def _exp(x: float) -> float:
+    """exp that saturates at inf: a badly determined log-parameter can have a huge standard error."""
+    return math.exp(x) if x < 709.0 else math.inf
+
+
 def _finish(
     data: FitData,
     theta: np.ndarray,
@@ -326,7 +331,7 @@ def _finish(
     for k, name in enumerate(PARAMS):
         half = tq * se.get(name, 0.0)
         lo, hi = theta[k] - half, theta[k] + half
-        intervals[name] = (math.exp(lo), math.exp(hi)) if k >= 2 else (lo, hi)
+        intervals[name] = (_exp(lo), _exp(hi)) if k >= 2 else (lo, hi)
     log_b_bounds, log_cmid_bounds = _bounds(c)
     for name, k, (blo, bhi) in (("B", 2, log_b_bounds), ("C_mid", 3, log_cmid_bounds)):
         if name in free and min(theta[k] - blo, bhi - theta[k]) < 1e-6:
