@@ -1,8 +1,8 @@
 """Procedural problem generators: seeded, unbounded, with difficulty levels; no download needed.
 
 `generate(domain, seed=..., count=..., level=...)` returns `ProblemRecord`s whose `metadata` holds
-`"solution"` (a gold completion the verifiers score `correct`: `\\boxed{...}` for math, a fenced
-```python block for code), `"task"` (the family name) and `"level"`.
+`"solution"` (a gold completion the verifiers score `correct`: `\\boxed{...}` for math; for code a
+fenced ```python block, at level 0 a one-line `def g(s): return ...`), `"task"` (the family name) and `"level"`.
 
 Guarantees
 - Deterministic: the same (domain, seed, count, level) gives the same records on any machine, and
@@ -12,15 +12,17 @@ Guarantees
 - Unbounded: any seed ≥ 0 and any level ≥ 0; higher levels widen operand ranges and unlock families.
 - Level 0 is what a ~1M-parameter character-level model learns on 2 CPU cores in minutes
   (shared/notes/tiny-cpu-rl.md): math `a+b`, `a-b` with a, b ≤ 19 and `a*b` with a, b ≤ 9; code
-  `f(x)=a*x+b` (a in 1..9, b in -30..30: 549 distinct functions, enough that a held-out share
-  cannot be passed by memorizing the rest) from the values at x = 1, 2, 3, checked on those and a
-  hidden fourth at x in 4..9. Level-0 prompts are
+  `g(s)` from two examples on random 3-4 letter strings, one of 9 string operations (reverse,
+  upper, lower, swapcase, double, first+last, length, sorted, drop first), checked on the shown and
+  two hidden strings. Recognizing the operation generalizes to unseen strings; level-0 code used to
+  be `f(x)=a*x+b` from three values, which the tiny model never passed on held-out functions (it
+  memorizes instead of subtracting), so linear functions start at level 1. Level-0 prompts are
   under 60 characters and carry no instruction text (the tiny model's context is small).
 - `prompt_id` is `make_prompt_id("gen-<domain>", prompt text)`: the same prompt from two seeds is the
   same problem (its examples determine the answer) and gets the same id.
 
-Non-guarantees: records are not deduplicated (level 0 has 900 distinct math and 549 distinct code
-prompts, so large counts repeat); the difficulty of a level is by construction, not measured (`difficulty_prior` stays `None`).
+Non-guarantees: records are not deduplicated (level 0 has 900 distinct math prompts, so large
+counts repeat; level-0 code prompts rarely repeat); the difficulty of a level is by construction, not measured (`difficulty_prior` stays `None`).
 """
 
 from __future__ import annotations

@@ -4,7 +4,9 @@ Functional families show examples in the prompt and test on them plus hidden cas
 of the shown values fails); the examples always determine the function among the family's
 operations (checked at generation: examples that two operations agree on are redrawn). Stdio
 families describe the task in one line and test on several inputs. The gold completion is a fenced
-```python block that the sandbox scores `correct`.
+```python block that the sandbox scores `correct`; at level 0 (the built-in tiny model) it is one
+unfenced line, `def g(s): return <body>`, at most 35 characters (the extractor runs a completion
+without a fence as it is).
 """
 
 from __future__ import annotations
@@ -31,37 +33,25 @@ def _call_text(name: str, arg: Any, result: Any) -> str:
 
 
 def _functional(name: str, shown: list[Any], hidden: list[Any], fn: Callable, body: str,
-                header: str) -> Generated:
+                header: str, one_line: bool = False) -> Generated:
     examples = " ".join(_call_text(name, x, fn(x)) for x in shown)
     arg = "x" if name == "f" else "s" if name == "g" else "xs"
     prompt = f"{header}{examples} {name}({arg})="
     cases = [FunctionalCase(args=[x], expected=fn(x)) for x in [*shown, *hidden]]
-    code = f"def {name}({arg}):\n    return {body}"
-    return Generated(prompt=prompt, solution=_fenced(code),
-                     tests=FunctionalTests(entry_point=name, cases=cases))
-
-
-# Level-0 linear coefficients: 9 × 61 = 549 distinct prompts, so a held-out share is hundreds of
-# functions and a small model cannot pass it by memorizing the training ones. a stays one positive
-# digit so the rule a = f(2) - f(1), b = f(1) - a is as learnable as level-0 subtraction.
-LEVEL0_SLOPES = range(1, 10)
-LEVEL0_INTERCEPTS = range(-30, 31)
+    solution = (f"def {name}({arg}): return {body}" if one_line
+                else _fenced(f"def {name}({arg}):\n    return {body}"))
+    return Generated(prompt=prompt, solution=solution, tests=FunctionalTests(entry_point=name, cases=cases))
 
 
 def linear_function(rng: random.Random, level: int) -> Generated:
-    """f(x)=a*x+b from three shown values; level 0 shows x=1,2,3 and hides one x in 4..9."""
-    if level == 0:
-        a, b = rng.choice(LEVEL0_SLOPES), rng.choice(LEVEL0_INTERCEPTS)
-        shown, hidden = [1, 2, 3], [rng.randint(4, 9)]
-    else:
-        hi = 3 * level + 3
-        a = rng.choice([k for k in range(-hi, hi + 1) if k != 0])
-        b = rng.randint(-5 * level - 5, 5 * level + 5)
-        xs = rng.sample(range(-5, 10 + 5 * level), 5)
-        shown, hidden = sorted(xs[:3]), xs[3:]
+    """f(x)=a*x+b from three shown values, checked on those and two hidden ones (level >= 1)."""
+    hi = 3 * level + 3
+    a = rng.choice([k for k in range(-hi, hi + 1) if k != 0])
+    b = rng.randint(-5 * level - 5, 5 * level + 5)
+    xs = rng.sample(range(-5, 10 + 5 * level), 5)
+    shown, hidden = sorted(xs[:3]), xs[3:]
     body = f"{a}*x{b:+d}" if b else f"{a}*x"
-    header = "" if level == 0 else "Python function f from examples: "
-    return _functional("f", shown, hidden, lambda x: a * x + b, body, header)
+    return _functional("f", shown, hidden, lambda x: a * x + b, body, "Python function f from examples: ")
 
 
 def quadratic_function(rng: random.Random, level: int) -> Generated:
@@ -86,6 +76,12 @@ STRING_OPS: dict[str, tuple[str, Callable[[str], Any]]] = {
     "drop_first": ("s[1:]", lambda s: s[1:]),
     "count_upper": ("sum(c.isupper() for c in s)", lambda s: sum(c.isupper() for c in s)),
 }
+# Level 0 (the built-in tiny model): operations whose one-line solution fits the CPU default's
+# ~40-token answer budget. Recognizing the operation from two examples is pattern matching, which
+# a ~1M-parameter character model learns and generalizes to unseen strings (arithmetic such as
+# `a = f(2) - f(1)` it did not: held-out linear functions stayed at ~1 % pass rate).
+LEVEL0_STRING_OPS = ("reverse", "upper", "lower", "swapcase", "double", "first_last", "length",
+                     "sorted", "drop_first")
 
 LIST_OPS: dict[str, tuple[str, Callable[[list[int]], Any]]] = {
     "sum_squares": ("sum(v*v for v in xs)", lambda xs: sum(v * v for v in xs)),
@@ -113,12 +109,15 @@ def _by_examples(rng: random.Random, ops: dict, draw: Callable[[], Any], n_shown
 
 
 def string_function(rng: random.Random, level: int) -> Generated:
+    """g(s) from shown examples; level 0 uses `LEVEL0_STRING_OPS`, no header and a one-line solution."""
     def draw() -> str:
         return "".join(rng.choice(string.ascii_letters) for _ in range(rng.randint(3, 4 + level)))
 
-    name, shown, hidden = _by_examples(rng, STRING_OPS, draw, 2 + (level > 2), 2)
-    body, fn = STRING_OPS[name]
-    return _functional("g", shown, hidden, fn, body, "Python function g from examples: ")
+    ops = {k: STRING_OPS[k] for k in LEVEL0_STRING_OPS} if level == 0 else STRING_OPS
+    name, shown, hidden = _by_examples(rng, ops, draw, 2 + (level > 2), 2)
+    body, fn = ops[name]
+    header = "" if level == 0 else "Python function g from examples: "
+    return _functional("g", shown, hidden, fn, body, header, one_line=level == 0)
 
 
 def list_function(rng: random.Random, level: int) -> Generated:
@@ -169,9 +168,9 @@ def stdio_words(rng: random.Random, level: int) -> Generated:
 
 # name -> (min_level, make). Order is part of determinism: do not reorder, only append.
 CODE_FAMILIES = {
-    "linear_function": (0, linear_function),
+    "linear_function": (1, linear_function),
     "quadratic_function": (1, quadratic_function),
-    "string_function": (1, string_function),
+    "string_function": (0, string_function),
     "list_function": (2, list_function),
     "stdio_numbers": (2, stdio_numbers),
     "stdio_words": (3, stdio_words),
