@@ -1,11 +1,10 @@
 """The CPU default, shortened, end to end: tiny model, cached warm start, real verifiers and sandbox.
 
-One run (module fixture) feeds several one-property tests: the ledger holds both domains' attempts,
-curves are written, no trained token is older than k steps, and (under `slow`, not reliable at this
-length) held-out math rises. The batch reward is not asserted to rise: no-positive resampling retires
-the prompts the policy solves, so the training batches get harder by design (measured: math batch
-reward 0.71 -> 0.33 over 80 steps while held-out math went 0.365 -> 0.380). The warm start is cached under the user's cache folder, so only the first run on
-a machine pays for it. The full-length default is under `slow`.
+One run (module fixture) feeds several one-property tests: held-out pass rate and batch reward rise in
+both domains, the ledger holds both domains' attempts, curves are written, and no trained token is
+older than k steps. The warm start is cached under the user's cache folder, so only the first run on
+a machine pays for it (~4-5 min on 2 cores). The full-length default (what `make demo` runs) is under
+`slow`.
 """
 
 from __future__ import annotations
@@ -20,12 +19,17 @@ from trainer.run_log import read_metrics
 from trainer.train_config import TrainConfig
 
 K = 4
-P, STEPS = 32, 80
+P, STEPS = 16, 90
+N_EVAL = 1024  # held-out samples per domain and evaluation: a difference has a standard error ~0.02
 SHORT = [
     f"pipeline.max_steps={STEPS}", f"pipeline.k={K}", f"pipeline.prompts_per_step={P}", "pipeline.max_time_s=null",
-    "validation.every_steps=40", "validation.min_evaluations_per_domain=1024", "checkpoint.every_steps=40",
-    "logging.progress=lines",
+    f"validation.every_steps={STEPS // 2}", f"validation.min_evaluations_per_domain={N_EVAL}",
+    f"checkpoint.every_steps={STEPS // 2}", "logging.progress=lines",
 ]
+# Smallest rise asserted per domain (held-out pass rate, first evaluation -> last): 2 standard errors
+# of a difference. Measured rises at this length are ~0.1 in each domain (docs/train.md), 3 standard
+# errors above the margin.
+MIN_HELDOUT_RISE = {"math": 0.04, "code": 0.04}
 
 
 # About 2-3 minutes on an idle 2-core machine once the warm start is cached; far longer when the cores
@@ -42,19 +46,29 @@ def short_run(tmp_path_factory):
     return out, summary
 
 
-@pytest.mark.slow  # measured 0.365 -> 0.406 (step 40) -> 0.380 (step 80): within noise at this length
-def test_heldout_pass_rate_rises_on_math_and_is_measured_on_code(short_run):
-    """Held-out prompts are disjoint from training. Math rises; level-0 code has only 90 distinct
-    prompts and the tiny model memorizes its 68 training functions instead of learning the rule, so
-    its held-out rate is measured and logged but does not rise in a short run (see docs/train.md)."""
+@pytest.mark.parametrize("domain", ["math", "code"])
+def test_heldout_pass_rate_rises(short_run, domain):
+    """Held-out prompts are disjoint from training (unseen prompts built from the same rules)."""
     out, summary = short_run
     vals = read_metrics(out / "metrics.jsonl", "validation")
-    assert [v["step"] for v in vals] == [0, 40, 80]
-    first, last = vals[0]["val"]["math"]["pass_rate"], vals[-1]["val"]["math"]["pass_rate"]
+    assert [v["step"] for v in vals] == [0, STEPS // 2, STEPS]
+    assert all(v["val"][domain]["n"] >= N_EVAL for v in vals)
+    first, last = vals[0]["val"][domain]["pass_rate"], vals[-1]["val"][domain]["pass_rate"]
     assert 0.0 < first < 0.9, "the warm start must leave room to learn"
-    assert last > first + 0.02, f"math: held-out pass rate {first:.3f} -> {last:.3f}"
-    assert summary["heldout_pass_rate"]["math"] == {"first": first, "last": last}
-    assert all(v["val"]["code"]["n"] >= 1024 for v in vals)
+    assert last > first + MIN_HELDOUT_RISE[domain], f"{domain}: held-out pass rate {first:.3f} -> {last:.3f}"
+    assert summary["heldout_pass_rate"][domain] == {"first": first, "last": last}
+
+
+@pytest.mark.parametrize("domain", ["math", "code"])
+def test_batch_reward_rises(short_run, domain):
+    """Mean training reward of the last steps above the first ones. Retirement removes solved prompts
+    (batches get harder by design), so this is a weaker signal than the held-out rate."""
+    out, _ = short_run
+    rewards = [r[f"reward/{domain}"] for r in read_metrics(out / "metrics.jsonl", "step")
+               if r.get(f"reward/{domain}") is not None]
+    window = len(rewards) // 4
+    early, late = sum(rewards[:window]) / window, sum(rewards[-window:]) / window
+    assert late > early, f"{domain}: batch reward {early:.3f} -> {late:.3f}"
 
 
 def test_ledger_holds_both_domains(short_run):
@@ -95,6 +109,6 @@ def test_cpu_default_full_length_learns_in_both_domains(tmp_path):
     from trainer.pipeline import train
 
     summary = train(TrainConfig(), tmp_path / "run")
-    rates = summary["heldout_pass_rate"]["math"]
-    assert rates["last"] > rates["first"] + 0.05, f"math: {rates}"
-    # held-out code is logged, not asserted: see docs/train.md ("Held-out code")
+    for domain, rise in MIN_HELDOUT_RISE.items():
+        rates = summary["heldout_pass_rate"][domain]
+        assert rates["last"] > rates["first"] + rise, f"{domain}: {rates}"

@@ -8,9 +8,9 @@ overrides)`; unknown keys are errors naming the dotted path.
 Departures from the paper's defaults, all because the defaults here are the *built-in CPU default*
 (a ~0.8 M-parameter character model on 2 cores; shared/notes/tiny-cpu-rl.md) — set them back for a
 real model:
-- 32 prompts x 8 samples per step (paper 48 x 16); AdamW lr 1e-4 with 20 warm-up steps (paper 5e-7,
-  100): the tiny model needs a far larger step and the run is only a few hundred steps.
-- The RL phase stops after `pipeline.max_time_s` = 330 s (or `max_steps`), so `make demo` fits in
+- 16 prompts x 8 samples per step (paper 48 x 16): more updates per CPU-second; AdamW lr 1e-4 with
+  20 warm-up steps (paper 5e-7, 100): the tiny model needs a far larger step and the run is short.
+- The RL phase stops after `pipeline.max_time_s` = 150 s (or `max_steps`), so `make demo` fits in
   ~10 minutes on 2 cores including a cached-or-fresh warm start; set it to null for a step-bound run.
 - Interruption budgets of 40–48 tokens + 16 after a short phrase (paper 10k–12k + 2k with a long
   phrase): the completions are ~10–45 characters.
@@ -42,11 +42,11 @@ class PipelineConfig(Strict):
     mode: Literal["pipeline", "ppo-offpolicy"] = Field(
         default="pipeline", description="pipeline: PipelineRL-k; ppo-offpolicy: k batches per policy, then k updates")
     k: int = Field(default=8, description="max policy lag in steps (pipeline); batches per policy (ppo-offpolicy)")
-    prompts_per_step: int = Field(default=32, ge=1, description="groups per optimizer step (paper 48)")
+    prompts_per_step: int = Field(default=16, ge=1, description="groups per optimizer step (paper 48)")
     samples_per_prompt: int = Field(default=8, ge=2, description="group size (paper 16)")
     max_steps: int = Field(default=400, ge=1)
     max_time_s: float | None = Field(
-        default=330.0, gt=0, description="stop the RL phase after this wall time (checked per step); null = no limit")
+        default=150.0, gt=0, description="stop the RL phase after this wall time (checked per step); null = no limit")
     seed: int = 0
     torch_threads: int = Field(default=1, ge=1, description="intra-op threads per torch thread (engine, trainer)")
 
@@ -94,7 +94,7 @@ class CurriculumConfig(Strict):
 
 class ValidationConfig(Strict):
     enabled: bool = Field(default=True, description="off: no held-out evaluation and no curves (benchmarks)")
-    every_steps: int = Field(default=20, ge=1)
+    every_steps: int = Field(default=15, ge=1)
     min_evaluations_per_domain: int = Field(
         default=256, ge=1, description="held-out samples per domain (each held-out prompt sampled equally often)")
     greedy: bool = Field(default=False, description="also report greedy pass rates (temperature -> argmax)")
@@ -105,10 +105,16 @@ class WarmStartConfig(Strict):
     """Short supervised phase on generator-made solutions, so the RL start is between 0 and 1."""
 
     enabled: bool = True
-    steps: int = Field(default=600, ge=0)
-    batch_size: int = Field(default=128, ge=1)
+    steps: int = Field(default=950, ge=0)
+    batch_size: int = Field(default=128, ge=1, description="rows per supervised batch")
+    batch_size_by_domain: dict[str, int] = Field(
+        default_factory=lambda: {"code": 64},
+        description="rows per batch for these domains (level-0 code rows are ~4x longer than math rows)")
     lr: float = Field(default=2e-3, gt=0)
-    wrong_fraction: float = Field(default=0.25, ge=0, lt=1, description="share of deliberately wrong targets")
+    wrong_fraction: float = Field(default=0.4, ge=0, lt=1, description="share of deliberately wrong targets")
+    domain_weights: dict[str, float] = Field(
+        default_factory=lambda: {"math": 2.8, "code": 1.0},
+        description="share of batches per domain (one domain per batch); a domain not named weighs 1")
     seed: int = 1234
     cache: bool = Field(default=True, description="reuse the result from the user cache folder")
 
@@ -164,6 +170,11 @@ class TrainConfig(Strict):
             raise ValueError(f"data.domain_weights names domains not trained: {sorted(extra)}")
         if any(w < 0 for w in self.data.domain_weights.values()):
             raise ValueError("data.domain_weights must be >= 0")
+        if any(w < 0 for w in self.warm_start.domain_weights.values()) or not any(
+                self.warm_start.domain_weights.get(d, 1.0) > 0 for d in self.domains):
+            raise ValueError("warm_start.domain_weights must be >= 0 with a positive weight for a trained domain")
+        if any(n < 1 for n in self.warm_start.batch_size_by_domain.values()):
+            raise ValueError("warm_start.batch_size_by_domain values must be >= 1")
         return self
 
     def domain_weight(self, domain: str) -> float:

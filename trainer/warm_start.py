@@ -4,9 +4,10 @@ Why: RL needs groups with mixed rewards; a random character model never produces
 The phase trains next-token cross-entropy on `prompt → metadata["solution"]` (only the completion
 and its eos are in the loss) over the *training* pools (held-out problems are never seen), with a
 share `wrong_fraction` of the targets deliberately replaced by the solution of another problem of
-the same domain, so the policy starts with a pass rate well above 0 and well below 1 (defaults, 600
-steps with 25 % wrong targets: held-out math 0.35; held-out code stays ~0.01 on the 549-function
-level-0 space, see docs/train.md).
+the same domain, so the policy starts with a pass rate well above 0 and well below 1, and with a
+sampled pass rate well below its greedy one: the gap RL closes first. Each batch holds one domain,
+drawn by `domain_weights` (default math 3 : code 1: level-0 math rows are ~4x shorter, so cheaper,
+and need more steps). Defaults (600 steps, 40 % wrong) measured in docs/train.md.
 
 Cache: the result is an ordinary Hugging Face folder under `<cache>/warm_start/<key>/`, where
 `<cache>` is `$SCALERL_CACHE_DIR`, else `$XDG_CACHE_HOME/scalerl`, else `~/.cache/scalerl`, and
@@ -38,7 +39,7 @@ from trainer.tiny_model import CharTokenizer, TinyModelConfig, build_tiny_model,
 from trainer.train_config import WarmStartConfig
 
 log = logging.getLogger(__name__)
-RECIPE_VERSION = 1  # bump when the supervised recipe changes: cached folders of older recipes are not reused
+RECIPE_VERSION = 2  # bump when the supervised recipe changes: cached folders of older recipes are not reused
 
 
 def cache_root() -> Path:
@@ -79,18 +80,18 @@ def warm_start(model_cfg: TinyModelConfig, ws: WarmStartConfig, problems: Sequen
     return folder
 
 
-def _examples(problems: Sequence[ProblemRecord], ws: WarmStartConfig) -> list[tuple[str, str]]:
-    """(prompt text, target) pairs; `wrong_fraction` of targets are another problem's solution."""
+def _examples(problems: Sequence[ProblemRecord], ws: WarmStartConfig) -> dict[str, list[tuple[str, str]]]:
+    """(prompt text, target) pairs per domain; `wrong_fraction` of targets are another problem's solution."""
     rng = random.Random(ws.seed)
-    by_domain: dict[str, list[str]] = {}
+    solutions: dict[str, list[str]] = {}
     for p in problems:
-        by_domain.setdefault(p.domain, []).append(p.metadata["solution"])
-    out = []
+        solutions.setdefault(p.domain, []).append(p.metadata["solution"])
+    out: dict[str, list[tuple[str, str]]] = {}
     for p in problems:
         target = p.metadata["solution"]
         if rng.random() < ws.wrong_fraction:
-            target = rng.choice(by_domain[p.domain])
-        out.append((render_prompt(p.prompt), target))
+            target = rng.choice(solutions[p.domain])
+        out.setdefault(p.domain, []).append((render_prompt(p.prompt), target))
     return out
 
 
@@ -115,6 +116,8 @@ def supervised_phase(model: Any, tok: CharTokenizer, problems: Sequence[ProblemR
     if not problems:
         raise ValueError("warm start needs problems with metadata['solution']")
     examples = _examples(problems, ws)
+    domains = sorted(examples)
+    weights = [ws.domain_weights.get(d, 1.0) for d in domains]
     rng = random.Random(ws.seed + 1)
     opt = torch.optim.AdamW(model.parameters(), lr=ws.lr, weight_decay=0.0)
     sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: min(1.0, (s + 1) / 20) * max(0.1, 1 - s / max(ws.steps, 1)))
@@ -123,10 +126,11 @@ def supervised_phase(model: Any, tok: CharTokenizer, problems: Sequence[ProblemR
     for step in range(ws.steps):
         if step % 50 == 0:
             log.info("warm start: step %d/%d, loss %.3f", step, ws.steps, float(loss.detach()))
-        # Problems are drawn uniformly, so domains in proportion to their pools (level 0: ~90 % math).
-        # Drawing domains equally often was measured to be worse on held-out prompts: the tiny model
-        # then memorizes the 68 training code functions and its held-out math drops (0.105 -> 0.057).
-        pairs = [rng.choice(examples) for _ in range(ws.batch_size)]
+        # One domain per batch, drawn by weight (not by pool size): a batch is padded to its longest
+        # row, and level-0 math rows are ~4x shorter than code rows, so math batches cost ~4x less.
+        domain = rng.choices(domains, weights)[0]
+        rows = ws.batch_size_by_domain.get(domain, ws.batch_size)
+        pairs = [rng.choice(examples[domain]) for _ in range(rows)]
         ids, labels, mask = _batch(tok, pairs)
         logits = model(input_ids=ids, attention_mask=mask).logits
         loss = F.cross_entropy(logits[:, :-1].reshape(-1, logits.shape[-1]).float(), labels[:, 1:].reshape(-1))
