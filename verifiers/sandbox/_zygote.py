@@ -94,7 +94,11 @@ def _sweep_stale(parent: str, own: str) -> None:
         if not name.startswith("scalerl-") or name == own:
             continue
         path = os.path.join(parent, name)
-        for sub in os.listdir(path):
+        try:
+            subs = os.listdir(path)
+        except OSError:  # another sandbox's sweep or shutdown removed it meanwhile
+            continue
+        for sub in subs:
             if sub.startswith("slot"):
                 try:
                     os.rmdir(os.path.join(path, sub))
