@@ -6,8 +6,9 @@ and its eos are in the loss) over the *training* pools (held-out problems are ne
 share `wrong_fraction` of the targets deliberately replaced by the solution of another problem of
 the same domain, so the policy starts with a pass rate well above 0 and well below 1, and with a
 sampled pass rate well below its greedy one: the gap RL closes first. Each batch holds one domain,
-drawn by `domain_weights` (default math 3 : code 1: level-0 math rows are ~4x shorter, so cheaper,
-and need more steps). Defaults (600 steps, 40 % wrong) measured in docs/train.md.
+drawn by `domain_weights` (default math 2.8 : code 1: level-0 math rows are ~4x shorter, so cheaper,
+and need more steps), with `batch_size_by_domain` rows. The defaults (950 steps, 40 % wrong) are
+measured in docs/train.md.
 
 Cache: the result is an ordinary Hugging Face folder under `<cache>/warm_start/<key>/`, where
 `<cache>` is `$SCALERL_CACHE_DIR`, else `$XDG_CACHE_HOME/scalerl`, else `~/.cache/scalerl`, and
@@ -80,34 +81,34 @@ def warm_start(model_cfg: TinyModelConfig, ws: WarmStartConfig, problems: Sequen
     return folder
 
 
-def _examples(problems: Sequence[ProblemRecord], ws: WarmStartConfig) -> dict[str, list[tuple[str, str]]]:
-    """(prompt text, target) pairs per domain; `wrong_fraction` of targets are another problem's solution."""
+Example = tuple[list[int], list[int]]  # (bos + prompt ids, completion ids + eos)
+
+
+def _examples(problems: Sequence[ProblemRecord], ws: WarmStartConfig, tok: CharTokenizer) -> dict[str, list[Example]]:
+    """Encoded examples per domain, once; `wrong_fraction` of targets are another problem's solution."""
     rng = random.Random(ws.seed)
     solutions: dict[str, list[str]] = {}
     for p in problems:
         solutions.setdefault(p.domain, []).append(p.metadata["solution"])
-    out: dict[str, list[tuple[str, str]]] = {}
+    out: dict[str, list[Example]] = {}
     for p in problems:
         target = p.metadata["solution"]
         if rng.random() < ws.wrong_fraction:
             target = rng.choice(solutions[p.domain])
-        out.setdefault(p.domain, []).append((render_prompt(p.prompt), target))
+        prompt_ids = [tok.bos_token_id] + tok.encode(render_prompt(p.prompt))
+        out.setdefault(p.domain, []).append((prompt_ids, tok.encode(target) + [tok.eos_token_id]))
     return out
 
 
-def _batch(tok: CharTokenizer, pairs: Sequence[tuple[str, str]]) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    rows, targets = [], []
-    for prompt, target in pairs:
-        p = [tok.bos_token_id] + tok.encode(prompt)
-        c = tok.encode(target) + [tok.eos_token_id]
-        rows.append(p + c)
-        targets.append([-100] * len(p) + c)
-    width = max(len(r) for r in rows)
-    ids = torch.full((len(rows), width), tok.pad_token_id)
-    labels = torch.full((len(rows), width), -100)
-    mask = torch.zeros((len(rows), width), dtype=torch.long)
-    for i, (r, t) in enumerate(zip(rows, targets)):
-        ids[i, : len(r)], labels[i, : len(t)], mask[i, : len(r)] = torch.tensor(r), torch.tensor(t), 1
+def _batch(tok: CharTokenizer, examples: Sequence[Example]) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Right-padded ids, labels (-100 outside the completion) and attention mask."""
+    width = max(len(p) + len(c) for p, c in examples)
+    ids = torch.full((len(examples), width), tok.pad_token_id)
+    labels = torch.full((len(examples), width), -100)
+    mask = torch.zeros((len(examples), width), dtype=torch.long)
+    for i, (p, c) in enumerate(examples):
+        n = len(p) + len(c)
+        ids[i, :n], labels[i, len(p) : n], mask[i, :n] = torch.tensor(p + c), torch.tensor(c), 1
     return ids, labels, mask
 
 
@@ -115,7 +116,7 @@ def supervised_phase(model: Any, tok: CharTokenizer, problems: Sequence[ProblemR
     """Train `model` in place for `ws.steps` steps; returns the last loss."""
     if not problems:
         raise ValueError("warm start needs problems with metadata['solution']")
-    examples = _examples(problems, ws)
+    examples = _examples(problems, ws, tok)
     domains = sorted(examples)
     weights = [ws.domain_weights.get(d, 1.0) for d in domains]
     rng = random.Random(ws.seed + 1)

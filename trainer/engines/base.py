@@ -56,6 +56,20 @@ class GenerationRequest(Strict):
     interruption: InterruptionPlan | None = None
     metadata: dict[str, Any] = Field(default_factory=dict)
 
+    def output_budget(self) -> int:
+        """Most output tokens one sample can have (forced interruption-phrase tokens included)."""
+        plan = self.interruption
+        if plan is None:
+            return self.sampling.max_new_tokens
+        return plan.think_budget_tokens + len(plan.phrase_token_ids) + plan.answer_budget_tokens
+
+    def check_fits(self, max_seq_len: int) -> None:
+        """ValueError when prompt + output budget exceed an engine's `max_seq_len`."""
+        budget = self.output_budget()
+        if len(self.prompt_token_ids) + budget > max_seq_len:
+            raise ValueError(f"request {self.request_id}: prompt ({len(self.prompt_token_ids)}) + budget "
+                             f"({budget}) exceeds the engine's max_seq_len {max_seq_len}")
+
 
 class GeneratedSample(Strict):
     """One finished sample. The per-token lists all have len(token_ids)."""

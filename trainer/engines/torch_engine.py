@@ -105,10 +105,7 @@ class TorchEngine(ThreadedEngine):
         return self._version
 
     def submit(self, request: GenerationRequest) -> None:
-        budget = _budget(request)
-        if len(request.prompt_token_ids) + budget > self.decoder.max_seq_len:
-            raise ValueError(f"request {request.request_id}: prompt ({len(request.prompt_token_ids)}) + budget "
-                             f"({budget}) exceeds the engine's max_seq_len {self.decoder.max_seq_len}")
+        request.check_fits(self.decoder.max_seq_len)
         if request.samples_per_prompt > self.decoder.max_slots:
             raise ValueError(f"samples_per_prompt {request.samples_per_prompt} > max_slots {self.decoder.max_slots}")
         with self._cv:
@@ -297,13 +294,6 @@ class TorchEngine(ThreadedEngine):
             with self._cv:
                 self._finished += [GeneratedGroup(request=g.request, samples=g.samples) for g in finished.values()]
                 self._cv.notify_all()
-
-
-def _budget(req: GenerationRequest) -> int:
-    if req.interruption is None:
-        return req.sampling.max_new_tokens
-    plan = req.interruption
-    return plan.think_budget_tokens + len(plan.phrase_token_ids) + plan.answer_budget_tokens
 
 
 def _sample(logits: torch.Tensor, params: list[SamplingParams], gen: torch.Generator) -> tuple[list[int], list[float]]:

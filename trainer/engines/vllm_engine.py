@@ -191,12 +191,7 @@ class VLLMEngine(ThreadedEngine):
         return self._version
 
     def submit(self, request: GenerationRequest) -> None:
-        budget = _budget(request)
-        if len(request.prompt_token_ids) + budget > self.max_seq_len:
-            raise ValueError(
-                f"request {request.request_id}: prompt ({len(request.prompt_token_ids)}) + budget "
-                f"({budget}) exceeds the engine's max_seq_len {self.max_seq_len}"
-            )
+        request.check_fits(self.max_seq_len)
         self._check_phrase(request)
         with self._cv:
             self._raise_if_failed()
@@ -375,7 +370,7 @@ class VLLMEngine(ThreadedEngine):
             temperature=s.temperature,
             top_p=s.top_p,
             top_k=s.top_k,
-            max_tokens=_budget(request),
+            max_tokens=request.output_budget(),
             logprobs=0,
             stop_token_ids=self._stop_ids(s),
             ignore_eos=True,
@@ -460,9 +455,3 @@ class VLLMEngine(ThreadedEngine):
             out = {k: t.clone() for k, t in out.items()}
         return out
 
-
-def _budget(req: GenerationRequest) -> int:
-    if req.interruption is None:
-        return req.sampling.max_new_tokens
-    plan = req.interruption
-    return plan.think_budget_tokens + len(plan.phrase_token_ids) + plan.answer_budget_tokens

@@ -88,8 +88,8 @@ def sub(rng: random.Random, level: int) -> Generated:
 
 
 def mul(rng: random.Random, level: int) -> Generated:
-    hi_a = 9 if level == 0 else 10 ** (1 + (level + 1) // 2) - 1
-    hi_b = 9 if level == 0 else 10 ** (1 + level // 2) - 1
+    hi_a = 10 ** (1 + (level + 1) // 2) - 1  # from level 1 (MATH_FAMILIES)
+    hi_b = 10 ** (1 + level // 2) - 1
     a, b = _int(rng, hi_a, level), _int(rng, hi_b, level)
     return _problem(f"{_fmt(a)}*{_fmt(b)}=", str(a * b))
 
