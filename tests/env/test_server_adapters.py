@@ -1,0 +1,158 @@
+"""OpenRLHF, veRL and TRL adapters against a real server, with requests shaped as those projects send them."""
+
+from __future__ import annotations
+
+import json
+
+import httpx
+import pytest
+
+from scalerl_env.adapters import URL_ENV, AdapterInputError, reference_item
+from tests.support.server_harness import shared_server
+
+TEMPLATE = "<|im_start|>user\n{}<|im_end|>\n<|im_start|>assistant\n"
+SUM_STDIO_APPS = json.dumps({"inputs": ["1 2\n", "3 4\n"], "outputs": ["3\n", "7\n"]})
+SUM_PROGRAM = "```python\na, b = map(int, input().split())\nprint(a + b)\n```"
+
+
+@pytest.fixture(scope="module")
+def server(request, tmp_path_factory):
+    ledger = tmp_path_factory.mktemp("ledger") / "ledger.duckdb"
+    return shared_server(request, "main", "--ledger", str(ledger))
+
+
+def openrlhf_post(url: str, queries, prompts, labels) -> httpx.Response:
+    """What OpenRLHF's `request_api_wrapper` does: requests.post(url, json=data, headers=..., timeout=180)."""
+    data = {"query": queries, "prompts": prompts, "labels": labels}
+    return httpx.post(url, json=data, headers={"Content-Type": "application/json"}, timeout=180)
+
+
+def test_openrlhf_get_reward_strips_the_prompt(server):
+    # The prompt shows an example answer \boxed{7}: scored with the prompt left in, the second sample
+    # would look correct. Stripped, it has no answer.
+    prompts = [TEMPLATE.format("What is 1+1?"), TEMPLATE.format("Answer like \\boxed{7}. What is 3+4?")]
+    responses = ["1+1 = \\boxed{2}", "I am not sure."]
+    response = openrlhf_post(server.url + "/get_reward", [p + r for p, r in zip(prompts, responses)],
+                             prompts, ["2", "7"])
+    assert response.status_code == 200
+    body = response.json()
+    assert body["rewards"] == [1.0, 0.0]
+    assert body["scores"] == [1.0, 0.0]
+    assert body["extra_logs"]["no_answer"] == [0.0, 1.0]
+    assert body["extra_logs"]["prompt_not_stripped"] == [0.0, 0.0]
+
+
+def test_openrlhf_code_label_and_unstripped_prompt_is_flagged(server):
+    prompts = [TEMPLATE.format("Add two numbers."), "a prompt that is not a prefix"]
+    queries = [prompts[0] + SUM_PROGRAM, "rendered differently: " + SUM_PROGRAM]
+    body = openrlhf_post(server.url + "/get_reward", queries, prompts, [SUM_STDIO_APPS, SUM_STDIO_APPS]).json()
+    assert body["rewards"] == [1.0, 1.0]
+    assert body["extra_logs"]["prompt_not_stripped"] == [0.0, 1.0]
+
+
+def test_openrlhf_length_mismatch_and_bad_label_are_422(server):
+    response = openrlhf_post(server.url + "/get_reward", ["a", "b"], ["a", "b"], ["1"])
+    assert response.status_code == 422
+    bad_code = json.dumps({"kind": "stdio", "cases": []})
+    response = openrlhf_post(server.url + "/get_reward", ["x"], [""], [bad_code])
+    assert response.status_code == 422
+    assert response.json()["detail"][0]["field"] == "labels.0"
+
+
+def test_openrlhf_reward_func_file_mode(server, monkeypatch):
+    import torch
+
+    from scalerl_env.adapters.openrlhf import reward_func
+
+    monkeypatch.setenv(URL_ENV, server.url)
+    prompts = [TEMPLATE.format("2*3?"), TEMPLATE.format("2*4?")]
+    out = reward_func([p + r for p, r in zip(prompts, ["\\boxed{6}", "\\boxed{9}"])], prompts, ["6", "8"])
+    assert isinstance(out["rewards"], torch.Tensor)
+    assert out["rewards"].tolist() == [1.0, 0.0] and out["scores"].tolist() == [1.0, 0.0]
+
+
+def test_verl_compute_score_over_http(server, monkeypatch):
+    from scalerl_env.adapters.verl import compute_score
+
+    monkeypatch.setenv(URL_ENV, server.url)
+    # NaiveRewardManager's call, keyword for keyword.
+    good = compute_score(data_source="openai/gsm8k", solution_str="... #### 72\nSo \\boxed{72}",
+                         ground_truth="72", extra_info={"split": "test", "index": 0})
+    bad = compute_score(data_source="openai/gsm8k", solution_str="\\boxed{71}", ground_truth="72")
+    assert good == {"score": 1.0, "acc": 1.0}
+    assert bad == {"score": 0.0, "acc": 0.0}
+    code = compute_score("codecontests", SUM_PROGRAM, SUM_STDIO_APPS, {"index": 1})
+    assert code["score"] == 1.0
+
+
+def test_verl_batch_records_prompt_ids(server, monkeypatch):
+    from scalerl_env.adapters.verl import compute_score_batch
+    from scalerl_env.client import RewardClient
+
+    monkeypatch.setenv(URL_ENV, server.url)
+    scores = compute_score_batch(
+        data_sources=["math"] * 3, solution_strs=["\\boxed{1}", "\\boxed{2}", "\\boxed{1}"],
+        ground_truths=["1", "1", "1"], extra_infos=[{"prompt_id": "verl-batch-p"}] * 3,
+    )
+    assert [s["score"] for s in scores] == [1.0, 0.0, 1.0]
+    with RewardClient(server.url) as client:
+        rows = client.ledger_query("SELECT count(*) FROM attempts WHERE prompt_id = 'verl-batch-p'").rows
+    assert rows == [[3]]
+
+
+def test_verl_compute_score_in_process(monkeypatch):
+    from scalerl_env.adapters.verl import compute_score
+    from verifiers import close_default_pools
+
+    monkeypatch.delenv(URL_ENV, raising=False)
+    try:
+        assert compute_score("math", "\\boxed{\\frac{1}{2}}", "0.5")["score"] == 1.0
+    finally:
+        close_default_pools()
+
+
+def test_trl_reward_plain_and_conversational(server):
+    from scalerl_env.adapters.trl import ScaleRLReward
+
+    reward = ScaleRLReward(server.url)
+    assert reward.__name__ == "scalerl_reward"
+    # GRPOTrainer: reward_func(prompts=..., completions=..., completion_ids=..., **dataset columns, trainer_state)
+    plain = reward(prompts=["1+1?", "1+1?"], completions=["\\boxed{2}", "\\boxed{3}"],
+                   completion_ids=[[1, 2], [3]], answer=["2", "2"], trainer_state=None)
+    assert plain == [1.0, 0.0]
+    chat = reward(prompts=[[{"role": "user", "content": "1+2?"}]],
+                  completions=[[{"role": "assistant", "content": "It is \\boxed{3}"}]],
+                  completion_ids=[[1]], answer=["3"], trainer_state=None)
+    assert chat == [1.0]
+
+
+def test_trl_missing_reference_column_names_it(server):
+    from scalerl_env.adapters.trl import ScaleRLReward
+
+    with pytest.raises(KeyError, match="solution"):
+        ScaleRLReward(server.url, reference_key="solution")(prompts=["p"], completions=["c"], answer=["1"])
+
+
+@pytest.mark.parametrize("reference, domain", [
+    ("\\frac{1}{2}", "math"), ("{1, 2}", "math"), ("42", "math"),
+    (SUM_STDIO_APPS, "code"), ({"kind": "assert", "code": "assert f() == 1"}, "code"),
+    ({"tests": {"kind": "stdio", "cases": [{"output": "1"}]}, "limits": {"time_s": 1}}, "code"),
+])
+def test_reference_forms(reference, domain):
+    assert reference_item("x", reference).domain == domain
+
+
+def test_reference_errors_name_the_field():
+    with pytest.raises(AdapterInputError) as info:
+        reference_item("x", {"inputs": ["1"], "outputs": []}, loc=("ground_truth", 4))
+    assert info.value.loc == ("ground_truth", 4)
+    with pytest.raises(AdapterInputError):
+        reference_item("x", ["not", "an", "answer"])
+
+
+def test_get_reward_without_prompts_scores_the_whole_query(server):
+    from scalerl_env.client import RewardClient
+
+    with RewardClient(server.url) as client:
+        result = client.get_reward(query=["Q: 2+2? A: \\boxed{4}", "Q: 2+2? A: \\boxed{5}"], labels=["4", "4"])
+    assert result.rewards == [1.0, 0.0] and result.scores == [1.0, 0.0]

@@ -1,0 +1,250 @@
+"""Reward server, one real `scalerl-env serve` process on a loopback port: every route, bad input, schema drift."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import httpx
+import pytest
+
+from scalerl_env.client import RewardClient, RewardServerError
+from scalerl_env.records import Status
+from tests.support.server_harness import OVERLOAD, REPO, shared_server
+
+BOXED = "Reasoning... so the answer is \\boxed{{{}}}."
+SUM_PROGRAM = "```python\na, b = map(int, input().split())\nprint(a + b)\n```"
+SUM_TESTS = {"kind": "stdio", "cases": [{"input": "1 2\n", "output": "3\n"}, {"input": "5 7\n", "output": "12\n"}]}
+
+
+@pytest.fixture(scope="module")
+def server(request, tmp_path_factory):
+    ledger = tmp_path_factory.mktemp("ledger") / "ledger.duckdb"
+    return shared_server(request, "main", "--ledger", str(ledger))
+
+
+@pytest.fixture(scope="module")
+def client(server):
+    with RewardClient(server.url, timeout_s=120) as c:
+        yield c
+
+
+def math_item(i: int, answer: str, said: str, **extra) -> dict:
+    return {"id": f"m{i}", "domain": "math", "completion": BOXED.format(said), "answer": answer, **extra}
+
+
+def test_openapi_document_matches_committed_file():
+    from scalerl_env.server.openapi import render
+
+    committed = (REPO / "openapi.json").read_text()
+    assert json.loads(committed) == json.loads(render()), (
+        "the app's OpenAPI schema drifted from openapi.json; run `python -m scalerl_env.server.openapi`"
+    )
+
+
+def test_served_openapi_is_the_committed_one(server):
+    served = httpx.get(server.url + "/openapi.json").json()
+    assert served == json.loads((REPO / "openapi.json").read_text())
+
+
+def test_verify_round_trip_keeps_order_and_statuses(client):
+    items = [math_item(0, "2", "2"), math_item(1, "\\frac{1}{2}", "0.5"), math_item(2, "7", "8"),
+             {"id": "m3", "domain": "math", "completion": "no idea", "answer": "3"}]
+    verdicts = client.verify(items)
+    assert [v.id for v in verdicts] == ["m0", "m1", "m2", "m3"]
+    assert [v.status for v in verdicts] == [Status.correct, Status.correct, Status.wrong, Status.no_answer]
+    assert [v.reward for v in verdicts] == [1.0, 1.0, 0.0, 0.0]
+
+
+def test_code_items_mixed_with_math(client):
+    items = [
+        {"id": "c0", "domain": "code", "completion": SUM_PROGRAM, "tests": SUM_TESTS},
+        math_item(1, "4", "4"),
+        {"id": "c2", "domain": "code", "completion": "```python\nprint(0)\n```", "tests": SUM_TESTS},
+        {"id": "c3", "domain": "code", "completion": "```python\ndef add(a, b):\n    return a + b\n```",
+         "tests": {"kind": "functional", "entry_point": "add", "cases": [{"args": [2, 3], "expected": 5}]}},
+    ]
+    verdicts = client.verify(items)
+    assert [v.id for v in verdicts] == ["c0", "m1", "c2", "c3"]
+    assert [v.status for v in verdicts] == [Status.correct, Status.correct, Status.wrong, Status.correct], [
+        (v.status, v.details) for v in verdicts]
+
+
+def test_healthz_and_readyz(server):
+    assert httpx.get(server.url + "/healthz").json() == {"status": "ok"}
+    ready = httpx.get(server.url + "/readyz")
+    assert ready.status_code == 200
+    body = ready.json()
+    assert body["ready"] is True and body["draining"] is False
+    assert body["verifier"]["math"]["warm"] >= 1
+    assert body["sandbox"]["meets_minimum"] is True and body["sandbox"]["minimum"] == "strict", body["sandbox"]
+    assert body["sandbox"]["layers"]["rlimits"] is True
+
+
+def test_metrics_text_format_counts_verdicts_and_has_no_per_item_labels(server, client):
+    client.verify([math_item(0, "5", "5"), math_item(1, "5", "6")])
+    response = httpx.get(server.url + "/metrics")
+    assert response.status_code == 200
+    assert response.headers["content-type"].startswith("text/plain")
+    text = response.text
+    for name in ("scalerl_verdicts_total", "scalerl_request_seconds_bucket", "scalerl_items_in_flight",
+                 "scalerl_build_info", "scalerl_item_verify_seconds_bucket", "scalerl_requests_rejected"):
+        assert name in text, name
+    correct = _sample(text, 'scalerl_verdicts_total{domain="math",status="correct"}')
+    wrong = _sample(text, 'scalerl_verdicts_total{domain="math",status="wrong"}')
+    assert correct >= 1 and wrong >= 1
+    assert "prompt_id" not in text and 'id="' not in text
+
+
+def test_sandbox_kills_are_counted_by_reason(server, client):
+    spin = {"domain": "code", "completion": "```python\nwhile True:\n    pass\n```",
+            "tests": {"kind": "stdio", "cases": [{"output": "1"}]}, "limits": {"time_s": 0.2}}
+    before = _sample(httpx.get(server.url + "/metrics").text, 'scalerl_sandbox_kills_total{reason="cpu"}', 0.0)
+    assert client.verify([spin])[0].status == Status.timeout
+    after = _sample(httpx.get(server.url + "/metrics").text, 'scalerl_sandbox_kills_total{reason="cpu"}')
+    assert after == before + 1
+
+
+def _sample(text: str, series: str, default: float | None = None) -> float:
+    for line in text.splitlines():
+        if line.startswith(series + " "):
+            return float(line.split()[-1])
+    if default is not None:
+        return default
+    raise AssertionError(f"{series} not in /metrics")
+
+
+def test_items_with_prompt_id_are_in_the_ledger_when_acknowledged(client):
+    items = [math_item(i, "9", "9" if i % 2 else "1", prompt_id="api-ledger-p1", step=3, sample_index=i)
+             for i in range(4)]
+    client.verify(items)
+    result = client.ledger_query(
+        "SELECT count(*), sum(CASE WHEN correct THEN 1 ELSE 0 END) FROM attempts WHERE prompt_id = 'api-ledger-p1'"
+    )
+    assert result.rows == [[4, 2]]
+
+
+def test_ledger_query_rejects_writes_with_400(server):
+    response = httpx.post(server.url + "/v1/ledger/query", json={"sql": "DELETE FROM attempts"})
+    assert response.status_code == 400
+    assert "Error" in response.json()["detail"]
+
+
+def test_ledger_query_without_ledger_is_409(request):
+    bare = shared_server(request, "overload", *OVERLOAD)  # the load tests' ledger-less server
+    response = httpx.post(bare.url + "/v1/ledger/query", json={"sql": "SELECT 1"})
+    assert response.status_code == 409
+    assert "--ledger" in response.json()["detail"]
+
+
+def test_schema_error_is_422_naming_the_field(server):
+    bad = {"items": [math_item(0, "1", "1"), {"id": "x", "domain": "math", "completion": "hi"}]}
+    response = httpx.post(server.url + "/v1/verify", json=bad)
+    assert response.status_code == 422
+    assert response.json()["detail"][0]["field"] == "items.1"
+    unknown = {"items": [{**math_item(0, "1", "1"), "answr": "1"}]}
+    detail = httpx.post(server.url + "/v1/verify", json=unknown).json()["detail"]
+    assert any(d["field"] == "items.0.answr" and d["type"] == "extra_forbidden" for d in detail)
+
+
+def test_malformed_json_is_422_with_the_offset(server):
+    response = httpx.post(server.url + "/v1/verify", content=b'{"items": [', headers={"content-type": "application/json"})
+    assert response.status_code == 422
+    error = response.json()["detail"][0]
+    assert error["field"] == "body" and "character 11" in error["msg"]
+
+
+def test_invalid_utf8_is_400_and_lone_surrogate_is_422(server):
+    raw = b'{"items": [{"domain": "math", "completion": "\xff\xfe", "answer": "1"}]}'
+    response = httpx.post(server.url + "/v1/verify", content=raw, headers={"content-type": "application/json"})
+    assert response.status_code == 400 and "UTF-8" in response.json()["detail"]
+    escaped = b'{"items": [{"domain": "math", "completion": "\\ud800", "answer": "1"}]}'
+    response = httpx.post(server.url + "/v1/verify", content=escaped, headers={"content-type": "application/json"})
+    assert response.status_code == 422
+    assert response.json()["detail"][0]["field"] == "items.0.completion"
+
+
+def test_oversized_body_and_batch_are_413(server):
+    huge = b'{"items": [' + b" " * (33 << 20) + b"]}"
+    response = httpx.post(server.url + "/v1/verify", content=huge, headers={"content-type": "application/json"})
+    assert response.status_code == 413
+    many = {"items": [math_item(i, "1", "1") for i in range(1025)]}
+    response = httpx.post(server.url + "/v1/verify", json=many)
+    assert response.status_code == 413 and "max_batch_items" in response.json()["detail"]
+
+
+def test_deeply_nested_json_is_a_clean_4xx(server):
+    nested = b'{"items": ' + b"[" * 50_000 + b"]" * 50_000 + b"}"
+    response = httpx.post(server.url + "/v1/verify", content=nested, headers={"content-type": "application/json"})
+    assert 400 <= response.status_code < 500
+    assert httpx.get(server.url + "/healthz").status_code == 200
+
+
+def test_client_raises_with_status_and_detail(client):
+    with pytest.raises(RewardServerError) as info:
+        client.verify([{"domain": "math", "completion": "x"}])
+    assert info.value.status == 422
+
+
+def test_empty_batch_is_answered_empty(client):
+    assert client.verify([]) == []
+    assert httpx.post(client.base_url + "/v1/verify", json={"items": []}).json() == {"results": []}
+
+
+def test_async_client_batches_in_order(server):
+    import asyncio
+
+    from scalerl_env.client import AsyncRewardClient
+
+    async def run():
+        async with AsyncRewardClient(server.url, batch_size=3, concurrency=4) as c:
+            return await c.verify([math_item(i, str(i), str(i if i % 3 else -1)) for i in range(20)])
+
+    verdicts = asyncio.run(run())
+    assert [v.id for v in verdicts] == [f"m{i}" for i in range(20)]
+    assert [v.status == Status.correct for v in verdicts] == [bool(i % 3) for i in range(20)]
+
+
+def test_cli_rejects_bad_config_with_exit_2(tmp_path):
+    import subprocess
+    import sys
+
+    bad = tmp_path / "server.yaml"
+    bad.write_text("limits:\n  max_batch_items: 0\n")
+    proc = subprocess.run([sys.executable, "-m", "scalerl_env.cli", "serve", "--config", str(bad)],
+                          cwd=REPO, capture_output=True, text=True, timeout=60, check=False)
+    assert proc.returncode == 2
+    assert "limits.max_batch_items" in proc.stderr
+
+
+def test_committed_openapi_lists_every_route():
+    paths = json.loads(Path(REPO / "openapi.json").read_text())["paths"]
+    assert set(paths) == {"/v1/verify", "/healthz", "/readyz", "/metrics", "/v1/ledger/query", "/get_reward"}
+
+
+def test_ledger_cli_queries_through_the_server(server, client):
+    import subprocess
+    import sys
+
+    client.verify([math_item(0, "3", "3", prompt_id="api-cli-p")])
+    proc = subprocess.run(
+        [sys.executable, "-m", "scalerl_env.cli", "ledger", "query", "--url", server.url,
+         "SELECT count(*) AS n FROM attempts WHERE prompt_id = 'api-cli-p'"],
+        cwd=REPO, capture_output=True, text=True, timeout=120, check=False,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "1" in proc.stdout
+
+
+def test_second_server_on_an_owned_ledger_exits_with_a_clear_error(server):
+    import subprocess
+    import sys
+
+    from tests.support.server_harness import free_port
+
+    ledger = server.args[server.args.index("--ledger") + 1]
+    proc = subprocess.run([sys.executable, "-m", "scalerl_env.cli", "serve", "--port", str(free_port()),
+                           "--ledger", ledger], cwd=REPO, capture_output=True, text=True, timeout=120, check=False)
+    assert proc.returncode != 0
+    assert "start-up failed" in proc.stderr and ledger in proc.stderr
+    assert httpx.get(server.url + "/healthz").status_code == 200
