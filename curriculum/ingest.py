@@ -25,6 +25,7 @@ from pydantic import Field, ValidationError
 from curriculum.ledger import Ledger
 from curriculum.models import IngestError
 from curriculum.schema import ATTEMPT_COLUMNS
+from scalerl_env.config import validation_problems
 from scalerl_env.records import Domain, Status, Strict
 
 MAX_REPORTED = 20
@@ -48,7 +49,7 @@ class VerdictLine(Strict):
 
 
 def _error_text(exc: ValidationError) -> str:
-    return "; ".join(f"{'.'.join(str(p) for p in e['loc']) or 'line'}: {e['msg']}" for e in exc.errors())
+    return "; ".join(validation_problems(exc, whole="line"))
 
 
 def parse_lines(path: Path, data: bytes) -> list[tuple[int, VerdictLine]]:

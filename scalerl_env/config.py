@@ -9,17 +9,25 @@ from __future__ import annotations
 
 import os
 import tempfile
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, Iterable, TypeVar
+from typing import Any, TypeVar
 
 import yaml
-from pydantic import BaseModel
+from pydantic import BaseModel, ValidationError
 
 M = TypeVar("M", bound=BaseModel)
 
 
 class ConfigError(ValueError):
     """A configuration file or override that cannot be applied; the message names the key."""
+
+
+def validation_problems(exc: ValidationError, *, whole: str = "(item)", first_only: bool = False) -> list[str]:
+    """`field.path: message` for each error of a pydantic ValidationError: the one formatter that
+    CLIs, adapters, ingest and config loading share; `whole` names an error on the object itself."""
+    errors = exc.errors()[:1] if first_only else exc.errors()
+    return [f"{'.'.join(str(p) for p in e['loc']) or whole}: {e['msg']}" for e in errors]
 
 
 def parse_override(text: str) -> tuple[list[str], Any]:
@@ -78,11 +86,8 @@ def load_config(
         tree = _deep_merge(tree, patch)
     try:
         return model.model_validate(tree)
-    except Exception as exc:  # pydantic.ValidationError: re-raise with dotted field paths
-        errors = getattr(exc, "errors", None)
-        if errors is None:
-            raise
-        lines = [f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in errors()]
+    except ValidationError as exc:  # re-raised with dotted field paths
+        lines = validation_problems(exc, whole="(config)")
         raise ConfigError("invalid configuration:\n  " + "\n  ".join(lines)) from exc
 
 

@@ -26,6 +26,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from scalerl_env.config import validation_problems
 from scalerl_env.records import Status, Verdict, VerifyItem
 from verifiers.config import VerifierConfig
 from verifiers.extract import clean_answer, extract_answer
@@ -45,9 +46,7 @@ def as_items(items: Iterable[VerifyItem | dict[str, Any]]) -> list[VerifyItem]:
         try:
             out.append(VerifyItem.model_validate(item))
         except ValidationError as exc:
-            first = exc.errors()[0]
-            field = ".".join(str(p) for p in first["loc"]) or "(item)"
-            raise ValueError(f"item {index}: {field}: {first['msg']}") from exc
+            raise ValueError(f"item {index}: {validation_problems(exc, first_only=True)[0]}") from exc
     return out
 
 

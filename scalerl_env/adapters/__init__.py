@@ -21,6 +21,7 @@ from typing import Any
 
 from pydantic import TypeAdapter, ValidationError
 
+from scalerl_env.config import validation_problems
 from scalerl_env.records import CodeTests, Limits, Verdict, VerifyItem
 
 URL_ENV = "SCALERL_REWARD_URL"
@@ -49,7 +50,7 @@ def reference_item(completion: str, reference: Any, *, id: str = "", prompt_id: 
     try:
         tests, limits = _code_tests(spec)
     except ValidationError as exc:
-        problems = "; ".join(f"{'.'.join(map(str, e['loc'])) or 'spec'}: {e['msg']}" for e in exc.errors())
+        problems = "; ".join(validation_problems(exc, whole="spec"))
         raise AdapterInputError(loc, f"not a valid code test spec: {problems}") from None
     except (ValueError, TypeError) as exc:
         raise AdapterInputError(loc, f"not a valid code test spec: {exc}") from None

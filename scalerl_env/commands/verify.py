@@ -35,6 +35,7 @@ def read_items(source: str) -> list:
 def _parse_lines(stream) -> list:
     from pydantic import ValidationError
 
+    from scalerl_env.config import validation_problems
     from scalerl_env.records import VerifyItem
 
     items = []
@@ -44,9 +45,7 @@ def _parse_lines(stream) -> list:
         try:
             items.append(VerifyItem.model_validate_json(line))
         except ValidationError as exc:
-            first = exc.errors()[0]
-            field = ".".join(str(p) for p in first["loc"]) or "(line)"
-            raise ValueError(f"line {lineno}: {field}: {first['msg']}") from None
+            raise ValueError(f"line {lineno}: {validation_problems(exc, whole='(line)', first_only=True)[0]}") from None
     return items
 
 
