@@ -9,6 +9,13 @@ Reference forms (`reference_item`):
 - code: a JSON object (or its text) that is either a test spec `{"kind": "stdio" | "functional" |
   "assert", ...}`, `{"tests": {...}, "limits": {...}}`, or the APPS/TACO stdio form
   `{"inputs": ["1 2\\n", ...], "outputs": ["3\\n", ...]}`.
+
+References and ids usually come from dataset columns (HF `datasets`, parquet, pandas), which do not hand
+back what was written: a struct column gives every row every field of the column, `None` where the row
+had none, and pandas gives numpy arrays and scalars. `reference_item` therefore normalizes a reference
+before the strict models see it (numpy to Python, `None`-valued spec fields dropped) and `id_text` turns
+integer ids into text. Unknown fields with a value are still errors, and the HTTP API's `VerifyItem`
+is not normalized at all.
 """
 
 from __future__ import annotations
@@ -35,13 +42,40 @@ class AdapterInputError(ValueError):
 
     def __init__(self, loc: tuple[str | int, ...], msg: str) -> None:
         super().__init__(f"{'.'.join(map(str, loc))}: {msg}")
-        self.loc = loc
+        self.loc = tuple(loc)
         self.msg = msg
+
+    def __reduce__(self) -> tuple[type, tuple[tuple[str | int, ...], str]]:
+        # Pickle (and so Ray, which hands a worker's exception to the driver) rebuilds an exception from
+        # `args`, which here is the formatted message alone: rebuild from (loc, msg) instead.
+        return type(self), (self.loc, self.msg)
+
+
+def id_text(value: Any, loc: tuple[str | int, ...] = ("prompt_id",)) -> str | None:
+    """An id from a dataset column as text: integers (Python or numpy) become their decimal text."""
+    value = plain(value)
+    if value is None or isinstance(value, str):
+        return value
+    if isinstance(value, int) and not isinstance(value, bool):
+        return str(value)
+    raise AdapterInputError(loc, f"an id must be text or an integer, got {type(value).__name__}")
+
+
+def plain(value: Any) -> Any:
+    """numpy arrays and scalars (pandas, veRL's object arrays) as Python lists and scalars, recursively."""
+    if hasattr(value, "tolist") and not isinstance(value, (str, bytes)):
+        value = value.tolist()
+    if isinstance(value, dict):
+        return {k: plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [plain(v) for v in value]
+    return value
 
 
 def reference_item(completion: str, reference: Any, *, id: str = "", prompt_id: str | None = None,
                    loc: tuple[str | int, ...] = ("reference",)) -> VerifyItem:
     """The verify item scoring `completion` against `reference` (see the module docstring for forms)."""
+    reference = plain(reference)
     spec = _code_spec(reference)
     if spec is None:
         if not isinstance(reference, (str, int, float)) or isinstance(reference, bool):
@@ -66,9 +100,37 @@ def _code_spec(reference: Any) -> dict[str, Any] | None:
             reference = json.loads(text)
         except json.JSONDecodeError:
             return None  # e.g. a set-valued math answer "{1, 2}"
-    if isinstance(reference, dict) and ({"kind", "tests", "inputs"} & reference.keys()):
-        return reference
+    if isinstance(reference, dict):
+        spec = _without_nulls(reference)
+        if {"kind", "tests", "inputs"} & spec.keys():
+            return spec
     return None
+
+
+def _without_nulls(spec: dict[str, Any]) -> dict[str, Any]:
+    """The spec without `None`-valued fields where Arrow fills them in: the spec, `tests`, `limits`, each
+    case and its `kwargs`. Values inside `args` and `expected` are data and stay as they are."""
+    spec = _drop_nulls(spec)
+    for key in ("tests", "limits"):
+        if isinstance(spec.get(key), dict):
+            spec[key] = _drop_nulls(spec[key])
+    tests = spec.get("tests", spec)
+    if isinstance(tests, dict) and isinstance(tests.get("cases"), list):
+        tests["cases"] = [_case_without_nulls(case) for case in tests["cases"]]
+    return spec
+
+
+def _case_without_nulls(case: Any) -> Any:
+    if not isinstance(case, dict):
+        return case
+    case = _drop_nulls(case)
+    if isinstance(case.get("kwargs"), dict):
+        case["kwargs"] = _drop_nulls(case["kwargs"])
+    return case
+
+
+def _drop_nulls(mapping: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in mapping.items() if v is not None}
 
 
 def _code_tests(spec: dict[str, Any]) -> tuple[Any, Limits | None]:

@@ -7,7 +7,8 @@ TRL calls `reward(prompts=..., completions=..., **columns)` with every other dat
 keyword list (plus `completion_ids`, `trainer_state`); the reference is read from the column named
 `reference_key` (default `answer`; a math answer or a code test spec, see `scalerl_env.adapters`).
 Completions may be plain text or conversational (a list of messages; their contents are joined).
-A `prompt_id` column, when present, is passed on so an attached ledger records the verdicts.
+A `prompt_id` column (text or integers), when present, is passed on so an attached ledger records the
+verdicts.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from scalerl_env.adapters import reference_item, score_items
+from scalerl_env.adapters import id_text, reference_item, score_items
 
 
 class ScaleRLReward:
@@ -31,12 +32,14 @@ class ScaleRLReward:
             raise KeyError(f"reward needs the dataset column {self.reference_key!r}; "
                            f"columns passed: {sorted(kwargs)}")
         references = kwargs[self.reference_key]
-        prompt_ids = kwargs.get("prompt_id") or [None] * len(completions)
+        prompt_ids = kwargs.get("prompt_id")
+        prompt_ids = [None] * len(completions) if prompt_ids is None else list(prompt_ids)
         if not len(references) == len(prompt_ids) == len(completions):
             raise ValueError(f"{len(completions)} completions but {len(references)} references "
                              f"and {len(prompt_ids)} prompt ids")
         items = [
-            reference_item(completion_text(c), ref, id=str(i), prompt_id=pid, loc=(self.reference_key, i))
+            reference_item(completion_text(c), ref, id=str(i), prompt_id=id_text(pid, ("prompt_id", i)),
+                           loc=(self.reference_key, i))
             for i, (c, ref, pid) in enumerate(zip(completions, references, prompt_ids))
         ]
         return [float(v.reward) for v in score_items(items, url=self.url)]

@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from scalerl_env.adapters import reference_item, score_items
+from scalerl_env.adapters import id_text, reference_item, score_items
 from scalerl_env.records import Status, Verdict
 
 
@@ -36,8 +36,8 @@ def compute_score_batch(data_sources: Sequence[str], solution_strs: Sequence[str
         raise ValueError(f"{len(solution_strs)} solutions, {len(ground_truths)} ground truths, "
                          f"{len(extra_infos)} extra_infos")
     items = [
-        reference_item(solution, truth, id=str(i), prompt_id=(info or {}).get("prompt_id"),
-                       loc=("ground_truth", i))
+        reference_item(solution, truth, id=str(i), loc=("reward_model", "ground_truth", i),
+                       prompt_id=id_text((info or {}).get("prompt_id"), ("extra_info", "prompt_id", i)))
         for i, (solution, truth, info) in enumerate(zip(solution_strs, ground_truths, extra_infos))
     ]
     return [_result(v) for v in score_items(items, url=url)]

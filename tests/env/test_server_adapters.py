@@ -156,3 +156,80 @@ def test_get_reward_without_prompts_scores_the_whole_query(server):
     with RewardClient(server.url) as client:
         result = client.get_reward(query=["Q: 2+2? A: \\boxed{4}", "Q: 2+2? A: \\boxed{5}"], labels=["4", "4"])
     assert result.rewards == [1.0, 0.0] and result.scores == [1.0, 0.0]
+
+
+# ------------------------------------------------------------------ references read back from dataset columns
+# Arrow gives every row of a struct column every field of the column: fields a row lacks come back as None.
+STDIO_OBJ = {"kind": "stdio", "cases": [{"input": "1 2\n", "output": "3\n"}, {"input": "3 4\n", "output": "7\n"}]}
+FUNC_OBJ = {"kind": "functional", "entry_point": "add", "cases": [{"args": [1, 2], "expected": 3}],
+            "compare": "exact"}
+ADD_PROGRAM = "```python\ndef add(a, b):\n    return a + b\n```"
+
+
+def column_rows(values: list) -> list:
+    """The values as HF `datasets` hands them back from one column (how TRL and veRL load their data)."""
+    import datasets
+
+    return datasets.Dataset.from_list([{"ref": v} for v in values])["ref"]
+
+
+def test_object_specs_from_a_mixed_column_gain_none_fields():
+    # The premise of the normalization: if datasets stops filling None, this test says so.
+    stdio, func = column_rows([STDIO_OBJ, {**FUNC_OBJ, "compare": None}])
+    assert stdio["entry_point"] is None and stdio["cases"][0]["args"] is None
+    assert func["cases"][0]["input"] is None
+
+
+def test_object_specs_from_a_dataset_column_score(server):
+    from scalerl_env.adapters.trl import ScaleRLReward
+
+    stdio, func = column_rows([STDIO_OBJ, {k: v for k, v in FUNC_OBJ.items() if k != "compare"}])
+    rewards = ScaleRLReward(server.url)(prompts=["p", "p", "p"], completions=[SUM_PROGRAM, ADD_PROGRAM, "nope"],
+                                        answer=[stdio, func, func])
+    assert rewards == [1.0, 1.0, 0.0]
+
+
+def test_unknown_fields_stay_errors_in_columns_and_over_http(server):
+    with pytest.raises(AdapterInputError, match=r"answer\.2: .*bogus"):
+        reference_item("x", {**STDIO_OBJ, "bogus": 1}, loc=("answer", 2))
+    item = {"id": "a", "domain": "code", "completion": "x", "tests": {**STDIO_OBJ, "entry_point": None}}
+    response = httpx.post(server.url + "/v1/verify", json={"items": [item]}, timeout=30)
+    assert response.status_code == 422  # the HTTP API stays strict: no None-dropping there
+
+
+def test_integer_and_numpy_ids_become_text(server):
+    import numpy as np
+
+    from scalerl_env.adapters.trl import ScaleRLReward
+    from scalerl_env.adapters.verl import compute_score_batch
+
+    rewards = ScaleRLReward(server.url)(prompts=["p", "p"], completions=["\\boxed{5}", "\\boxed{6}"],
+                                        answer=[5, np.int64(5)], prompt_id=[17, np.int64(17)])
+    assert rewards == [1.0, 0.0]
+    scores = compute_score_batch(["m"], ["\\boxed{5}"], ["5"], [{"prompt_id": 18}], url=server.url)
+    assert scores[0]["score"] == 1.0
+
+
+def test_adapter_error_survives_pickle():
+    import pickle
+
+    error = AdapterInputError(("answer", 3), "not a valid code test spec")
+    copy = pickle.loads(pickle.dumps(error))
+    assert isinstance(copy, AdapterInputError)
+    assert (copy.loc, copy.msg, str(copy)) == (error.loc, error.msg, "answer.3: not a valid code test spec")
+
+
+def _raise_in_ray_worker():
+    reference_item("x", {"kind": "stdio", "cases": []}, loc=("reward_model", "ground_truth"))
+
+
+@pytest.mark.ray
+def test_adapter_error_survives_ray():
+    import ray
+
+    ray.init(num_cpus=1, include_dashboard=False, namespace="scalerl-adapter-error")
+    try:
+        with pytest.raises(AdapterInputError, match=r"reward_model\.ground_truth: not a valid code test spec"):
+            ray.get(ray.remote(_raise_in_ray_worker).remote())
+    finally:
+        ray.shutdown()
