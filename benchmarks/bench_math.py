@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import random
 import time
 from collections import Counter
@@ -27,7 +28,7 @@ from collections import Counter
 from scalerl_env.paths import reference_dir
 
 REF = reference_dir() / "math500" / "test.jsonl"
-TARGET_RATIO = 2.5
+TARGET_RATIO = 8.0
 
 
 def workload(problems: int, samples: int, truncated: float, seed: int) -> list[dict]:
@@ -83,6 +84,7 @@ def main() -> None:
     ap.add_argument("--no-dedupe", action="store_true", help="ablation: score repeated pairs again")
     args = ap.parse_args()
     items = workload(args.problems, args.samples, args.truncated, args.seed)
+    load_before = os.getloadavg()[0]
     from verifiers.config import MathConfig
 
     math_config = MathConfig(workers=args.workers, timeout_s=args.timeout_s, fast_path=not args.no_fast_path,
@@ -103,6 +105,7 @@ def main() -> None:
           f"dedupe={math_config.dedupe}): {ours_s:8.2f} s  {len(items) / ours_s:8.1f} items/s")
     print(f"slowest item {worst:.3f} s (deadline {args.timeout_s} s); timeouts {counts.get('timeout', 0)}; "
           f"kills {info['math']['kills']}; agreement with baseline {100 * agree:.2f}%")
+    print(f"load average (1 min) {load_before:.2f} at start, {os.getloadavg()[0]:.2f} at end; host cpus {os.cpu_count()}")
     print(f"ratio {ratio:.2f}x (target >= {TARGET_RATIO}x): {'PASS' if ratio >= TARGET_RATIO else 'FAIL'}")
     ok = ratio >= TARGET_RATIO and worst < args.timeout_s and counts.get("timeout", 0) == 0
     raise SystemExit(0 if ok else 1)

@@ -2,9 +2,10 @@
 
 Per math item, in the calling thread: extract the answer (`verifiers.extract`); no answer ->
 `no_answer`, an answer over `max_answer_chars` -> `unparsable`; then the exact fast path
-(`verifiers.math_fast`); only what is left goes to the persistent workers (`verifiers.pool`), and
-identical (reference answer, extracted answer) pairs are sent once per batch (RL groups repeat
-answers). Code items go to `verifiers.code.CodeVerifier(config.code).verify_many`, imported lazily;
+(`verifiers.math_fast`, memoised across batches); only what is left goes to the persistent workers
+(`verifiers.pool`), unless the pool's bounded reply cache holds a sympy verdict for the same pair from an
+earlier batch (correct / wrong / unparsable only: timeouts and crashes are never cached); identical
+(reference answer, extracted answer) pairs are sent once per batch (RL groups repeat answers). Code items go to `verifiers.code.CodeVerifier(config.code).verify_many`, imported lazily;
 while it is unavailable they are answered `error` with the reason.
 
 Guarantees: verdicts come back in input order with `Verdict.id = item.id`; a `VerifierPool` may be
@@ -18,10 +19,13 @@ from __future__ import annotations
 
 import asyncio
 import atexit
+import functools
 import logging
 import threading
 import time
+from collections import OrderedDict
 from collections.abc import Iterable
+from concurrent.futures import Future
 from typing import Any
 
 from pydantic import ValidationError
@@ -34,6 +38,7 @@ from verifiers.math_fast import fast_verdict
 from verifiers.pool import MathWorkerPool
 
 logger = logging.getLogger(__name__)
+REPLY_CACHE_SIZE = 1 << 16  # sympy verdicts kept per pool, across batches (a few MB at most)
 
 
 def as_items(items: Iterable[VerifyItem | dict[str, Any]]) -> list[VerifyItem]:
@@ -60,6 +65,8 @@ class VerifierPool:
         self._code_error: str | None = None
         self._lock = threading.Lock()
         self._closed = False
+        self._replies: OrderedDict[tuple[str, str], dict] = OrderedDict()
+        self._replies_lock = threading.Lock()
 
     def __enter__(self) -> VerifierPool:
         return self
@@ -113,32 +120,57 @@ class VerifierPool:
     def _start_math(self, items: list[VerifyItem], indices: list[int], verdicts: list) -> dict:
         """Decide what can be decided here; submit the rest once per distinct pair. Returns pending."""
         cfg, rewards = self.config.math, self.config.rewards
-        pending: dict[tuple[str, str], tuple[Any, list[int], dict]] = {}
+        pending: dict[tuple, tuple[Any, list[int], dict]] = {}
+        extracted: dict[str, Any] = {}  # identical completions in one batch are extracted once
         for i in indices:
             start = time.perf_counter()
-            found = extract_answer(items[i].completion, max_completion_chars=cfg.max_completion_chars,
-                                   max_answer_chars=cfg.max_answer_chars)
+            completion = items[i].completion
+            found = extracted.get(completion)
+            if found is None:
+                found = extracted[completion] = extract_answer(
+                    completion, max_completion_chars=cfg.max_completion_chars, max_answer_chars=cfg.max_answer_chars)
             details: dict[str, Any] = {"extracted": found.answer or None, "method": found.method or None}
             if found.kind != "answer":
                 status = Status.no_answer if found.kind == "no_answer" else Status.unparsable
                 if found.kind == "too_long":
                     details["reason"] = f"answer longer than max_answer_chars={cfg.max_answer_chars}"
-                verdicts[i] = Verdict.of(status, details=details, rewards=rewards,
-                                         elapsed_s=time.perf_counter() - start)
+                verdicts[i] = _verdict(status, details, rewards, time.perf_counter() - start)
                 continue
             gold = clean_answer(items[i].answer or "")
-            decided = fast_verdict(gold, found.answer) if cfg.fast_path else None
+            decided = cached_fast_verdict(gold, found.answer) if cfg.fast_path else None
             if decided is not None:
-                verdicts[i] = Verdict.of(Status.correct if decided else Status.wrong, rewards=rewards,
-                                         details={**details, "path": "fast"},
-                                         elapsed_s=time.perf_counter() - start)
+                verdicts[i] = _verdict(Status.correct if decided else Status.wrong, {**details, "path": "fast"},
+                                       rewards, time.perf_counter() - start)
                 continue
             key = (gold, found.answer) if cfg.dedupe else (gold, found.answer, i)
             if key in pending:
                 pending[key][1].append(i)
             else:
-                pending[key] = (self._math.submit(gold, found.answer), [i], details)
+                pending[key] = (self._submit(gold, found.answer), [i], details)
         return pending
+
+    def _submit(self, gold: str, pred: str) -> Future:
+        """A worker's reply for the pair; from the bounded cache of earlier sympy verdicts when known."""
+        key = (gold, pred)
+        with self._replies_lock:
+            reply = self._replies.get(key)
+            if reply is not None:
+                self._replies.move_to_end(key)
+        if reply is not None:
+            done: Future = Future()
+            done.set_result({**reply, "cached": True})
+            return done
+        future = self._math.submit(gold, pred)
+        future.add_done_callback(lambda f: self._remember(key, f.result()))
+        return future
+
+    def _remember(self, key: tuple[str, str], reply: dict) -> None:
+        # Only verdicts that depend on the pair alone; a timeout or a crash may not repeat.
+        if reply.get("status") in ("correct", "wrong", "unparsable") :
+            with self._replies_lock:
+                self._replies[key] = reply
+                while len(self._replies) > REPLY_CACHE_SIZE:
+                    self._replies.popitem(last=False)
 
     def _finish_math(self, items: list[VerifyItem], pending: dict, verdicts: list) -> None:
         rewards = self.config.rewards
@@ -148,7 +180,9 @@ class VerifierPool:
             out = {**details, "path": "sympy"}
             if reply.get("reason"):
                 out["reason"] = reply["reason"]
-            verdict = Verdict.of(status, details=out, rewards=rewards, elapsed_s=reply.get("elapsed_s", 0.0))
+            if reply.get("cached"):
+                out["cached"] = True
+            verdict = _verdict(status, out, rewards, reply.get("elapsed_s", 0.0))
             verdicts[indices[0]] = verdict
             for i in indices[1:]:
                 verdicts[i] = verdict.model_copy(update={"details": {**out, "deduplicated": True}})
@@ -180,6 +214,18 @@ class VerifierPool:
                 except Exception as exc:  # noqa: BLE001 - not there yet, or its sandbox cannot start here
                     self._code_error = f"{type(exc).__name__}: {exc}"
             return self._code
+
+
+def _verdict(status: Status, details: dict, rewards, elapsed_s: float) -> Verdict:
+    """A Verdict built without re-validation: every field comes from this module, already typed."""
+    return Verdict.model_construct(status=status, reward=rewards.reward(status), details=details,
+                                   elapsed_s=elapsed_s, id=None)
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def cached_fast_verdict(gold: str, pred: str) -> bool | None:
+    """`fast_verdict`, memoised across batches (a prompt's gold meets the same answers step after step)."""
+    return fast_verdict(gold, pred)
 
 
 _DEFAULT_POOLS: dict[str, VerifierPool] = {}
