@@ -22,9 +22,9 @@ import torch
 import torch.nn.functional as F
 from transformers import LlamaConfig, LlamaForCausalLM
 
-from trainer.fp32_head import pad_sequences, resolve_layout
-from trainer.losses import LossConfig
-from trainer.policy import OptimConfig, PackedBatch, PolicyTrainer, build_optimizer, pack_samples
+from trainer.core.fp32_head import pad_sequences, resolve_layout
+from trainer.core.losses import LossConfig
+from trainer.core.update import OptimConfig, PackedBatch, PolicyTrainer, build_optimizer, pack_samples
 
 TARGET_RATIO = 1.15
 

@@ -6,7 +6,7 @@ import typer
 
 from scalerl_env.cli import build_typer_app
 
-COMMAND_MODULES = ("trainer.fit_cli", "trainer.train_cli")
+COMMAND_MODULES = ("trainer.commands.fit", "trainer.commands.train")
 
 
 def build_app() -> typer.Typer:

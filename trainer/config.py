@@ -26,13 +26,10 @@ from pydantic import Field, field_validator, model_validator
 
 from curriculum.filters import RetirementConfig
 from scalerl_env.records import DOMAINS, Strict
-from trainer.advantages import AdvantageConfig
-from trainer.engines.vllm_engine import VLLMOptions
-from trainer.length_control import LengthConfig
-from trainer.losses import LossConfig
-from trainer.policy import OptimConfig
-from trainer.ray_runtime import RayConfig
-from trainer.tiny_model import TinyModelConfig
+from trainer.core.config import AdvantageConfig, LengthConfig, LossConfig, OptimConfig
+from trainer.distributed.config import RayConfig
+from trainer.engines.config import EngineConfig
+from trainer.tiny.config import TinyModelConfig, WarmStartConfig
 from verifiers.config import VerifierConfig
 
 
@@ -64,17 +61,6 @@ class PipelineConfig(Strict):
         return self
 
 
-class EngineConfig(Strict):
-    name: Literal["torch", "vllm"] = "torch"
-    device: str = Field(default="auto", description="auto (cuda when available, else cpu), cpu, cuda, cuda:N")
-    dtype: Literal["float32", "bfloat16", "float16"] = "float32"
-    max_slots: int = Field(default=256, ge=1, description="sequences decoded together")
-    max_seq_len: int = Field(default=160, ge=8, description="prompt + completion tokens per sequence")
-    max_new_tokens: int = Field(default=64, ge=1, description="sampled-token budget when length.mode != interrupt")
-    temperature: float = Field(default=1.0, gt=0)
-    vllm: VLLMOptions = Field(default_factory=VLLMOptions, description="used when name = vllm (E9)")
-
-
 class DataConfig(Strict):
     """Procedural problems (E5 generators): a training pool and a disjoint held-out set per domain."""
 
@@ -99,24 +85,6 @@ class ValidationConfig(Strict):
         default=256, ge=1, description="held-out samples per domain (each held-out prompt sampled equally often)")
     greedy: bool = Field(default=False, description="also report greedy pass rates (temperature -> argmax)")
     fit_at_end: bool = True
-
-
-class WarmStartConfig(Strict):
-    """Short supervised phase on generator-made solutions, so the RL start is between 0 and 1."""
-
-    enabled: bool = True
-    steps: int = Field(default=950, ge=0)
-    batch_size: int = Field(default=128, ge=1, description="rows per supervised batch")
-    batch_size_by_domain: dict[str, int] = Field(
-        default_factory=lambda: {"code": 64},
-        description="rows per batch for these domains (level-0 code rows are ~4x longer than math rows)")
-    lr: float = Field(default=2e-3, gt=0)
-    wrong_fraction: float = Field(default=0.4, ge=0, lt=1, description="share of deliberately wrong targets")
-    domain_weights: dict[str, float] = Field(
-        default_factory=lambda: {"math": 2.8, "code": 1.0},
-        description="share of batches per domain (one domain per batch); a domain not named weighs 1")
-    seed: int = 1234
-    cache: bool = Field(default=True, description="reuse the result from the user cache folder")
 
 
 class CheckpointConfig(Strict):

@@ -1,7 +1,7 @@
 """The ScaleRL training loop over PipelineRL-k: read `train` top to bottom, one named phase per line.
 
 Generation never stops (the runtime's feeder and engine threads); the loop takes scored groups
-under the lag rule (`trainer.runtime`), records every attempt in the ledger, drops zero-variance
+under the lag rule (`trainer.rollout.messages`), records every attempt in the ledger, drops zero-variance
 groups, lets the ledger retire prompts at pass rate ≥ 0.9 (no-positive resampling), computes
 group-centred, batch-normalized advantages, takes one CISPO step with prompt-level aggregation, and
 pushes the new weights in flight.
@@ -11,7 +11,7 @@ Departures from the paper, all deliberate:
   version (an optimizer step with no gradient: AdamW leaves the weights unchanged), so admission
   and the lag rule keep moving; it is logged with `effective_batch_fraction` 0.
 - Truncated samples (still unfinished after the interruption's answer budget) are loss-masked and
-  counted in `truncation_rate` (`trainer.length_control.training_loss_mask`), with reward as scored.
+  counted in `truncation_rate` (`trainer.core.length_control.training_loss_mask`), with reward as scored.
 - One trainer process and one engine (the single-machine default); Ray actors replace the runtime
   for many (E9).
 """
@@ -29,13 +29,13 @@ import numpy as np
 import torch
 
 from curriculum.filters import zero_variance_filter
-from trainer.advantages import compute_advantages
-from trainer.checkpoint import save_checkpoint
-from trainer.length_control import length_metrics, training_loss_mask
-from trainer.policy import pack_samples
+from trainer.config import TrainConfig
+from trainer.core.advantages import compute_advantages
+from trainer.core.checkpoint import save_checkpoint
+from trainer.core.length_control import length_metrics, training_loss_mask
+from trainer.core.update import pack_samples
+from trainer.rollout.messages import RolloutGroup
 from trainer.run_setup import LEDGER, Run, setup_run
-from trainer.runtime import RolloutGroup
-from trainer.train_config import TrainConfig
 from trainer.validation import evaluate
 
 log = logging.getLogger(__name__)
@@ -220,7 +220,7 @@ def checkpoint(run: Run) -> Path:
 
 def finish(run: Run) -> dict[str, Any]:
     """Final validation, checkpoint, per-domain curve fits (JSON + PNG), and `summary.json`."""
-    from trainer.curves import write_curves
+    from trainer.fit.curves import write_curves
 
     v = run.cfg.validation
     last = validate(run) if v.enabled and run.step % v.every_steps else None

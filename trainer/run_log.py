@@ -7,7 +7,7 @@
   `retired_count`, `truncation_rate`, `lag/{min,mean,p50,p90,max}` (trainer version − token version
   over trained tokens), `clip_frac`, `tokens_per_s` (sampled tokens per wall second since the last
   step), `generator/idle_fraction`, `compute_device_s`, `compute_flops`, and the loss metrics.
-- `"validation"` (the keys `trainer.fit_data` reads): `step`, `policy_version`, `compute_device_s`,
+- `"validation"` (the keys `trainer.fit.data` reads): `step`, `policy_version`, `compute_device_s`,
   `compute_flops`, `val: {<domain>: {pass_rate, n[, greedy_pass_rate]}}` (pass rate sampled at
   the training temperature), `validation_s`.
 Lines are appended and flushed one at a time, so a killed run leaves a readable file (at most the
@@ -24,7 +24,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from trainer.train_config import LoggingConfig
+from trainer.config import LoggingConfig
 
 log = logging.getLogger(__name__)
 

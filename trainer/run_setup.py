@@ -1,4 +1,4 @@
-"""Build (or resume) everything a training run needs; the loop itself is `trainer.pipeline`.
+"""Build (or resume) everything a training run needs; the loop itself is `trainer.loop`.
 
 A run folder holds: `config.yaml` (resolved), `metrics.jsonl`, `ledger.duckdb`, `checkpoints/`
 (each with the model, optimizer state and a copy of the ledger, so ledger and sampler resume
@@ -22,15 +22,16 @@ import torch
 
 from curriculum.sampler import Sampler
 from scalerl_env.config import ConfigError, write_resolved
-from trainer.checkpoint import latest_checkpoint, load_checkpoint, load_model_weights
-from trainer.components import make_components
-from trainer.policy import PolicyTrainer
-from trainer.problems import DomainPool, PromptCodec, build_pools
-from trainer.rollout import Rollouts
+from trainer.config import TrainConfig
+from trainer.core.checkpoint import latest_checkpoint, load_checkpoint, load_model_weights
+from trainer.core.update import PolicyTrainer
+from trainer.distributed.components import make_components
+from trainer.engines.device import resolve_device
+from trainer.rollout.problems import DomainPool, PromptCodec, build_pools
+from trainer.rollout.runtime import LocalRuntime
+from trainer.rollout.worker import Rollouts
 from trainer.run_log import ComputeClock, RunLog, truncate_after
-from trainer.runtime_local import LocalRuntime
-from trainer.tiny_model import CharTokenizer, build_tiny_model
-from trainer.train_config import TrainConfig
+from trainer.tiny.model import CharTokenizer, build_tiny_model
 
 log = logging.getLogger(__name__)
 LEDGER = "ledger.duckdb"
@@ -67,14 +68,6 @@ class Run:
                     log.exception("error while closing the run")
 
 
-def resolve_device(name: str) -> str:
-    if name == "auto":
-        return "cuda" if torch.cuda.is_available() else "cpu"
-    if name.startswith("cuda") and not torch.cuda.is_available():
-        raise ConfigError(f"engine.device={name} but CUDA is not available")
-    return name
-
-
 def check_model_path(model: str | None) -> None:
     """A local folder, or a hub id already in the local HF cache (nothing downloads at run time)."""
     if model is None or Path(model).is_dir():
@@ -95,7 +88,7 @@ def load_policy(cfg: TrainConfig, pools: dict[str, DomainPool]) -> tuple[Any, An
         tok = CharTokenizer()
         model = build_tiny_model(cfg.tiny, tok)
         if cfg.warm_start.enabled:
-            from trainer.warm_start import warm_start
+            from trainer.tiny.warm_start import warm_start
 
             threads = torch.get_num_threads()
             torch.set_num_threads(os.cpu_count() or 1)  # nothing else runs yet: use every core

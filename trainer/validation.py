@@ -17,14 +17,12 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-import torch
-
 from scalerl_env.records import ProblemRecord
-from trainer.engines.base import GenerationRequest, SamplingParams
-from trainer.engines.torch_engine import TorchEngine
-from trainer.problems import PromptCodec
-from trainer.rollout import verify
-from trainer.train_config import TrainConfig
+from trainer.config import TrainConfig
+from trainer.engines.base import GenerationEngine, GenerationRequest, SamplingParams
+from trainer.engines.factory import build_torch_engine
+from trainer.rollout.problems import PromptCodec
+from trainer.rollout.worker import verify
 
 
 def evaluate(model: Any, codec: PromptCodec, holdout: Mapping[str, Sequence[ProblemRecord]], cfg: TrainConfig,
@@ -32,9 +30,8 @@ def evaluate(model: Any, codec: PromptCodec, holdout: Mapping[str, Sequence[Prob
     """`heldout/<domain>/pass_rate`, `.../n`, and `.../greedy_pass_rate` when asked."""
     e = cfg.engine
     slots = max(cfg.validation.min_evaluations_per_domain, 64)
-    engine = TorchEngine(model, eos_token_id=codec.eos_token_id, device=device, max_slots=slots,
-                         max_seq_len=e.max_seq_len, fp32_head=cfg.optim.fp32_head, seed=policy_version,
-                         policy_version=policy_version, dtype=_dtype(e.dtype))
+    engine = build_torch_engine(cfg, model, codec.eos_token_id, device=device, policy_version=policy_version,
+                                seed=policy_version, max_slots=slots)
     out: dict[str, float] = {}
     t0 = time.perf_counter()
     try:
@@ -58,11 +55,7 @@ def _budget(cfg: TrainConfig) -> int:
     return cfg.engine.max_new_tokens
 
 
-def _dtype(name: str) -> torch.dtype:
-    return {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}[name]
-
-
-def _pass_rate(engine: TorchEngine, codec: PromptCodec, problems: Sequence[ProblemRecord], n: int,
+def _pass_rate(engine: GenerationEngine, codec: PromptCodec, problems: Sequence[ProblemRecord], n: int,
                sampling: SamplingParams, verifier: Any) -> tuple[float, int]:
     for i, p in enumerate(problems):
         engine.submit(GenerationRequest(request_id=str(i), prompt_token_ids=codec.encode_prompt(p.prompt),

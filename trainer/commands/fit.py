@@ -1,6 +1,6 @@
 """`scalerl fit`: fit ScaleRL sigmoid curves to validation reward vs compute; print, JSON, plot.
 
-Input is a run's metrics.jsonl (keys documented in `trainer.fit_data`) or any CSV. One fit per
+Input is a run's metrics.jsonl (keys documented in `trainer.fit.data`) or any CSV. One fit per
 series (per domain, per run, per reward column); series overlay in one `--plot`. Heavy imports
 (numpy, scipy, matplotlib) happen inside the command.
 """
@@ -39,7 +39,7 @@ def _floats(values: list[str]) -> list[float]:
 
 
 def _load(metrics, domain, compute, metric, csv_file, compute_col, reward_cols):
-    from trainer.fit_data import load_csv, load_metrics
+    from trainer.fit.data import load_csv, load_metrics
 
     if bool(metrics) == bool(csv_file):
         raise typer.BadParameter("give either --metrics (one or more) or --csv", param_hint="--metrics/--csv")
@@ -92,7 +92,7 @@ def register(app: typer.Typer) -> None:
         plot: Path | None = typer.Option(None, help="write a figure (PNG/PDF/SVG by suffix)"),
         as_json: bool = typer.Option(False, "--json", help="print a JSON object instead of text"),
     ) -> None:
-        from trainer.fit import FitError
+        from trainer.fit.sigmoid import FitError
 
         if compute not in ("device_hours", "device_s", "flops"):
             raise typer.BadParameter("must be device_hours, device_s or flops", param_hint="--compute")
@@ -108,7 +108,7 @@ def register(app: typer.Typer) -> None:
             raise typer.Exit(2) from None
         _emit(results, as_json)
         if plot is not None:
-            from trainer.fit_data import COMPUTE_LABELS
+            from trainer.fit.data import COMPUTE_LABELS
 
             x_label = compute_col if csv_file is not None else COMPUTE_LABELS[compute]
             _plot(results, plot, x_label, predict_at=_floats(predict_at))
@@ -117,7 +117,7 @@ def register(app: typer.Typer) -> None:
 
 
 def _fit_one(s, *, r0, burn_in, fit_until, method, fixed_a, power_law, level, predict_at) -> dict:
-    from trainer.fit import FitError, fit_fixed_A, fit_power_law, fit_sigmoid
+    from trainer.fit.sigmoid import FitError, fit_fixed_A, fit_power_law, fit_sigmoid
 
     try:
         if fixed_a is not None:
@@ -153,7 +153,7 @@ def _emit(results: list[dict], as_json: bool) -> None:
 
 
 def _plot(results: list[dict], out: Path, x_label: str, predict_at: list[float]) -> None:
-    from trainer.fit_plot import PlotSeries, plot_fits
+    from trainer.fit.plot import PlotSeries, plot_fits
 
     series = [PlotSeries(label=r["series"].label, compute=r["series"].compute, reward=r["series"].reward,
                          fit=r["fit"], power_law=r["power_law"], predict_at=predict_at) for r in results]

@@ -39,7 +39,7 @@ def build_config(config: Path | None, overrides: list[str], *, domains: str | No
                  ray_address: str | None = None):
     """The resolved `TrainConfig` (on resume: the run's own config.yaml, then flags and overrides)."""
     from scalerl_env.config import ConfigError, load_config
-    from trainer.train_config import TrainConfig
+    from trainer.config import TrainConfig
 
     if resume is not None:
         if config is not None:
@@ -97,10 +97,10 @@ def register(app: typer.Typer) -> None:
             typer.echo(f"error: {exc}", err=True)
             raise typer.Exit(2) from None
         folder = resume or out or Path("runs") / time.strftime("train-%Y%m%d-%H%M%S")
-        from trainer.pipeline import train as run_training
+        from trainer.loop import train as run_training
 
         if cfg.ray.enabled:  # E9: the same loop inside a trainer actor
-            from trainer.ray_runtime import run_in_ray as run_training
+            from trainer.distributed.launch import run_in_ray as run_training
         try:
             summary = run_training(cfg, folder, resume=resume is not None)
         except ConfigError as exc:

@@ -24,23 +24,12 @@ Non-guarantees: no reward clipping or per-domain normalization.
 
 from __future__ import annotations
 
-from typing import Literal, NamedTuple
+from typing import NamedTuple
 
 import torch
-from pydantic import Field
 from torch import Tensor
 
-from scalerl_env.records import Strict
-
-
-class AdvantageConfig(Strict):
-    normalization: Literal["batch", "prompt", "none"] = Field(
-        default="batch", description="batch (ScaleRL), prompt (GRPO) or none (Dr. GRPO)"
-    )
-    eps: float = Field(default=1e-6, ge=0, description="added to the std before dividing")
-    std_includes_zero_variance: bool = Field(
-        default=False, description="batch std over all samples instead of the effective batch"
-    )
+from trainer.core.config import AdvantageConfig
 
 
 class AdvantageResult(NamedTuple):

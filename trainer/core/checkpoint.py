@@ -31,7 +31,7 @@ from safetensors.torch import load_file
 from torch import nn
 
 from scalerl_env.config import atomic_write_text
-from trainer.policy import PolicyTrainer
+from trainer.core.update import PolicyTrainer
 
 STATE_PT = "trainer_state.pt"
 STATE_JSON = "trainer_state.json"

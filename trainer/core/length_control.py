@@ -25,40 +25,10 @@ from __future__ import annotations
 
 import random
 from collections.abc import Sequence
-from typing import Any, Literal
+from typing import Any
 
-from pydantic import Field, model_validator
-
-from scalerl_env.records import Strict
+from trainer.core.config import LengthConfig
 from trainer.engines.base import GeneratedSample, InterruptionPlan
-
-DEFAULT_PHRASE = "Okay, time is up. Let me stop thinking and formulate a final answer now. </think>"
-
-
-class LengthConfig(Strict):
-    mode: Literal["interrupt", "penalty", "none"] = Field(
-        default="interrupt", description="interrupt (ScaleRL), penalty (DAPO) or none"
-    )
-    think_budget_min_tokens: int = Field(default=10_000, ge=1)
-    think_budget_max_tokens: int = Field(default=12_000, ge=1)
-    answer_budget_tokens: int = Field(default=2_000, ge=1, description="tokens allowed after the phrase")
-    interruption_phrase: str = DEFAULT_PHRASE
-    phrase_token_ids: list[int] | None = Field(
-        default=None,
-        description="the phrase already tokenized; else pass phrase_token_ids to plan_interruption",
-    )
-    mask_truncated: bool = Field(default=True, description="drop truncated samples from the loss")
-    max_response_tokens: int = Field(default=14_000, ge=1, description="DAPO L_max")
-    penalty_buffer_tokens: int = Field(default=4_000, ge=1, description="DAPO L_cache")
-    penalty_factor: float = Field(default=1.0, ge=0)
-
-    @model_validator(mode="after")
-    def _ranges(self) -> LengthConfig:
-        if self.think_budget_min_tokens > self.think_budget_max_tokens:
-            raise ValueError("think_budget_min_tokens must be <= think_budget_max_tokens")
-        if self.penalty_buffer_tokens > self.max_response_tokens:
-            raise ValueError("penalty_buffer_tokens must be <= max_response_tokens")
-        return self
 
 
 def _uniform_int(rng: Any, low: int, high: int) -> int:
@@ -76,26 +46,18 @@ def _uniform_int(rng: Any, low: int, high: int) -> int:
     )
 
 
-def plan_interruption(
-    cfg: LengthConfig, rng: Any, *, phrase_token_ids: Sequence[int] | None = None
-) -> InterruptionPlan | None:
-    """The interruption plan of one request, or None when `cfg.mode` is not `interrupt`."""
+def plan_interruption(cfg: LengthConfig, rng: Any, *, phrase_token_ids: Sequence[int]) -> InterruptionPlan | None:
+    """The interruption plan of one request (the phrase tokenized by the caller's tokenizer), or None
+    when `cfg.mode` is not `interrupt`."""
     if cfg.mode != "interrupt":
         return None
-    ids = list(phrase_token_ids) if phrase_token_ids is not None else cfg.phrase_token_ids
+    ids = list(phrase_token_ids)
     if not ids:
-        raise ValueError(
-            "interrupt mode needs the phrase token ids: set length.phrase_token_ids or pass them"
-        )
+        raise ValueError("interrupt mode needs the interruption phrase's token ids (empty phrase)")
     budget = _uniform_int(rng, cfg.think_budget_min_tokens, cfg.think_budget_max_tokens)
     return InterruptionPlan(
         think_budget_tokens=budget, phrase_token_ids=ids, answer_budget_tokens=cfg.answer_budget_tokens
     )
-
-
-def encode_phrase(cfg: LengthConfig, tokenizer: Any) -> list[int]:
-    """Token ids of the interruption phrase with `tokenizer` (no special tokens added)."""
-    return list(tokenizer.encode(cfg.interruption_phrase, add_special_tokens=False))
 
 
 def length_penalty(num_tokens: int, cfg: LengthConfig) -> float:

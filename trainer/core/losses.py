@@ -37,32 +37,11 @@ for `dapo`/`grpo`, as in the papers); no entropy or KL terms.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Literal
 
 import torch
-from pydantic import Field
 from torch import Tensor
 
-from scalerl_env.records import Strict
-
-Aggregation = Literal["prompt", "sample", "token"]
-
-
-class LossConfig(Strict):
-    """The ablation switches of the loss (DESIGN.md); defaults are the paper's."""
-
-    name: Literal["cispo", "dapo", "gspo", "grpo"] = Field(
-        default="cispo", description="policy loss (ScaleRL uses CISPO)"
-    )
-    aggregation: Aggregation = Field(
-        default="prompt", description="prompt (ScaleRL), sample (GRPO) or token (DAPO) averaging"
-    )
-    eps_max: float = Field(default=5.0, gt=0, description="CISPO cap on the stop-gradient ratio")
-    eps_low: float = Field(default=0.2, ge=0, lt=1, description="PPO-style lower clip (dapo, grpo)")
-    eps_high: float = Field(default=0.28, ge=0, description="DAPO clip-higher upper clip")
-    gspo_eps_low: float = Field(default=3e-4, ge=0, lt=1, description="GSPO lower clip (sequence ratio)")
-    gspo_eps_high: float = Field(default=4e-4, ge=0, description="GSPO upper clip (sequence ratio)")
-
+from trainer.core.config import Aggregation, LossConfig
 
 TokenLossFn = Callable[[Tensor, Tensor, Tensor, Tensor, Tensor, LossConfig], tuple[Tensor, Tensor]]
 """(logprobs, log_ratio, advantages, sample_ids, mask, cfg) -> (per-token loss, clipped-token flags)."""

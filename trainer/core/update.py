@@ -5,9 +5,9 @@ One step = `accumulate(batch)` (forward/backward over token-budget micro-batches
 
 - Packing: `pack_samples` concatenates prompt + completion of every sample into one row with
   per-sequence position ids, so the loss tensors carry no padding; the decoder sees the row packed
-  or padded per sequence (`attention_layout`, see `trainer.fp32_head`), and either way each token is
+  or padded per sequence (`attention_layout`, see `trainer.core.fp32_head`), and either way each token is
   in exactly the sampler's context.
-- Exact accumulation: the aggregation weights (`trainer.losses.aggregation_weights`) are computed on
+- Exact accumulation: the aggregation weights (`trainer.core.losses.aggregation_weights`) are computed on
   the whole batch and sliced per micro-batch, so the summed micro-batch gradients equal the gradient of
   the whole-batch loss (micro-batch 1 × accumulation 4 ≡ 4 × 1, up to float summation order).
   Micro-batches are cut at sample boundaries (a sample never spans two, GSPO needs that) and hold at
@@ -34,41 +34,15 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, fields
-from typing import Literal
 
 import torch
-from pydantic import Field
 from torch import Tensor, nn
 
-from scalerl_env.records import Strict
-from trainer.fp32_head import token_logprobs
-from trainer.losses import LossConfig, aggregation_weights, policy_loss
+from trainer.core.config import LossConfig, OptimConfig
+from trainer.core.fp32_head import token_logprobs
+from trainer.core.losses import aggregation_weights, policy_loss
 
 log = logging.getLogger(__name__)
-
-
-class OptimConfig(Strict):
-    """Optimizer and update-step settings; defaults are the paper's (see the module docstring)."""
-
-    lr: float = Field(default=5e-7, gt=0)
-    warmup_steps: int = Field(default=100, ge=0, description="linear warm-up, then constant lr")
-    betas: tuple[float, float] = (0.9, 0.999)
-    eps: float = Field(default=1e-15, gt=0)
-    weight_decay: float = Field(default=0.01, ge=0)
-    max_grad_norm: float | None = Field(default=1.0, gt=0, description="None disables clipping")
-    micro_batch_tokens: int = Field(
-        default=4_096, ge=1, description="token budget of one micro-batch (packed attention mask is T×T)"
-    )
-    precision: Literal["auto", "bf16", "fp32"] = "auto"
-    fp32_head: bool = Field(
-        default=True, description="LM head + log-softmax in fp32 (ScaleRL); off = ablation"
-    )
-    temperature: float = Field(
-        default=1.0, gt=0, description="sampling temperature the logprobs are taken at"
-    )
-    attention_layout: Literal["auto", "packed", "padded"] = Field(
-        default="auto", description="how the decoder sees packed sequences (trainer.fp32_head); same result"
-    )
 
 
 @dataclass

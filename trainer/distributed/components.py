@@ -1,15 +1,19 @@
 """Where a run's ledger, verifier pool and generation engine live: in this process, or in Ray actors.
 
 `make_components(cfg, out)` returns `LocalComponents` (the default: objects in the trainer's process)
-or, with `ray.enabled`, `trainer.ray_runtime.RayComponents` (the same objects as Ray actors behind
-proxies with the same methods). `trainer.run_setup` builds a run through this one seam, so the
-training loop and `LocalRuntime` (feeder + scorer threads) are identical in both cases.
+or, with `ray.enabled`, `RayComponents`: the ledger (the single writing owner) and the verifier pool
+as actors pinned to the trainer's node behind `ActorProxy` (same methods as the objects), and the
+generators anywhere (`trainer.distributed.generators.RemoteEngines`). `trainer.run_setup` builds a
+run through this one seam, so the training loop and the in-process runtime are identical in both.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 from typing import Any
+
+from trainer.distributed.config import RayConfig
+from trainer.engines.base import GenerationEngine
 
 
 class LocalComponents:
@@ -42,7 +46,77 @@ class LocalComponents:
 
 def make_components(cfg: Any, out: Path) -> Any:
     if cfg.ray.enabled:
-        from trainer.ray_runtime import RayComponents
-
         return RayComponents(cfg, out)
     return LocalComponents(cfg, out)
+
+
+def init_ray(rc: RayConfig) -> bool:
+    """Join `rc.address`, or start a local cluster; returns True when this call started one."""
+    import ray
+
+    if ray.is_initialized():
+        return False
+    if rc.address:
+        ray.init(address=rc.address, namespace=rc.namespace)
+        return False
+    ray.init(num_cpus=rc.local_num_cpus, include_dashboard=False, namespace=rc.namespace)
+    return True
+
+
+def _here() -> Any:
+    import ray
+    from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+    return NodeAffinitySchedulingStrategy(node_id=ray.get_runtime_context().get_node_id(), soft=False)
+
+
+class ActorProxy:
+    """Calls the actor's methods synchronously, so it stands in for the object the actor holds."""
+
+    def __init__(self, handle: Any) -> None:
+        self._handle = handle
+
+    def __getattr__(self, name: str) -> Any:
+        import ray
+
+        method = getattr(self._handle, name)
+        return lambda *args, **kwargs: ray.get(method.remote(*args, **kwargs))
+
+    def close(self) -> None:
+        import ray
+
+        try:
+            ray.get(self._handle.close.remote(), timeout=60)
+        finally:
+            ray.kill(self._handle)
+
+
+class RayComponents:
+    """`trainer.distributed.components` for Ray: ledger and verifier actors on this node, generators anywhere."""
+
+    def __init__(self, cfg: Any, out: Path) -> None:
+        self.cfg, self.out = cfg, out
+
+    def ledger(self, path: Path, retirement: Any) -> ActorProxy:
+        import ray
+
+        from curriculum.ledger import Ledger
+
+        actor = ray.remote(Ledger).options(num_cpus=0, scheduling_strategy=_here())
+        return ActorProxy(actor.remote(path, retirement=retirement))
+
+    def verifier(self, verifier_cfg: Any) -> ActorProxy:
+        import ray
+
+        from verifiers import VerifierPool
+
+        # Scoring (scorer thread) and validation (trainer thread) call it concurrently.
+        actor = ray.remote(VerifierPool).options(num_cpus=0, max_concurrency=4, scheduling_strategy=_here())
+        return ActorProxy(actor.remote(verifier_cfg))
+
+    def engine(
+        self, model: Any, eos_token_id: int, *, device: str, policy_version: int, seed: int
+    ) -> GenerationEngine:
+        from trainer.distributed.generators import RemoteEngines
+
+        return RemoteEngines(self.cfg, model, eos_token_id, policy_version=policy_version, seed=seed)

@@ -29,20 +29,7 @@ def build_engine(
     """`cfg` is a `TrainConfig`; `work_dir` holds the vLLM model folder (unused by the torch engine)."""
     e = cfg.engine
     if e.name == "torch":
-        from trainer.engines.torch_engine import TorchEngine
-        from trainer.validation import _dtype
-
-        return TorchEngine(
-            model,
-            eos_token_id=eos_token_id,
-            device=device,
-            dtype=_dtype(e.dtype),
-            max_slots=e.max_slots,
-            max_seq_len=e.max_seq_len,
-            fp32_head=cfg.optim.fp32_head,
-            seed=seed,
-            policy_version=policy_version,
-        )
+        return build_torch_engine(cfg, model, eos_token_id, device=device, policy_version=policy_version, seed=seed)
     if e.name == "vllm":
         from trainer.engines.vllm_engine import VLLMEngine
 
@@ -60,3 +47,15 @@ def build_engine(
             options=e.vllm,
         )
     raise ValueError(f"unknown engine.name {e.name!r}")
+
+
+def build_torch_engine(cfg: Any, model: Any, eos_token_id: int, *, device: str, policy_version: int, seed: int,
+                       max_slots: int | None = None) -> GenerationEngine:
+    """The torch engine with the run's dtype, FP32 head and sequence length (training and validation)."""
+    from trainer.engines.device import torch_dtype
+    from trainer.engines.torch_engine import TorchEngine
+
+    e = cfg.engine
+    return TorchEngine(model, eos_token_id=eos_token_id, device=device, dtype=torch_dtype(e.dtype),
+                       max_slots=max_slots or e.max_slots, max_seq_len=e.max_seq_len,
+                       fp32_head=cfg.optim.fp32_head, seed=seed, policy_version=policy_version)

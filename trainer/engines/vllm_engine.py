@@ -56,11 +56,8 @@ import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
-from pydantic import Field
-
-from scalerl_env.records import Strict
 from trainer.engines.base import (
     GeneratedGroup,
     GeneratedSample,
@@ -68,32 +65,12 @@ from trainer.engines.base import (
     SamplingParams,
     ThreadedEngine,
 )
+from trainer.engines.config import VLLMOptions
 from trainer.engines.vllm_nccl import NcclSender, sending_device
 
 log = logging.getLogger(__name__)
 SUPPORTED_VLLM = ">=0.32,<0.33"
 _EXTENSION = "trainer.engines.vllm_worker_ext.WeightReloadExtension"
-
-
-class VLLMOptions(Strict):
-    """vLLM-only settings (`engine.vllm` in `TrainConfig`); dtype, FP32 head and seed come from the engine."""
-
-    kv_cache_gib: int = Field(default=1, ge=1, description="CPU only: VLLM_CPU_KVCACHE_SPACE (whole GiB)")
-    gpu_memory_utilization: float = Field(default=0.85, gt=0, le=1, description="GPU only")
-    tensor_parallel_size: int = Field(default=1, ge=1)
-    enforce_eager: bool = Field(default=True, description="skip graph compilation (minutes on a loaded CPU)")
-    weight_transfer: Literal["file", "nccl"] = Field(
-        default="file",
-        description="how update_weights reaches the workers: 'file' = a .safetensors file + collective_rpc "
-        "(CPU and GPU); 'nccl' = vLLM's NCCL transfer engine from this process (GPU only, needs "
-        "tensor_parallel_size + 1 visible GPUs; not yet run on hardware)",
-    )
-    nccl_device: int | None = Field(
-        default=None,
-        ge=0,
-        description="weight_transfer='nccl': CUDA index of the sending rank in this process; "
-        "None = tensor_parallel_size (the first GPU after vLLM's workers)",
-    )
 
 
 @dataclass

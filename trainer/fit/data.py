@@ -26,7 +26,7 @@ from typing import Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict
 
-from trainer.fit import FitError
+from trainer.fit.model import FitError
 
 ComputeKind = Literal["device_hours", "device_s", "flops"]
 COMPUTE_KEYS: dict[str, tuple[str, float]] = {

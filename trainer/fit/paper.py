@@ -26,12 +26,12 @@ import math
 
 import numpy as np
 
-from trainer.fit import (
+from trainer.fit.model import (
     LOG_B_BOUNDS,
     ArrayLike,
     FitData,
-    _check_enough,
-    _check_trend,
+    check_enough,
+    check_trend,
     prepare,
 )
 
@@ -79,8 +79,8 @@ def paper_fit(
 ) -> tuple[FitData, np.ndarray]:
     """Grid over (A, C_mid), B per cell; returns the windowed data and (A, R0, log B, log C_mid)."""
     data = prepare(compute, reward, burn_in=burn_in, fit_until=fit_until, keep_zero=False)
-    _check_enough(data, 3)
-    _check_trend(data)
+    check_enough(data, 3)
+    check_trend(data)
     r0_value = paper_r0(compute, reward, r0)
     c, y = data.compute, data.reward
     y_max = float(y.max())

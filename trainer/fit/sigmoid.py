@@ -14,7 +14,7 @@ Methods
   form finds the basin of the global minimum without a starting guess; scipy's trust-region
   least squares then refines all free parameters jointly with an analytic Jacobian. `R0` is fitted
   when ``r0`` is None (points at compute 0, the initial evaluation, pin it down) and fixed otherwise.
-- ``paper``: the paper's procedure as Appendix A.5 states it (see ``trainer.fit_paper``): a grid over
+- ``paper``: the paper's procedure as Appendix A.5 states it (see ``trainer.fit.paper``): a grid over
   A and C_mid, B fitted per cell with scipy, lowest sum of squares; R0 fixed.
 - ``fit_fixed_A``: A held at a given value, B and C_mid (and R0 when not given) refitted, as the
   paper does to compare recipes whose A is within noise (§4, leave-one-out runs).
@@ -44,194 +44,32 @@ from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Sequence
 from typing import Literal
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict
+
+from trainer.fit.model import (
+    LOG_B_BOUNDS,
+    PARAMS,
+    ArrayLike,
+    FitData,
+    FitError,
+    PowerLawFit,
+    SigmoidFit,
+    check_enough,
+    check_trend,
+    gate,
+    jacobian,
+    prepare,
+    sigmoid_curve,
+)
 
 logger = logging.getLogger(__name__)
 
-ArrayLike = Sequence[float] | np.ndarray
-PARAMS = ("A", "R0", "B", "C_mid")
-"""Internal coordinates are (A, R0, log B, log C_mid), in this order."""
-LOG_B_BOUNDS = (math.log(0.05), math.log(50.0))
 C_MID_SPAN = (1e-2, 1e3)
 """C_mid is searched between 1/100 of the smallest and 1000x the largest positive compute."""
-EXTRA_POINTS = 3
-"""Minimum points = free parameters + EXTRA_POINTS, so the residual variance has >= 3 dof."""
 
 
-class FitError(ValueError):
-    """Input that cannot give a meaningful curve; the message says why and what to change."""
-
-
-class FitData(BaseModel):
-    """Validated, windowed data a fit ran on."""
-
-    model_config = ConfigDict(extra="forbid", arbitrary_types_allowed=True, frozen=True)
-    compute: np.ndarray
-    reward: np.ndarray
-
-
-class SigmoidFit(BaseModel):
-    """A fitted sigmoid with its intervals; ``predict`` and ``band`` evaluate it anywhere."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-    A: float
-    B: float
-    C_mid: float
-    R0: float
-    intervals: dict[str, tuple[float, float]]
-    level: float
-    method: Literal["default", "paper", "fixed_A"]
-    n_points: int
-    fixed: list[str]
-    sigma: float
-    """Residual standard deviation sqrt(RSS / dof)."""
-    dof: int
-    rss: float
-    compute_range: tuple[float, float]
-    """Smallest and largest compute among the points fitted."""
-    free: list[str]
-    covariance: list[list[float]]
-    """Covariance of the free parameters in internal coordinates (A, R0, log B, log C_mid)."""
-    t_quantile: float
-    warnings: list[str] = []
-
-    def _theta(self) -> np.ndarray:
-        return np.array([self.A, self.R0, math.log(self.B), math.log(self.C_mid)])
-
-    def predict(self, c: float | ArrayLike) -> float | np.ndarray:
-        out = sigmoid_curve(self._theta(), np.asarray(c, dtype=float))
-        return float(out) if np.ndim(c) == 0 else out
-
-    def band(self, c: float | ArrayLike, observation: bool = False) -> tuple:
-        """(lo, hi) at `c`: the `level` confidence band of the curve; plus noise if `observation`."""
-        carr = np.atleast_1d(np.asarray(c, dtype=float))
-        jac = _jacobian(self._theta(), carr)[:, [PARAMS.index(p) for p in self.free]]
-        var = np.einsum("ij,jk,ik->i", jac, np.asarray(self.covariance).reshape(jac.shape[1], -1), jac)
-        if observation:
-            var = var + self.sigma**2
-        mid = sigmoid_curve(self._theta(), carr)
-        half = self.t_quantile * np.sqrt(np.maximum(var, 0.0))
-        if np.ndim(c) == 0:
-            return float(mid[0] - half[0]), float(mid[0] + half[0])
-        return mid - half, mid + half
-
-    def to_dict(self) -> dict:
-        return self.model_dump(mode="json")
-
-
-class PowerLawFit(BaseModel):
-    """``R(C) = R0 + k * C^alpha``: unbounded, shown alongside the sigmoid for contrast."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-    R0: float
-    k: float
-    alpha: float
-    n_points: int
-    rss: float
-
-    def predict(self, c: float | ArrayLike) -> float | np.ndarray:
-        carr = np.asarray(c, dtype=float)
-        out = self.R0 + self.k * np.power(np.maximum(carr, 0.0), self.alpha)
-        return float(out) if np.ndim(c) == 0 else out
-
-    def to_dict(self) -> dict:
-        return self.model_dump(mode="json")
-
-
-# ---------------------------------------------------------------------------------------- the curve
-def _gate(log_b: np.ndarray | float, log_cmid: np.ndarray | float, c: np.ndarray) -> tuple:
-    """s(C) = 1 / (1 + (C_mid/C)^B) and z-derivative pieces; s(0) = 0. Broadcasts over grids."""
-    pos = c > 0
-    log_c = np.log(np.where(pos, c, 1.0))
-    dlog = log_c - log_cmid
-    z = np.exp(log_b) * dlog
-    s = np.where(pos, 0.5 * (1.0 + np.tanh(0.5 * z)), 0.0)  # tanh form: no overflow for large |z|
-    return s, np.where(pos, dlog, 0.0)
-
-
-def sigmoid_curve(theta: np.ndarray, c: np.ndarray) -> np.ndarray:
-    """R(C) for internal coordinates theta = (A, R0, log B, log C_mid)."""
-    s, _ = _gate(theta[2], theta[3], c)
-    return theta[1] + (theta[0] - theta[1]) * s
-
-
-def _jacobian(theta: np.ndarray, c: np.ndarray) -> np.ndarray:
-    """dR/d(A, R0, log B, log C_mid), shape (n, 4)."""
-    s, dlog = _gate(theta[2], theta[3], c)
-    gain_ds = (theta[0] - theta[1]) * s * (1.0 - s) * math.exp(theta[2])
-    return np.stack([s, 1.0 - s, gain_ds * dlog, -gain_ds], axis=1)
-
-
-# ------------------------------------------------------------------------------------- input checks
-def prepare(
-    compute: ArrayLike,
-    reward: ArrayLike,
-    *,
-    burn_in: float | None = None,
-    fit_until: float | None = None,
-    keep_zero: bool = True,
-) -> FitData:
-    """Validate and window the data; raise FitError naming the first bad row (0-based)."""
-    c = np.asarray(compute, dtype=float).ravel()
-    y = np.asarray(reward, dtype=float).ravel()
-    if c.shape != y.shape:
-        raise FitError(f"compute has {c.size} values but reward has {y.size}; they must pair up")
-    for name, arr in (("compute", c), ("reward", y)):
-        bad = np.flatnonzero(~np.isfinite(arr))
-        if bad.size:
-            raise FitError(f"{name} is not finite at row {bad[0]} ({arr[bad[0]]})")
-    if c.size and c.min() < 0:
-        raise FitError(f"compute is negative at row {int(np.argmin(c))} ({c.min()})")
-    steps = np.flatnonzero(np.diff(c) <= 0)
-    if steps.size:
-        i = int(steps[0]) + 1
-        raise FitError(
-            f"compute is not increasing at row {i} ({c[i]} after {c[i - 1]}); pass rows in step "
-            "order with cumulative compute"
-        )
-    if burn_in is not None and fit_until is not None and fit_until <= burn_in:
-        raise FitError(f"fit_until ({fit_until}) must be larger than burn_in ({burn_in})")
-    keep = c > 0
-    if burn_in is not None:
-        keep &= c >= burn_in
-    if fit_until is not None:
-        keep &= c <= fit_until
-    if keep_zero:
-        keep |= c == 0
-    return FitData(compute=c[keep], reward=y[keep])
-
-
-def _check_enough(data: FitData, n_free: int) -> None:
-    n_pos = int(np.count_nonzero(data.compute > 0))
-    need = n_free + EXTRA_POINTS
-    if n_pos < need:
-        raise FitError(
-            f"too few points: {n_pos} evaluation points with compute > 0 in the fit window, need at "
-            f"least {need} to fit {n_free} parameters with an error estimate (widen burn_in/fit_until "
-            "or evaluate more often)"
-        )
-
-
-def _check_trend(data: FitData) -> None:
-    """Reject data with no upward trend: the rank correlation of reward with compute must be > 0."""
-    y = data.reward
-    if np.ptp(y) == 0:
-        raise FitError("no upward trend: every reward in the fit window is the same value")
-    rank_y = np.argsort(np.argsort(y, kind="stable"), kind="stable").astype(float)
-    rank_c = np.arange(y.size, dtype=float)
-    rho = float(np.corrcoef(rank_c, rank_y)[0, 1])
-    if not rho > 0:
-        raise FitError(
-            f"no upward trend: reward does not increase with compute (Spearman rho = {rho:.3f}); "
-            "a sigmoid gain cannot be fitted"
-        )
-
-
-# ------------------------------------------------------------------------------ variable projection
 def _linear_solve(s: np.ndarray, y: np.ndarray, fixed: dict[str, float]) -> tuple:
     """Best (A, R0) for gates s (grid..., n) given fixed values; returns (A, R0, rss) arrays."""
     t0, t1 = s, 1.0 - s  # columns multiplying A and R0
@@ -265,7 +103,7 @@ def _grid_start(data: FitData, fixed: dict[str, float]) -> np.ndarray:
     pos = c[c > 0]
     log_b = np.linspace(math.log(0.3), math.log(8.0), 24)
     log_cmid = np.linspace(math.log(pos.min() / 3), math.log(pos.max() * 30), 48)
-    s, _ = _gate(log_b[:, None, None], log_cmid[None, :, None], c[None, None, :])
+    s, _ = gate(log_b[:, None, None], log_cmid[None, :, None], c[None, None, :])
     a, r0, rss = _linear_solve(s, y, fixed)
     i, j = np.unravel_index(int(np.argmin(rss)), rss.shape)
     return np.array([a[i, j], r0[i, j], log_b[i], log_cmid[j]])
@@ -292,7 +130,7 @@ def _refine(data: FitData, theta0: np.ndarray, free: list[str]) -> np.ndarray:
     res = least_squares(
         lambda x: sigmoid_curve(full(x), c) - y,
         x0,
-        jac=lambda x: _jacobian(full(x), c)[:, idx],
+        jac=lambda x: jacobian(full(x), c)[:, idx],
         bounds=(lo, hi),
         method="trf",
         x_scale="jac",
@@ -320,7 +158,7 @@ def _finish(
     if not theta[0] > theta[1]:
         raise FitError(f"no upward trend: the best fit has A = {theta[0]:.4f} <= R0 = {theta[1]:.4f}")
     idx = [PARAMS.index(p) for p in free]
-    jac = _jacobian(theta, c)[:, idx]
+    jac = jacobian(theta, c)[:, idx]
     rss = float(np.sum((sigmoid_curve(theta, c) - y) ** 2))
     dof = int(c.size - len(idx))
     sigma2 = rss / dof
@@ -377,7 +215,7 @@ def fit_sigmoid(
     if not 0 < level < 1:
         raise FitError(f"level must be in (0, 1), not {level}")
     if method == "paper":
-        from trainer.fit_paper import paper_fit
+        from trainer.fit.paper import paper_fit
 
         data, theta = paper_fit(compute, reward, r0=r0, burn_in=burn_in, fit_until=fit_until)
         return _finish(data, theta, ["A", "B", "C_mid"], "paper", level, [])
@@ -419,8 +257,8 @@ def _fit_free(
         raise FitError(f"level must be in (0, 1), not {level}")
     data = prepare(compute, reward, burn_in=burn_in, fit_until=fit_until, keep_zero="R0" not in fixed)
     free = [p for p in PARAMS if p not in fixed]
-    _check_enough(data, len(free))
-    _check_trend(data)
+    check_enough(data, len(free))
+    check_trend(data)
     theta0 = _grid_start(data, fixed)
     theta = _refine(data, theta0, free)
     return _finish(data, theta, free, method, level, [])
@@ -438,8 +276,8 @@ def fit_power_law(
     from scipy.optimize import minimize_scalar
 
     data = prepare(compute, reward, burn_in=burn_in, fit_until=fit_until, keep_zero=r0 is None)
-    _check_enough(data, 3 if r0 is None else 2)
-    _check_trend(data)
+    check_enough(data, 3 if r0 is None else 2)
+    check_trend(data)
     c, y = data.compute, data.reward
     scale = float(c[c > 0].max())  # C / scale keeps C^alpha well conditioned
 

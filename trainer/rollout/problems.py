@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from scalerl_env.records import ProblemRecord
-from trainer.tiny_model import CharTokenizer, render_prompt
+from trainer.tiny.model import CharTokenizer, render_prompt
 
 
 @dataclass

@@ -1,13 +1,13 @@
 """The in-process runtime: a feeder thread, the engine's own decode thread, and a scorer thread.
 
-feeder: while admission allows (`trainer.runtime.admission_limit`), draw problems from the rollout
+feeder: while admission allows (`trainer.rollout.lag_rules.admission_limit`), draw problems from the rollout
 worker, submit requests to the engine; hand finished engine groups to the scorer queue.
 scorer: decode + verify each finished group (the verifier pool runs its own processes, so scoring
 overlaps with generation and training) and file it as scored.
 trainer (the caller's thread): `take_groups` blocks under the lag rule; `push_weights` updates the
 engine in flight and opens admission for the new version.
 
-Guarantees: the PipelineRL-k / PPO-off-policy-k rules of `trainer.runtime`; an exception in any
+Guarantees: the PipelineRL-k / PPO-off-policy-k rules of `trainer.rollout.lag_rules`; an exception in any
 thread is re-raised in the caller's next `take_groups`; `close()` stops all threads.
 Non-guarantees: fairness between domains within a batch (the sampler mixes, finishing order decides).
 """
@@ -18,25 +18,42 @@ import logging
 import queue
 import threading
 import time
+from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from typing import Any, Protocol
 
 from trainer.engines.base import GeneratedGroup, GenerationEngine, GenerationRequest
-from trainer.runtime import (
-    GeneratorStats,
-    RolloutGroup,
-    Runtime,
-    WeightsPushed,
-    admission_limit,
-    choose_groups,
-    must_take_version,
-)
+from trainer.rollout.lag_rules import admission_limit, choose_groups, must_take_version
+from trainer.rollout.messages import GeneratorStats, RolloutGroup, WeightsPushed
 
 log = logging.getLogger(__name__)
 
 
+class Runtime(ABC):
+    """What the training loop needs from the generation side (see the module docstring)."""
+
+    @abstractmethod
+    def start(self, policy_version: int) -> None:
+        """Start generating with the weights of `policy_version` already loaded in the engine."""
+
+    @abstractmethod
+    def take_groups(self, n: int, trainer_version: int, timeout_s: float) -> list[RolloutGroup]:
+        """Block until the lag rule allows a batch of `n` scored groups; return it."""
+
+    @abstractmethod
+    def push_weights(self, weights: Mapping[str, Any], policy_version: int) -> WeightsPushed:
+        """Apply new weights in flight on every generator; admission then opens for the new version."""
+
+    @abstractmethod
+    def stats(self) -> GeneratorStats: ...
+
+    @abstractmethod
+    def close(self) -> None:
+        """Stop every thread/actor; idempotent."""
+
+
 class RolloutWorker(Protocol):
-    """The generation-side work that is not the engine (implemented by `trainer.rollout.Rollouts`)."""
+    """The generation-side work that is not the engine (implemented by `trainer.rollout.worker.Rollouts`)."""
 
     def make_request(self, group_id: int) -> GenerationRequest: ...
 

@@ -19,11 +19,11 @@ from contextlib import contextmanager
 from typing import Any
 
 from scalerl_env.records import ProblemRecord, Verdict
+from trainer.config import TrainConfig
+from trainer.core.length_control import plan_interruption
 from trainer.engines.base import GeneratedGroup, GenerationRequest, SamplingParams
-from trainer.length_control import plan_interruption
-from trainer.problems import PromptCodec
-from trainer.runtime import RolloutGroup
-from trainer.train_config import TrainConfig
+from trainer.rollout.messages import RolloutGroup
+from trainer.rollout.problems import PromptCodec
 
 
 def verify(verifier: Any, problem: ProblemRecord, completions: Sequence[str]) -> list[Verdict]:
@@ -45,7 +45,7 @@ def verify(verifier: Any, problem: ProblemRecord, completions: Sequence[str]) ->
 
 
 class Rollouts:
-    """Implements `trainer.runtime_local.RolloutWorker`."""
+    """Implements `trainer.rollout.runtime.RolloutWorker`."""
 
     def __init__(self, cfg: TrainConfig, codec: PromptCodec, draw: Callable[[], ProblemRecord], verifier: Any,
                  *, seed: int) -> None:

@@ -22,9 +22,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from pydantic import Field, model_validator
-
-from scalerl_env.records import Strict
+from trainer.tiny.config import TinyModelConfig
 
 PAD, BOS, EOS, UNK = "<pad>", "<bos>", "<eos>", "<unk>"
 SPECIALS = (PAD, BOS, EOS, UNK)
@@ -37,25 +35,6 @@ CHAT_TEMPLATE = (
     "{{ bos_token }}{% for m in messages %}{% if m['role'] != 'assistant' %}{{ m['content'] }}{% endif %}"
     "{% endfor %}{% if add_generation_prompt %}{{ '" + ANSWER_MARKER.replace("\n", "\\n") + "' }}{% endif %}"
 )
-
-
-class TinyModelConfig(Strict):
-    """Size of the built-in model. Defaults: ~0.8 M parameters, learnable on 2 CPU cores."""
-
-    hidden_size: int = Field(default=128, ge=32)
-    num_layers: int = Field(default=4, ge=1)
-    num_heads: int = Field(default=2, ge=1)
-    head_dim: int = Field(default=64, ge=32, description="vLLM's CPU attention needs >= 32; 64 is safest")
-    intermediate_size: int = Field(default=384, ge=8)
-    max_position_embeddings: int = Field(default=512, ge=16)
-    rope_theta: float = Field(default=10000.0, gt=0)
-    seed: int = 0
-
-    @model_validator(mode="after")
-    def _heads_fit(self) -> TinyModelConfig:
-        if self.num_heads * self.head_dim < self.hidden_size // 2:
-            raise ValueError("num_heads * head_dim should be comparable to hidden_size")
-        return self
 
 
 class CharTokenizer:

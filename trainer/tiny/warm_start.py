@@ -36,8 +36,8 @@ import torch
 import torch.nn.functional as F
 
 from scalerl_env.records import ProblemRecord
-from trainer.tiny_model import CharTokenizer, TinyModelConfig, build_tiny_model, render_prompt, save_tiny
-from trainer.train_config import WarmStartConfig
+from trainer.tiny.config import WarmStartConfig
+from trainer.tiny.model import CharTokenizer, TinyModelConfig, build_tiny_model, render_prompt, save_tiny
 
 log = logging.getLogger(__name__)
 RECIPE_VERSION = 2  # bump when the supervised recipe changes: cached folders of older recipes are not reused

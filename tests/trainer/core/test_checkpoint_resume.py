@@ -10,9 +10,9 @@ from transformers import LlamaForCausalLM
 
 from tests.support.models import tiny_llama
 from tests.trainer.core.test_policy_step import make_batch
-from trainer.checkpoint import latest_checkpoint, load_checkpoint, save_checkpoint
-from trainer.losses import LossConfig
-from trainer.policy import OptimConfig, PolicyTrainer
+from trainer.core.checkpoint import latest_checkpoint, load_checkpoint, save_checkpoint
+from trainer.core.losses import LossConfig
+from trainer.core.update import OptimConfig, PolicyTrainer
 
 
 def _trainer(seed):

@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from tests.support.models import tiny_llama
-from trainer.fp32_head import resolve_layout, token_logprobs
+from trainer.core.fp32_head import resolve_layout, token_logprobs
 
 
 def hf_reference(model, ids):

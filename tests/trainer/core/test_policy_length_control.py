@@ -6,14 +6,14 @@ import numpy as np
 import pytest
 import torch
 
-from trainer.engines.base import GeneratedSample
-from trainer.length_control import (
+from trainer.core.length_control import (
     LengthConfig,
     length_metrics,
     length_penalty,
     plan_interruption,
     training_loss_mask,
 )
+from trainer.engines.base import GeneratedSample
 
 PHRASE = [11, 12, 13]
 
@@ -31,15 +31,14 @@ def test_think_budget_is_drawn_uniformly_from_the_range():
     "rng", [np.random.default_rng(0), torch.Generator().manual_seed(0), random.Random(1)]
 )
 def test_plan_accepts_common_generators_and_carries_phrase_and_answer_budget(rng):
-    cfg = LengthConfig(phrase_token_ids=PHRASE)
-    plan = plan_interruption(cfg, rng)
+    plan = plan_interruption(LengthConfig(), rng, phrase_token_ids=PHRASE)
     assert 10_000 <= plan.think_budget_tokens <= 12_000
     assert plan.phrase_token_ids == PHRASE and plan.answer_budget_tokens == 2_000
 
 
 def test_plan_needs_phrase_ids_and_is_none_outside_interrupt_mode():
-    with pytest.raises(ValueError, match="phrase token ids"):
-        plan_interruption(LengthConfig(), random.Random(0))
+    with pytest.raises(ValueError, match="phrase's token ids"):
+        plan_interruption(LengthConfig(), random.Random(0), phrase_token_ids=[])
     assert plan_interruption(LengthConfig(mode="penalty"), random.Random(0), phrase_token_ids=PHRASE) is None
     with pytest.raises(ValueError, match="think_budget_min_tokens"):
         LengthConfig(think_budget_min_tokens=5, think_budget_max_tokens=4)

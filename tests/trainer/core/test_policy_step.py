@@ -6,9 +6,9 @@ import pytest
 import torch
 
 from tests.support.models import tiny_llama
-from trainer.fp32_head import token_logprobs
-from trainer.losses import LossConfig
-from trainer.policy import OptimConfig, PolicyTrainer, micro_batch_bounds, pack_samples
+from trainer.core.fp32_head import token_logprobs
+from trainer.core.losses import LossConfig
+from trainer.core.update import OptimConfig, PolicyTrainer, micro_batch_bounds, pack_samples
 
 
 def make_batch(model, n_samples=4, seed=1, shift=0.05):

@@ -5,8 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from scalerl_env.config import load_config
-from trainer.train_cli import build_config
-from trainer.train_config import TrainConfig
+from trainer.commands.train import build_config
+from trainer.config import TrainConfig
 
 EXAMPLE = Path(__file__).resolve().parents[3] / "examples" / "multinode.yaml"
 

@@ -13,8 +13,8 @@ import pytest
 import ray
 
 from scalerl_env.config import load_config
+from trainer.config import TrainConfig
 from trainer.run_log import read_metrics
-from trainer.train_config import TrainConfig
 
 pytestmark = pytest.mark.ray
 
@@ -49,8 +49,8 @@ def _step_keys(out) -> set[str]:
 
 
 def test_ray_run_logs_the_same_metrics_schema_as_in_process(cluster, tmp_path):
-    from trainer.pipeline import train
-    from trainer.ray_runtime import run_in_ray
+    from trainer.distributed.launch import run_in_ray
+    from trainer.loop import train
 
     # Every group kept (the random-ish policy's rewards are mostly all 0): the training path runs too.
     steps = ["pipeline.max_steps=3", "pipeline.k=0", "curriculum.zero_variance_filter=false"]
@@ -90,7 +90,7 @@ def _pid_after_restart(generator, before: int, timeout_s: float = 120.0) -> int:
 
 
 def test_killed_generator_is_restarted_and_the_run_continues(cluster, tmp_path):
-    from trainer.ray_runtime import run_in_ray
+    from trainer.distributed.launch import run_in_ray
 
     k, max_steps = 2, 8
     out = tmp_path / "run"

@@ -17,7 +17,8 @@ import pytest
 import torch
 from pydantic import ValidationError
 
-from trainer.engines.vllm_engine import VLLMEngine, VLLMOptions
+from trainer.engines.config import VLLMOptions
+from trainer.engines.vllm_engine import VLLMEngine
 
 
 def _engine_threads() -> list[str]:

@@ -10,8 +10,8 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
-from trainer import fit_cli
-from trainer.fit_synthetic import published_curves, trial_rng
+from trainer.commands import fit as fit_cli
+from trainer.fit.synthetic import published_curves, trial_rng
 
 MATH, CODE = published_curves()[8], published_curves()[9]  # the paper's math+code run
 runner = CliRunner()

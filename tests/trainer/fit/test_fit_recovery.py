@@ -11,8 +11,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from trainer.fit import fit_sigmoid
-from trainer.fit_synthetic import published_curves, trial_rng
+from trainer.fit.sigmoid import fit_sigmoid
+from trainer.fit.synthetic import published_curves, trial_rng
 
 SEED = 20251013
 PARAMS = ("A", "B", "C_mid")

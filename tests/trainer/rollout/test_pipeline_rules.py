@@ -6,8 +6,8 @@ import random
 
 import pytest
 
-from trainer.pipeline_sim import SimConfig, _group, simulate
-from trainer.runtime import admission_limit, choose_groups, must_take_version
+from trainer.rollout.lag_rules import admission_limit, choose_groups, must_take_version
+from trainer.rollout.simulation import SimConfig, _group, simulate
 
 
 def test_admission_limits():

@@ -1,15 +1,9 @@
-"""ScaleRL on Ray: the trainer, the generators, the verifier pool and the ledger owner as actors.
+"""Generator actors and `RemoteEngines`, the `GenerationEngine` that fans requests out to them.
 
-Layout of a run (`scalerl train --ray` / `--ray-address auto`):
-- `TrainerActor` (rank 0; `ray.trainer_num_gpus`) runs `trainer.pipeline.train` unchanged: the loop,
-  `LocalRuntime`'s feeder/scorer threads, checkpoints and metrics live on the trainer's node.
 - `GeneratorActor` × `ray.num_generators` (one per engine, torch or vLLM; `ray.generator_*`
-  resources). The trainer reaches them through `RemoteEngines`, a `GenerationEngine`: requests go to
-  the least-loaded generator, weights are `ray.put` once per push and applied in flight on every
-  generator (the same pause → reload → resume of each engine).
-- The verifier pool and the DuckDB ledger are actors pinned to the trainer's node (the ledger file is
-  copied into checkpoints there); `ActorProxy` gives them their in-process methods. The ledger actor
-  is the single writing owner (DESIGN.md).
+  resources). The trainer reaches them through `RemoteEngines`: requests go to the least-loaded
+  generator, weights are `ray.put` once per push and applied in flight on every generator (the same
+  pause → reload → resume of each engine).
 
 Fault tolerance: a generator actor that dies is restarted by Ray (`ray.max_generator_restarts`).
 The restarted actor holds every request until the latest weights arrive (it knows it was restarted:
@@ -17,10 +11,6 @@ The restarted actor holds every request until the latest weights arrive (it know
 resends the weights and every request that was pending on it (duplicates are dropped by id). Groups
 already generated there and not yet polled are regenerated. Not covered: the trainer, ledger or
 verifier actor dying (the run stops with the error; resume from the last checkpoint with `--resume`).
-
-Several trainer ranks (design, not built): N `TrainerActor`s in a placement group joined by
-`torch.distributed` (NCCL), data-parallel over each batch; rank 0 alone owns the runtime (takes
-groups, scatters them, pushes weights after the all-reduced step). Only rank 0 exists today.
 """
 
 from __future__ import annotations
@@ -33,116 +23,17 @@ import threading
 import time
 import uuid
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Any
 
-from pydantic import Field
-
-from scalerl_env.records import Strict
 from trainer.engines.base import GeneratedGroup, GenerationEngine, GenerationRequest
 
 log = logging.getLogger(__name__)
 
 
-class RayConfig(Strict):
-    """Where the run's actors go. Off by default (everything in one process)."""
-
-    enabled: bool = Field(
-        default=False, description="run the trainer, generators, verifier, ledger as actors"
-    )
-    address: str | None = Field(
-        default=None, description="'auto' or ray://host:port joins; None starts a local one"
-    )
-    namespace: str = "scalerl"
-    local_num_cpus: int = Field(
-        default=2, ge=1, description="CPUs of the local cluster started without address"
-    )
-    num_generators: int = Field(default=1, ge=1)
-    generator_num_cpus: float = Field(default=1.0, ge=0)
-    generator_num_gpus: float = Field(default=0.0, ge=0)
-    generator_resources: dict[str, float] = Field(
-        default_factory=dict, description="e.g. {generator_node: 1}"
-    )
-    trainer_num_cpus: float = Field(default=1.0, ge=0)
-    trainer_num_gpus: float = Field(default=0.0, ge=0)
-    trainer_resources: dict[str, float] = Field(default_factory=dict, description="e.g. {trainer_node: 1}")
-    max_generator_restarts: int = Field(default=3, ge=0)
-
-
-def init_ray(rc: RayConfig) -> bool:
-    """Join `rc.address`, or start a local cluster; returns True when this call started one."""
-    import ray
-
-    if ray.is_initialized():
-        return False
-    if rc.address:
-        ray.init(address=rc.address, namespace=rc.namespace)
-        return False
-    ray.init(num_cpus=rc.local_num_cpus, include_dashboard=False, namespace=rc.namespace)
-    return True
-
-
-def _here() -> Any:
-    import ray
-    from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
-
-    return NodeAffinitySchedulingStrategy(node_id=ray.get_runtime_context().get_node_id(), soft=False)
-
-
-class ActorProxy:
-    """Calls the actor's methods synchronously, so it stands in for the object the actor holds."""
-
-    def __init__(self, handle: Any) -> None:
-        self._handle = handle
-
-    def __getattr__(self, name: str) -> Any:
-        import ray
-
-        method = getattr(self._handle, name)
-        return lambda *args, **kwargs: ray.get(method.remote(*args, **kwargs))
-
-    def close(self) -> None:
-        import ray
-
-        try:
-            ray.get(self._handle.close.remote(), timeout=60)
-        finally:
-            ray.kill(self._handle)
-
-
-class RayComponents:
-    """`trainer.components` for Ray: ledger and verifier actors on this node, generators anywhere."""
-
-    def __init__(self, cfg: Any, out: Path) -> None:
-        self.cfg, self.out = cfg, out
-
-    def ledger(self, path: Path, retirement: Any) -> ActorProxy:
-        import ray
-
-        from curriculum.ledger import Ledger
-
-        actor = ray.remote(Ledger).options(num_cpus=0, scheduling_strategy=_here())
-        return ActorProxy(actor.remote(path, retirement=retirement))
-
-    def verifier(self, verifier_cfg: Any) -> ActorProxy:
-        import ray
-
-        from verifiers import VerifierPool
-
-        # Scoring (scorer thread) and validation (trainer thread) call it concurrently.
-        actor = ray.remote(VerifierPool).options(num_cpus=0, max_concurrency=4, scheduling_strategy=_here())
-        return ActorProxy(actor.remote(verifier_cfg))
-
-    def engine(
-        self, model: Any, eos_token_id: int, *, device: str, policy_version: int, seed: int
-    ) -> GenerationEngine:
-        return RemoteEngines(self.cfg, model, eos_token_id, policy_version=policy_version, seed=seed)
-
-
 def _build_model(cfg: Any) -> Any:
     """The policy architecture with random weights (the real ones arrive as a state dict)."""
     if cfg.model is None:
-        from trainer.tiny_model import build_tiny_model
+        from trainer.tiny.model import build_tiny_model
 
         return build_tiny_model(cfg.tiny)
     from transformers import AutoConfig, AutoModelForCausalLM
@@ -159,8 +50,8 @@ class GeneratorActor:
         import ray
         import torch
 
+        from trainer.engines.device import resolve_device
         from trainer.engines.factory import build_engine
-        from trainer.run_setup import resolve_device
 
         torch.set_num_threads(cfg.pipeline.torch_threads)
         model = _build_model(cfg)
@@ -379,38 +270,3 @@ class RemoteEngines(GenerationEngine):
 def _cpu_weights(weights: Mapping[str, Any]) -> dict[str, Any]:
     return {k: v.detach().to("cpu") for k, v in weights.items()}
 
-
-class TrainerActor:
-    """Rank 0 of the trainer: runs the whole training loop on its node (see the module docstring)."""
-
-    def train(self, cfg: Any, out: str, resume: bool) -> dict[str, Any]:
-        from trainer.pipeline import train
-
-        logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-        return train(cfg, Path(out), resume=resume)
-
-
-def run_in_ray(cfg: Any, out: str | Path, *, resume: bool = False) -> dict[str, Any]:
-    """Train with every component as a Ray actor; joins `ray.address` or starts (and stops) a local cluster."""
-    import ray
-
-    rc = cfg.ray
-    started = init_ray(rc)
-    actor = None
-    try:
-        actor = (
-            ray.remote(TrainerActor)
-            .options(
-                num_cpus=rc.trainer_num_cpus,
-                num_gpus=rc.trainer_num_gpus,
-                resources=rc.trainer_resources or None,
-                max_restarts=0,
-            )
-            .remote()
-        )
-        return ray.get(actor.train.remote(cfg, str(Path(out).resolve()), resume))
-    finally:
-        if actor is not None:
-            ray.kill(actor)
-        if started:
-            ray.shutdown()

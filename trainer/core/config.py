@@ -1,0 +1,89 @@
+"""The settings of the trainer core: loss, advantages, optimizer/update step, length control.
+
+Config only (pydantic, no torch), so `trainer.config` can compose them without importing tensor code.
+Defaults are the paper's; the formulas each setting selects are documented in the module that uses it
+(`trainer.core.losses`, `.advantages`, `.update`, `.length_control`).
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field, model_validator
+
+from scalerl_env.records import Strict
+
+Aggregation = Literal["prompt", "sample", "token"]
+DEFAULT_PHRASE = "Okay, time is up. Let me stop thinking and formulate a final answer now. </think>"
+
+
+class LossConfig(Strict):
+    """The ablation switches of the loss; defaults are the paper's."""
+
+    name: Literal["cispo", "dapo", "gspo", "grpo"] = Field(
+        default="cispo", description="policy loss (ScaleRL uses CISPO)"
+    )
+    aggregation: Aggregation = Field(
+        default="prompt", description="prompt (ScaleRL), sample (GRPO) or token (DAPO) averaging"
+    )
+    eps_max: float = Field(default=5.0, gt=0, description="CISPO cap on the stop-gradient ratio")
+    eps_low: float = Field(default=0.2, ge=0, lt=1, description="PPO-style lower clip (dapo, grpo)")
+    eps_high: float = Field(default=0.28, ge=0, description="DAPO clip-higher upper clip")
+    gspo_eps_low: float = Field(default=3e-4, ge=0, lt=1, description="GSPO lower clip (sequence ratio)")
+    gspo_eps_high: float = Field(default=4e-4, ge=0, description="GSPO upper clip (sequence ratio)")
+
+
+class AdvantageConfig(Strict):
+    normalization: Literal["batch", "prompt", "none"] = Field(
+        default="batch", description="batch (ScaleRL), prompt (GRPO) or none (Dr. GRPO)"
+    )
+    eps: float = Field(default=1e-6, ge=0, description="added to the std before dividing")
+    std_includes_zero_variance: bool = Field(
+        default=False, description="batch std over all samples instead of the effective batch"
+    )
+
+
+class OptimConfig(Strict):
+    """Optimizer and update-step settings; defaults are the paper's (see the module docstring)."""
+
+    lr: float = Field(default=5e-7, gt=0)
+    warmup_steps: int = Field(default=100, ge=0, description="linear warm-up, then constant lr")
+    betas: tuple[float, float] = (0.9, 0.999)
+    eps: float = Field(default=1e-15, gt=0)
+    weight_decay: float = Field(default=0.01, ge=0)
+    max_grad_norm: float | None = Field(default=1.0, gt=0, description="None disables clipping")
+    micro_batch_tokens: int = Field(
+        default=4_096, ge=1, description="token budget of one micro-batch (packed attention mask is T×T)"
+    )
+    precision: Literal["auto", "bf16", "fp32"] = "auto"
+    fp32_head: bool = Field(
+        default=True, description="LM head + log-softmax in fp32 (ScaleRL); off = ablation"
+    )
+    temperature: float = Field(
+        default=1.0, gt=0, description="sampling temperature the logprobs are taken at"
+    )
+    attention_layout: Literal["auto", "packed", "padded"] = Field(
+        default="auto", description="how the decoder sees packed sequences (trainer.core.fp32_head); same result"
+    )
+
+
+class LengthConfig(Strict):
+    mode: Literal["interrupt", "penalty", "none"] = Field(
+        default="interrupt", description="interrupt (ScaleRL), penalty (DAPO) or none"
+    )
+    think_budget_min_tokens: int = Field(default=10_000, ge=1)
+    think_budget_max_tokens: int = Field(default=12_000, ge=1)
+    answer_budget_tokens: int = Field(default=2_000, ge=1, description="tokens allowed after the phrase")
+    interruption_phrase: str = DEFAULT_PHRASE
+    mask_truncated: bool = Field(default=True, description="drop truncated samples from the loss")
+    max_response_tokens: int = Field(default=14_000, ge=1, description="DAPO L_max")
+    penalty_buffer_tokens: int = Field(default=4_000, ge=1, description="DAPO L_cache")
+    penalty_factor: float = Field(default=1.0, ge=0)
+
+    @model_validator(mode="after")
+    def _ranges(self) -> LengthConfig:
+        if self.think_budget_min_tokens > self.think_budget_max_tokens:
+            raise ValueError("think_budget_min_tokens must be <= think_budget_max_tokens")
+        if self.penalty_buffer_tokens > self.max_response_tokens:
+            raise ValueError("penalty_buffer_tokens must be <= max_response_tokens")
+        return self

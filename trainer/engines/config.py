@@ -1,0 +1,41 @@
+"""Generation-engine settings (`engine` in `TrainConfig`); config only, no torch or vLLM import."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field
+
+from scalerl_env.records import Strict
+
+
+class VLLMOptions(Strict):
+    """vLLM-only settings (`engine.vllm` in `TrainConfig`); dtype, FP32 head and seed come from the engine."""
+
+    kv_cache_gib: int = Field(default=1, ge=1, description="CPU only: VLLM_CPU_KVCACHE_SPACE (whole GiB)")
+    gpu_memory_utilization: float = Field(default=0.85, gt=0, le=1, description="GPU only")
+    tensor_parallel_size: int = Field(default=1, ge=1)
+    enforce_eager: bool = Field(default=True, description="skip graph compilation (minutes on a loaded CPU)")
+    weight_transfer: Literal["file", "nccl"] = Field(
+        default="file",
+        description="how update_weights reaches the workers: 'file' = a .safetensors file + collective_rpc "
+        "(CPU and GPU); 'nccl' = vLLM's NCCL transfer engine from this process (GPU only, needs "
+        "tensor_parallel_size + 1 visible GPUs; not yet run on hardware)",
+    )
+    nccl_device: int | None = Field(
+        default=None,
+        ge=0,
+        description="weight_transfer='nccl': CUDA index of the sending rank in this process; "
+        "None = tensor_parallel_size (the first GPU after vLLM's workers)",
+    )
+
+
+class EngineConfig(Strict):
+    name: Literal["torch", "vllm"] = "torch"
+    device: str = Field(default="auto", description="auto (cuda when available, else cpu), cpu, cuda, cuda:N")
+    dtype: Literal["float32", "bfloat16", "float16"] = "float32"
+    max_slots: int = Field(default=256, ge=1, description="sequences decoded together")
+    max_seq_len: int = Field(default=160, ge=8, description="prompt + completion tokens per sequence")
+    max_new_tokens: int = Field(default=64, ge=1, description="sampled-token budget when length.mode != interrupt")
+    temperature: float = Field(default=1.0, gt=0)
+    vllm: VLLMOptions = Field(default_factory=VLLMOptions, description="used when name = vllm")

@@ -1,0 +1,44 @@
+"""Settings of the built-in tiny model and its supervised warm start (config only, no torch)."""
+
+from __future__ import annotations
+
+from pydantic import Field, model_validator
+
+from scalerl_env.records import Strict
+
+
+class TinyModelConfig(Strict):
+    """Size of the built-in model. Defaults: ~0.8 M parameters, learnable on 2 CPU cores."""
+
+    hidden_size: int = Field(default=128, ge=32)
+    num_layers: int = Field(default=4, ge=1)
+    num_heads: int = Field(default=2, ge=1)
+    head_dim: int = Field(default=64, ge=32, description="vLLM's CPU attention needs >= 32; 64 is safest")
+    intermediate_size: int = Field(default=384, ge=8)
+    max_position_embeddings: int = Field(default=512, ge=16)
+    rope_theta: float = Field(default=10000.0, gt=0)
+    seed: int = 0
+
+    @model_validator(mode="after")
+    def _heads_fit(self) -> TinyModelConfig:
+        if self.num_heads * self.head_dim < self.hidden_size // 2:
+            raise ValueError("num_heads * head_dim should be comparable to hidden_size")
+        return self
+
+
+class WarmStartConfig(Strict):
+    """Short supervised phase on generator-made solutions, so the RL start is between 0 and 1."""
+
+    enabled: bool = True
+    steps: int = Field(default=950, ge=0)
+    batch_size: int = Field(default=128, ge=1, description="rows per supervised batch")
+    batch_size_by_domain: dict[str, int] = Field(
+        default_factory=lambda: {"code": 64},
+        description="rows per batch for these domains (level-0 code rows are ~4x longer than math rows)")
+    lr: float = Field(default=2e-3, gt=0)
+    wrong_fraction: float = Field(default=0.4, ge=0, lt=1, description="share of deliberately wrong targets")
+    domain_weights: dict[str, float] = Field(
+        default_factory=lambda: {"math": 2.8, "code": 1.0},
+        description="share of batches per domain (one domain per batch); a domain not named weighs 1")
+    seed: int = 1234
+    cache: bool = Field(default=True, description="reuse the result from the user cache folder")
