@@ -1,4 +1,4 @@
-"""GPU check (E9): torch-engine tokens/s, a bf16 training step, and the FP32-head logprob mismatch.
+"""GPU check: torch-engine tokens/s, a bf16 training step, and the FP32-head logprob mismatch.
 
 Run through `benchmarks/gpu_check.sh` on a CUDA machine (no registry needed: nothing downloads; the
 model is a random Llama built from a config). Each figure has its baseline from the same process:

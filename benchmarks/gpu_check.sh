@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# GPU check (E9): torch-engine tokens/s, bf16 training step, FP32-head logprob mismatch (and vLLM's,
+# GPU check: torch-engine tokens/s, bf16 training step, FP32-head logprob mismatch (and vLLM's,
 # where vLLM is installed). Needs a CUDA machine with the project installed (torch with CUDA); nothing
 # downloads. Budget: under 5 minutes on one H100/H200-class GPU. Figures: stdout and $OUT/gpu_check.json.
 #   benchmarks/gpu_check.sh                 # on the GPU machine

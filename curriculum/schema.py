@@ -1,7 +1,7 @@
 """The ledger's DuckDB schema: tables, views, the version stamp and the migrations between versions.
 
 Version history (stored in `ledger_meta.schema_version`):
-- 1: `ledger_meta`, `problems`, `attempts` (the minimal DESIGN.md layout, pass rates computed ad hoc).
+- 1: `ledger_meta`, `problems`, `attempts` (pass rates computed ad hoc).
 - 2: adds `retirements` (permanent, with the step, epoch and sequence number of each retirement),
   `ingests` (sha256 of every bulk-imported file: a second import of the same file is refused),
   `sampler_state` / `epochs` (what the sampler needs to resume), attempt columns `item_id` and
@@ -12,7 +12,7 @@ version is refused with `LedgerSchemaError` (this code cannot know what the newe
 
 `pass_rates` is the one definition of a prompt's statistics: the owner's in-memory index is built from
 this view when the file is opened and is checked against it by the tests.
-- `scored` excludes `status = 'error'` (the verifier failed, not the model; DESIGN.md "Verdict");
+- `scored` excludes `status = 'error'` (the verifier failed, not the model; `scalerl_env.records.Status`);
   `pass_rate = correct / scored`.
 - The "last group" is the prompt's samples at its most recent step (`coalesce(step, -1)`, so samples
   without a step form one group); `last_group_pass_rate` is what no-positive resampling compares with

@@ -1,4 +1,4 @@
-"""The records that cross folders (DESIGN.md, "Contracts that cross folders").
+"""The records that cross folders (docs/design.md, "Contracts").
 
 Guarantees: every model forbids unknown fields, so a typo in a request or a file is an error naming
 the field, never silently ignored. `Verdict` is what every verifier returns; `VerifyItem` is what the
@@ -143,7 +143,7 @@ def _check_reference(record, noun: str):
 
 # ---------------------------------------------------------------------------------------------- verify item
 class VerifyItem(Strict):
-    """One completion to score (DESIGN.md "Verify item")."""
+    """One completion to score: math needs `answer`, code needs `tests`."""
 
     id: str = ""
     domain: Domain
@@ -188,7 +188,7 @@ def make_prompt_id(source: str, prompt: str | list[ChatMessage] | list[dict]) ->
 
 
 class ProblemRecord(Strict):
-    """A training/evaluation problem (DESIGN.md "Problem record")."""
+    """A training/evaluation problem: what sources produce and the curriculum and trainer consume."""
 
     prompt_id: str
     domain: Domain

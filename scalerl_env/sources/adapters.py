@@ -2,7 +2,7 @@
 
 One adapter serves every source: the manifest names the columns; math answers are read as they are,
 after GSM8K's `####`, or from the last `\\boxed{}` of a worked solution (with the verifier's own
-extractor, so the answer is what the verifier would read); code tests come from E2's converters in
+extractor, so the answer is what the verifier would read); code tests come from the converters in
 `verifiers.converters` (never re-implemented here).
 
 Guarantees
@@ -176,7 +176,7 @@ def _boxed(text: str) -> str | None:
 
 
 def converter(name: str) -> Callable[[dict[str, Any]], Any]:
-    """The E2 converter `verifiers.converters.<name>` (raises LookupError when absent)."""
+    """The converter `verifiers.converters.<name>` (raises LookupError when absent)."""
     try:
         module = importlib.import_module("verifiers.converters")
     except ImportError as exc:

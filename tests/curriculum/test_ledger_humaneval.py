@@ -13,7 +13,7 @@ from curriculum.models import mean_pass_at_k
 from scalerl_env.cli import build_app
 from tests.support.ledger_data import humaneval_problems, write_verdicts
 
-# From ../shared/reference/codet_humaneval_codegen16b/README.md (unbiased estimator, n = 100 per task).
+# From datasets/reference/codet_humaneval_codegen16b/README.md (unbiased estimator, n = 100 per task).
 README_PASS_AT = {1: 0.2210, 10: 0.5037, 100: 0.7378}
 
 # The documented pass@k-per-domain query (docs/ledger.md), with k = 10.

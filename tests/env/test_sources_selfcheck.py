@@ -1,6 +1,6 @@
 """Self-check on public data, end to end through the adapters: raw row → ProblemRecord → verify.
 
-MATH-500 (shared/reference/math500): every reference solution `correct` against its answer (500/500);
+MATH-500 (datasets/reference/math500): every reference solution `correct` against its answer (500/500);
 GSM8K test (1,319): every gold rationale `correct`; MBPP sanitized (PRIME's 399): every reference
 program passes its asserts in the sandbox.
 """

@@ -99,7 +99,7 @@ def register(app: typer.Typer) -> None:
         folder = resume or out or Path("runs") / time.strftime("train-%Y%m%d-%H%M%S")
         from trainer.loop import train as run_training
 
-        if cfg.ray.enabled:  # E9: the same loop inside a trainer actor
+        if cfg.ray.enabled:  # the same loop inside a trainer actor
             from trainer.distributed.launch import run_in_ray as run_training
         try:
             summary = run_training(cfg, folder, resume=resume is not None)

@@ -1,8 +1,7 @@
 """NCCL weight transfer for the vLLM engine (`engine.vllm.weight_transfer = "nccl"`), on vLLM 0.32's API.
 
-Written against `vllm>=0.32,<0.33` (`vllm/distributed/weight_transfer/`); NOT yet run on a GPU (the
-sessions that wrote it had none): `benchmarks/gpu_check.py`'s `vllm_weight_transfer_nccl` check is
-the first run.
+Written against `vllm>=0.32,<0.33` (`vllm/distributed/weight_transfer/`); not run on a GPU so far
+(see docs/results.md): `benchmarks/gpu_check.py`'s `vllm_weight_transfer_nccl` check exercises it.
 
 What is called, in order:
 - construction: `sending_device` fails fast (no CUDA, too few GPUs) before vLLM starts;

@@ -1,4 +1,4 @@
-"""Per-domain validation curves of a run folder: data + E6 sigmoid fit as JSON, and PNG plots.
+"""Per-domain validation curves of a run folder: data + sigmoid fit (`trainer.fit.sigmoid`) as JSON, and PNG plots.
 
 `write_curves(run_dir, domains)` reads the validation lines of `metrics.jsonl` (the keys
 `trainer.fit.data` documents: `compute_device_s`, `compute_flops`, `val.<domain>.pass_rate`) and

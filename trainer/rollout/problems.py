@@ -1,4 +1,4 @@
-"""Training pools and held-out sets from the procedural generators (E5), and prompt encoding.
+"""Training pools and held-out sets from `scalerl_env.sources.generators`, and prompt encoding.
 
 Pools: per domain, `generate(domain, seed, count, level)` deduplicated by `prompt_id`; a seeded
 `holdout_fraction` of the distinct prompts (at most `holdout_max_prompts`) is held out and never

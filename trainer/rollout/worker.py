@@ -1,7 +1,7 @@
 """The generation-side work around the engine: build requests from sampled problems, score results.
 
 `Rollouts.make_request(group_id)` draws the next problem (thread-safe), encodes its prompt, and plans
-the interruption (E7 `plan_interruption`, seeded per group). `Rollouts.score(...)` decodes each
+the interruption (`plan_interruption`, seeded per group). `Rollouts.score(...)` decodes each
 sample's token ids (text only for the verifiers; training keeps the ids) and verifies the whole group
 in one `verify_batch` call (identical completions are scored once by the pool).
 
@@ -27,7 +27,7 @@ from trainer.rollout.problems import PromptCodec
 
 
 def verify(verifier: Any, problem: ProblemRecord, completions: Sequence[str]) -> list[Verdict]:
-    """Score every completion of one problem with the verifier pool (E1/E2).
+    """Score every completion of one problem with the verifier pool.
 
     Identical completions of a group are scored once (a sandbox run costs tens of ms; groups of a
     trained policy repeat themselves); the copies carry `details.deduplicated = True`."""

@@ -10,19 +10,20 @@ Guarantees
   RNG, seeded from (domain, level, seed, index) as a string; `random.Random` hashes string seeds
   with SHA-512, independent of `PYTHONHASHSEED`).
 - Unbounded: any seed ≥ 0 and any level ≥ 0; higher levels widen operand ranges and unlock families.
-- Level 0 is what a ~1M-parameter character-level model learns on 2 CPU cores in minutes
-  (shared/notes/tiny-cpu-rl.md): math `a+b`, `a-b` with a, b ≤ 19 and `a*b` with a, b ≤ 9; code
+- Level 0 is what a ~1M-parameter character-level model learns on 2 CPU cores in minutes:
+  math two-digit `a+b` without carries and `a-b` without borrows (see `math_tasks`); code
   `g(s)` from two examples on random 3-4 letter strings, one of 9 string operations (reverse,
   upper, lower, swapcase, double, first+last, length, sorted, drop first), checked on the shown and
-  two hidden strings. Recognizing the operation generalizes to unseen strings; level-0 code used to
-  be `f(x)=a*x+b` from three values, which the tiny model never passed on held-out functions (it
-  memorizes instead of subtracting), so linear functions start at level 1. Level-0 prompts are
+  two hidden strings. Recognizing the operation generalizes to unseen strings; linear functions
+  (`f(x)=a*x+b` from three values), which the tiny model does not pass on held-out functions (it
+  memorizes instead of subtracting), start at level 1. Level-0 prompts are
   under 60 characters and carry no instruction text (the tiny model's context is small).
 - `prompt_id` is `make_prompt_id("gen-<domain>", prompt text)`: the same prompt from two seeds is the
   same problem (its examples determine the answer) and gets the same id.
 
-Non-guarantees: records are not deduplicated (level 0 has 900 distinct math prompts, so large
-counts repeat; level-0 code prompts rarely repeat); the difficulty of a level is by construction, not measured (`difficulty_prior` stays `None`).
+Non-guarantees: records are not deduplicated (level 0 has 3,960 distinct math prompts, so large
+counts repeat; level-0 code prompts rarely repeat); the difficulty of a level is by construction,
+not measured (`difficulty_prior` stays `None`).
 """
 
 from __future__ import annotations

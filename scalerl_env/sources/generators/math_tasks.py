@@ -8,9 +8,8 @@ verifier. Operand ranges grow with the level.
 Level 0 (the built-in tiny model) is two-digit addition without carries and subtraction without
 borrows (`34+52=`, `87-32=`): every answer digit is one of 100 single-digit facts applied to aligned
 digits, so a problem never seen in training uses facts seen thousands of times and a ~1M-parameter
-character model generalizes to held-out prompts. The earlier level 0 (`a+b`, `a-b` with a, b ≤ 19,
-`a*b` with a, b ≤ 9; shared/notes/tiny-cpu-rl.md) had 900 prompts whose held-out share needed facts
-the model had not seen (a held-out `7*8` cannot be inferred), and RL barely moved it.
+character model generalizes to held-out prompts. Small-operand tables (`a+b` with a, b ≤ 19, `a*b` with
+a, b ≤ 9) would not: a held-out `7*8` needs a fact the model never saw.
 """
 
 from __future__ import annotations

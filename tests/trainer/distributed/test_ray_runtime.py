@@ -1,7 +1,8 @@
 """ScaleRL on a local Ray cluster: trainer, generator, verifier pool and ledger as actors.
 
 One local cluster per module (`ray.init(num_cpus=2)`, ~10 s). Runs are short (a few steps of the tiny
-model after a short, cached warm start); they check the runtime, not learning (E8's tests do that).
+model after a short, cached warm start); they check the runtime, not learning
+(tests/trainer/test_train_e2e.py does that).
 """
 
 from __future__ import annotations
