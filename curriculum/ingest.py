@@ -12,13 +12,25 @@ Bad input is refused as a whole, before anything is written, with `path:line` in
   re-running an import can never double-count samples. (`record` from the server is not deduplicated.)
 The accepted file is appended in one transaction together with its sha256, so a crash leaves either
 the whole file or none of it.
+
+Speed: the file is first read column-wise (pyarrow's JSON reader with the line schema) and checked
+column by column (types, required values, statuses, domains, non-negative counters). Only when that
+bulk read or any check fails is the file parsed again line by line with the pydantic model, which
+produces the `path:line` messages; so good files take the bulk path, and bad ones get exactly the same
+refusal as before. Both paths accept the same files (the per-line model is the definition).
 """
 
 from __future__ import annotations
 
 import hashlib
+import io
 import json
+import re
 from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.json as pa_json
 
 from pydantic import Field, ValidationError
 
@@ -26,7 +38,7 @@ from curriculum.ledger import Ledger
 from curriculum.models import IngestError
 from curriculum.schema import ATTEMPT_COLUMNS
 from scalerl_env.config import validation_problems
-from scalerl_env.records import Domain, Status, Strict
+from scalerl_env.records import DOMAINS, Domain, Status, Strict
 
 MAX_REPORTED = 20
 
@@ -106,7 +118,10 @@ def ingest_file(ledger: Ledger, path: str | Path, *, allow_unknown: bool = False
     if earlier is not None:
         raise IngestError(f"{path} (sha256 {sha256[:12]}…) was already ingested from {earlier[0]} at "
                           f"{earlier[2]} ({earlier[1]} rows); refusing to count its samples twice")
-    lines = parse_lines(path, data)
+    table = bulk_table(ledger, data, allow_unknown)
+    if table is not None:
+        return ledger.record_attempts(table, ingest=(sha256, str(path)))
+    lines = parse_lines(path, data)  # the per-line path: exact messages for whatever the bulk checks refused
     domains = _resolve_domains(ledger, path, lines, allow_unknown)
     cols: dict[str, list] = {name: [] for name in ATTEMPT_COLUMNS}
     for (_, line), domain in zip(lines, domains):
@@ -115,3 +130,85 @@ def ingest_file(ledger: Ledger, path: str | Path, *, allow_unknown: bool = False
         for name in ATTEMPT_COLUMNS:
             cols[name].append(row[name])
     return ledger.record_attempts(cols, ingest=(sha256, str(path)))
+
+
+# ------------------------------------------------------------------------------------------ bulk path
+LINE_SCHEMA = pa.schema([
+    ("prompt_id", pa.string()), ("status", pa.string()), ("reward", pa.float64()), ("elapsed_s", pa.float64()),
+    ("id", pa.string()), ("domain", pa.string()), ("step", pa.int64()), ("policy_version", pa.int64()),
+    ("sample_index", pa.int64()), ("truncated", pa.bool_()), ("completion_tokens", pa.int64()),
+])
+_BLANK_LINE = re.compile(rb"(?:^|\n)[ \t\r\f\v]*(?:\n|$)")
+_STATUSES = pa.array([s.value for s in Status])
+_NULL_DETAILS = re.compile(rb'"details"\s*:\s*null')
+_NULL_ELAPSED = re.compile(rb'"elapsed_s"\s*:\s*null')
+
+
+def bulk_table(ledger: Ledger, data: bytes, allow_unknown: bool) -> pa.Table | None:
+    """The attempt rows of `data` read and checked column-wise; None when anything needs the per-line
+    path (a bad line, a blank line, a value pydantic would coerce): that path then decides and explains."""
+    body = data[:-1] if data.endswith(b"\n") else data
+    if _BLANK_LINE.search(body):  # blank lines are skipped by the per-line path; rare, so let it
+        return None
+    try:
+        table = pa_json.read_json(io.BytesIO(data), parse_options=pa_json.ParseOptions(
+            explicit_schema=LINE_SCHEMA, unexpected_field_behavior="infer", newlines_in_values=False))
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
+        return None
+    lines = body.count(b"\n") + 1  # one object per line, none split over lines, none sharing one
+    if table.num_rows != lines or not _columns_valid(table, data):
+        return None
+    domains = _bulk_domains(ledger, table, allow_unknown)
+    if domains is None:
+        return None
+    return pa.table({
+        "prompt_id": table["prompt_id"], "domain": domains, "step": table["step"],
+        "policy_version": table["policy_version"], "sample_index": table["sample_index"], "reward": table["reward"],
+        "status": table["status"], "truncated": table["truncated"], "completion_tokens": table["completion_tokens"],
+        "item_id": table["id"], "elapsed_s": pc.fill_null(table["elapsed_s"], 0.0),
+    })
+
+
+def _columns_valid(table: pa.Table, data: bytes) -> bool:
+    """What `VerdictLine` checks, column by column. The reader gives null for both an absent key and
+    an explicit null; the model allows both where it has a None default, but for `details` and
+    `elapsed_s` only absence: then the raw text decides (an escaped key name goes the per-line way)."""
+    if not set(table.column_names) <= {*LINE_SCHEMA.names, "details"}:
+        return False  # an unknown key
+    for name, null_json in (("details", _NULL_DETAILS), ("elapsed_s", _NULL_ELAPSED)):
+        column = table[name] if name in table.column_names else None
+        if column is not None and name == "details" and not pa.types.is_struct(column.type):
+            return False
+        if column is not None and column.null_count and (null_json.search(data) or b"\\u" in data):
+            return False
+    if any(table[c].null_count for c in ("prompt_id", "status")):
+        return False
+    if pc.min(pc.utf8_length(table["prompt_id"])).as_py() < 1:
+        return False
+    if not pc.all(pc.is_in(table["status"], value_set=_STATUSES)).as_py():
+        return False
+    domain = table["domain"]
+    if domain.null_count < len(domain) and not pc.all(pc.is_in(pc.drop_null(domain), value_set=pa.array(DOMAINS))).as_py():
+        return False
+    for name in ("step", "policy_version", "sample_index", "completion_tokens"):
+        low = pc.min(table[name]).as_py()
+        if low is not None and low < 0:
+            return False
+    return True
+
+
+def _bulk_domains(ledger: Ledger, table: pa.Table, allow_unknown: bool) -> pa.ChunkedArray | None:
+    """Each row's domain from `problems` (or its own when unknown and allowed); None on any conflict."""
+    ids = pc.unique(table["prompt_id"])
+    known = ledger.problem_domains(ids.to_pylist())
+    known_ids = pa.array(list(known), pa.string())
+    problem_domain = pc.take(pa.array(list(known.values()), pa.string()),
+                             pc.index_in(table["prompt_id"], value_set=known_ids))
+    given = table["domain"]
+    if problem_domain.null_count and not allow_unknown:
+        return None
+    conflict = pc.and_(pc.is_valid(problem_domain), pc.is_valid(given))
+    if pc.any(pc.and_(conflict, pc.not_equal(problem_domain, given))).as_py():
+        return None
+    out = pc.coalesce(problem_domain, given)
+    return None if out.null_count else out

@@ -93,3 +93,57 @@ def test_cli_reports_line_numbers_and_exits_2(tmp_path):
     assert out.exit_code == 2 and "v.jsonl:2:" in out.stderr
     out = CliRunner().invoke(build_app(), ["ledger", "query", "DELETE FROM attempts", "--ledger", str(path)])
     assert out.exit_code == 2 and "only read statements" in out.stderr
+
+
+def verdict_lines(n: int) -> list[dict]:
+    return [{"id": f"i{k}", "status": ("correct", "wrong", "error", "no_answer")[k % 4], "reward": None if k % 3 else 0.5,
+             "details": {"path": "fast", "extracted": str(k)} if k % 2 else {}, "elapsed_s": 0.01 * k,
+             "prompt_id": f"p{1 + k % 2}", "domain": "math", "step": k // 4, "sample_index": k % 4,
+             **({"truncated": True, "completion_tokens": 7} if k % 5 == 0 else {})} for k in range(n)]
+
+
+ROWS_SQL = ("SELECT prompt_id, domain, step, policy_version, sample_index, reward, status, correct, truncated, "
+            "completion_tokens, item_id, elapsed_s FROM attempts ORDER BY item_id")
+
+
+def test_bulk_path_stores_what_the_per_line_path_stores(tmp_path, monkeypatch):
+    import curriculum.ingest as ingest
+
+    lines = verdict_lines(40)
+    results = []
+    for bulk in (True, False):
+        with Ledger(tmp_path / f"{bulk}.duckdb") as led:
+            led.upsert_problems([problem("p1"), problem("p2")])
+            if bulk:  # the per-line parser must not even run on a clean file
+                monkeypatch.setattr(ingest, "parse_lines", lambda *a: pytest.fail("per-line path used"))
+            else:
+                monkeypatch.setattr(ingest, "bulk_table", lambda *a: None)
+            assert ingest_file(led, write(tmp_path / f"{bulk}.jsonl", lines)) == 40
+            results.append(led.query(ROWS_SQL).rows)
+            monkeypatch.undo()
+    assert results[0] == results[1] and len(results[0]) == 40
+
+
+@pytest.mark.parametrize("bad,fragment", [
+    ({"step": "3"}, None),  # pydantic coerces "3"; the bulk reader does not: the per-line path takes it
+    ({"details": None}, ":2: details"), ({"elapsed_s": None}, ":2: elapsed_s"), ({"prompt_id": ""}, ":2: prompt_id"),
+    ({"domain": "code"}, ":2: domain 'code'"), ({"prompt_id": "p9"}, ":2: unknown prompt_id"),
+    ({"colour": 1}, ":2: colour"), ({"sample_index": -1}, ":2: sample_index"),
+])
+def test_anything_the_bulk_checks_refuse_gets_the_per_line_verdict(ledger, tmp_path, bad, fragment):
+    lines = verdict_lines(3)
+    lines[1] = {**lines[1], **bad}
+    f = write(tmp_path / "v.jsonl", lines)
+    if fragment is None:
+        assert ingest_file(ledger, f) == 3
+        return
+    with pytest.raises(IngestError) as err:
+        ingest_file(ledger, f)
+    assert fragment in str(err.value)
+    assert count(ledger) == 0
+
+
+def test_two_objects_on_one_line_are_refused(ledger, tmp_path):
+    one, two, three = (json.dumps(x) for x in verdict_lines(3))
+    with pytest.raises(IngestError, match=":1: not JSON"):
+        ingest_file(ledger, write(tmp_path / "v.jsonl", [one + " " + two, three]))
