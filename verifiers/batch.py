@@ -17,7 +17,6 @@ distinct config, created on first use (never at import) and closed at interprete
 
 from __future__ import annotations
 
-import asyncio
 import atexit
 import functools
 import logging
@@ -87,6 +86,8 @@ class VerifierPool:
         return [v.model_copy(update={"id": items[i].id}) for i, v in enumerate(verdicts)]
 
     async def averify_batch(self, items: Iterable[VerifyItem | dict[str, Any]]) -> list[Verdict]:
+        import asyncio  # here, not at import: `scalerl-env verify` starts scoring sooner without it
+
         return await asyncio.to_thread(self.verify_batch, list(items))
 
     def ready(self) -> bool:
