@@ -1,4 +1,5 @@
-"""The ScaleRL data filters, as pure functions in a registry, each returning its statistics.
+"""The ScaleRL data filters: the zero-variance filter (a pure function returning its statistics) and
+the retirement rule that the ledger applies as it records attempts (its one implementation).
 
 Zero-variance filtering (ScaleRL §3, "zero-variance filtering"): a group whose rewards are all equal
 has zero advantage for every sample, so it contributes nothing but noise to the batch statistics. It is
@@ -14,42 +15,25 @@ and permanently remove from subsequent epochs any prompt with pass rate ≥ 0.9"
   and a prompt retires as soon as any one group reaches the threshold.
   `"all"` — every sample the prompt has ever had (a cumulative rate: slower to retire a prompt the
   policy has only recently learned).
-- a sample passes when `correct` is true; a group given only rewards counts `reward > 0` as a pass
-  (with the default reward table, correct = 1.0 and every other status 0.0).
+- a sample passes when its verdict status is `correct` (shaped rewards never decide retirement).
 - retirement is permanent: a later, worse group never brings a retired prompt back.
 - a window with fewer than `min_samples` scored samples never retires a prompt (guards against a group
   recorded in pieces retiring on its first few samples).
 
-Not handled here: samples whose verification *failed* (`status = error`) must be removed by the
-caller before filtering; the ledger excludes them from `scored` itself.
+Samples whose verification *failed* (`status = error`) are not scored: the ledger leaves them out of
+the window.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping, Sequence
-from collections.abc import Set as AbstractSet
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Literal, Protocol, TypeVar, runtime_checkable
 
 from pydantic import Field
 
 from scalerl_env.records import Strict
-
-FILTERS: dict[str, Callable] = {}
-F = TypeVar("F", bound=Callable)
-
-
-def register_filter(name: str) -> Callable[[F], F]:
-    """Add a filter to `FILTERS` under `name` (the trainer config refers to filters by name)."""
-
-    def deco(fn: F) -> F:
-        if name in FILTERS:
-            raise ValueError(f"filter {name!r} is already registered")
-        FILTERS[name] = fn
-        return fn
-
-    return deco
 
 
 @runtime_checkable
@@ -87,13 +71,6 @@ def passes(correct: int, scored: int, config: RetirementConfig) -> bool:
     return config.enabled and scored >= config.min_samples and correct / scored >= config.threshold
 
 
-def _group_passes(group: Group) -> tuple[int, int]:
-    flags = getattr(group, "correct", None)
-    if flags is None:
-        flags = [r > 0.0 for r in group.rewards]
-    return sum(bool(f) for f in flags), len(flags)
-
-
 @dataclass
 class ZeroVarianceStats:
     groups_in: int = 0
@@ -124,7 +101,6 @@ class ZeroVarianceStats:
 G = TypeVar("G", bound=Group)
 
 
-@register_filter("zero_variance")
 def zero_variance_filter(groups: Sequence[G], *, atol: float = 0.0) -> tuple[list[G], ZeroVarianceStats]:
     """Keep the groups whose rewards are not all equal (max − min > atol); order is preserved."""
     stats = ZeroVarianceStats(groups_in=len(groups))
@@ -143,48 +119,3 @@ def zero_variance_filter(groups: Sequence[G], *, atol: float = 0.0) -> tuple[lis
             stats.dropped_all_fail += 1
     stats.groups_kept = len(kept)
     return kept, stats
-
-
-@dataclass
-class RetirementStats:
-    groups_seen: int = 0
-    newly_retired: list[str] = field(default_factory=list)
-    already_retired: int = 0  # groups of prompts that were retired before this call
-    retired_total: int = 0
-
-    def metrics(self, prefix: str = "filter/no_positive/") -> dict[str, float]:
-        return {prefix + "newly_retired": float(len(self.newly_retired)),
-                prefix + "already_retired_groups": float(self.already_retired),
-                prefix + "retired_total": float(self.retired_total)}
-
-
-@register_filter("no_positive_resampling")
-def no_positive_resampling(
-    groups: Sequence[Group],
-    *,
-    retired: AbstractSet[str] = frozenset(),
-    history: Mapping[str, tuple[int, int]] | None = None,
-    config: RetirementConfig | None = None,
-) -> tuple[frozenset[str], RetirementStats]:
-    """Prompts retired after observing `groups`: the old `retired` set plus the prompts whose window
-    pass rate reaches the threshold. `history` maps prompt_id → (passed, scored) *before* these groups
-    and is only read when `config.window == "all"`. Returns (retired set, stats); inputs are not mutated.
-    """
-    config = config or RetirementConfig()
-    stats = RetirementStats(groups_seen=len(groups))
-    out = set(retired)
-    cumulative = dict(history or {})
-    for group in groups:
-        passed, scored = _group_passes(group)
-        if config.window == "all":
-            before = cumulative.get(group.prompt_id, (0, 0))
-            passed, scored = before[0] + passed, before[1] + scored
-            cumulative[group.prompt_id] = (passed, scored)
-        if group.prompt_id in out:
-            stats.already_retired += group.prompt_id in retired
-            continue
-        if passes(passed, scored, config):
-            out.add(group.prompt_id)
-            stats.newly_retired.append(group.prompt_id)
-    stats.retired_total = len(out)
-    return frozenset(out), stats

@@ -123,7 +123,7 @@ class Sampler:
         return self.ledger.retired_seq() if self.ledger is not None else self._own_retired
 
     def retire(self, prompt_ids: Sequence[str]) -> None:
-        """Without a ledger: retire these prompts for good (e.g. from `filters.no_positive_resampling`)."""
+        """Without a ledger: retire these prompts for good (e.g. retired by another run)."""
         if self.ledger is not None:
             raise RuntimeError("this sampler reads retirements from its ledger; record the verdicts there instead")
         for pid in prompt_ids:

@@ -1,12 +1,12 @@
 """`TrainConfig`: the one source of truth for every default of `scalerl train`.
 
 It composes the trainer-core configs (`LossConfig`, `AdvantageConfig`, `OptimConfig`, `LengthConfig`
-from E7), the verifier config (E1/E2) and the pieces this module owns (pipeline, engine, data,
-validation, warm start, checkpoints). Load with `scalerl_env.config.load_config(TrainConfig, yaml,
-overrides)`; unknown keys are errors naming the dotted path.
+from `trainer.core.config`), the verifier config (`verifiers.config`) and the pieces this module
+owns (pipeline, engine, data, validation, warm start, checkpoints). Load with
+`scalerl_env.config.load_config(TrainConfig, yaml, overrides)`; unknown keys are errors naming the dotted path.
 
 Departures from the paper's defaults, all because the defaults here are the *built-in CPU default*
-(a ~0.8 M-parameter character model on 2 cores; shared/notes/tiny-cpu-rl.md) — set them back for a
+(a ~0.8 M-parameter character model on 2 cores) — set them back for a
 real model:
 - 16 prompts x 8 samples per step (paper 48 x 16): more updates per CPU-second; AdamW lr 1e-4 with
   20 warm-up steps (paper 5e-7, 100): the tiny model needs a far larger step and the run is short.
@@ -27,7 +27,8 @@ from pydantic import Field, field_validator, model_validator
 from curriculum.filters import RetirementConfig
 from scalerl_env.records import DOMAINS, Strict
 from trainer.core.config import AdvantageConfig, LengthConfig, LossConfig, OptimConfig
-from trainer.distributed.config import RayConfig
+from trainer.data_config import PromptsConfig, RolloutLogConfig, SourceConfig
+from trainer.distributed.config import RayConfig, TrainerRanksConfig
 from trainer.engines.config import EngineConfig
 from trainer.tiny.config import TinyModelConfig, WarmStartConfig
 from verifiers.config import VerifierConfig
@@ -44,6 +45,9 @@ class PipelineConfig(Strict):
     max_steps: int = Field(default=400, ge=1)
     max_time_s: float | None = Field(
         default=150.0, gt=0, description="stop the RL phase after this wall time (checked per step); null = no limit")
+    budget_device_s: float | None = Field(
+        default=None, gt=0, description="stop the RL phase once compute (wall s x devices in use, validation and "
+        "checkpoints excluded) reaches this (checked per step); null = no limit. `scalerl ablate` sets it")
     seed: int = 0
     torch_threads: int = Field(default=1, ge=1, description="intra-op threads per torch thread (engine, trainer)")
 
@@ -62,7 +66,8 @@ class PipelineConfig(Strict):
 
 
 class DataConfig(Strict):
-    """Procedural problems (E5 generators): a training pool and a disjoint held-out set per domain."""
+    """Procedural problems (`scalerl_env.sources.generators`): a training pool and a disjoint held-out set
+    per domain."""
 
     level: int = Field(default=0, ge=0)
     generated_per_domain: int = Field(default=3000, ge=1, description="drawn from the generator, then deduplicated")
@@ -70,12 +75,17 @@ class DataConfig(Strict):
     holdout_max_prompts: int = Field(default=256, ge=1)
     domain_weights: dict[str, float] = Field(default_factory=dict, description="mixing weights; empty = equal")
     seed: int = 0
+    sources: list[SourceConfig] = Field(
+        default_factory=list, description="problem files or generators per domain (trainer.data_sources); "
+        "empty = the generator for every domain with level/generated_per_domain/seed above")
+    heldout: dict[str, list[str]] = Field(
+        default_factory=dict, description="held-out files per domain; a domain without = split from its training data")
 
 
 class CurriculumConfig(Strict):
     zero_variance_filter: bool = Field(default=True, description="drop groups whose rewards are all equal")
     retirement: RetirementConfig = Field(
-        default_factory=RetirementConfig, description="no-positive resampling (E4): retire at pass rate >= 0.9")
+        default_factory=RetirementConfig, description="no-positive resampling: retire at pass rate >= 0.9")
 
 
 class ValidationConfig(Strict):
@@ -102,6 +112,16 @@ def _tiny_length() -> LengthConfig:
                         answer_budget_tokens=16, interruption_phrase="\nTime is up. ")
 
 
+def _tiny_optim() -> OptimConfig:
+    return OptimConfig(lr=1e-4, warmup_steps=20)
+
+
+PRESET_SECTIONS = {"optim": _tiny_optim, "length": _tiny_length}
+"""Sections whose defaults here differ from their class's: a partial mapping for one of them (an
+override `optim.fp32_head=false`, a YAML `length: {mode: penalty}`) keeps the other values of this
+preset instead of falling back to the class defaults (the paper's lr 5e-7, 10k-token budgets)."""
+
+
 class TrainConfig(Strict):
     domains: list[str] = Field(default_factory=lambda: ["math", "code"], min_length=1)
     model: str | None = Field(default=None, description="HF folder or hub id; None = the built-in tiny model")
@@ -112,14 +132,29 @@ class TrainConfig(Strict):
     curriculum: CurriculumConfig = Field(default_factory=CurriculumConfig)
     loss: LossConfig = Field(default_factory=LossConfig)
     advantages: AdvantageConfig = Field(default_factory=AdvantageConfig)
-    optim: OptimConfig = Field(default_factory=lambda: OptimConfig(lr=1e-4, warmup_steps=20))
+    optim: OptimConfig = Field(default_factory=_tiny_optim)
     length: LengthConfig = Field(default_factory=_tiny_length)
     verifier: VerifierConfig = Field(default_factory=VerifierConfig)
     validation: ValidationConfig = Field(default_factory=ValidationConfig)
     warm_start: WarmStartConfig = Field(default_factory=WarmStartConfig)
     checkpoint: CheckpointConfig = Field(default_factory=CheckpointConfig)
     logging: LoggingConfig = Field(default_factory=LoggingConfig)
-    ray: RayConfig = Field(default_factory=RayConfig, description="Ray actors instead of one process (E9)")
+    ray: RayConfig = Field(default_factory=RayConfig, description="Ray actors instead of one process")
+    prompts: PromptsConfig = Field(default_factory=PromptsConfig, description="per-domain prompt template")
+    rollout_log: RolloutLogConfig = Field(default_factory=RolloutLogConfig, description="rollouts.jsonl")
+    trainer_ranks: TrainerRanksConfig = Field(
+        default_factory=TrainerRanksConfig, description="data-parallel trainer ranks (FSDP2), 1 = one process")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _preset_sections(cls, data: object) -> object:
+        if not isinstance(data, dict):
+            return data
+        patched = dict(data)
+        for key, preset in PRESET_SECTIONS.items():
+            if isinstance(patched.get(key), dict):
+                patched[key] = {**preset().model_dump(exclude_unset=True), **patched[key]}
+        return patched
 
     @field_validator("domains")
     @classmethod
@@ -143,7 +178,27 @@ class TrainConfig(Strict):
             raise ValueError("warm_start.domain_weights must be >= 0 with a positive weight for a trained domain")
         if any(n < 1 for n in self.warm_start.batch_size_by_domain.values()):
             raise ValueError("warm_start.batch_size_by_domain values must be >= 1")
+        self._one_temperature()
+        length = self.length
+        if length.mode == "penalty" and (length.max_response_tokens or 0) > self.engine.max_new_tokens:
+            raise ValueError(f"length.max_response_tokens={length.max_response_tokens} exceeds engine.max_new_tokens="
+                             f"{self.engine.max_new_tokens}: sampling stops first, so the penalty would never apply")
         return self
+
+    def _one_temperature(self) -> None:
+        """The trainer's logprobs must be taken at the temperature the engine sampled at, or the
+        importance ratio is off-policy by construction: the one set explicitly wins; both set and
+        different is an error."""
+        engine_set = "temperature" in self.engine.model_fields_set
+        optim_set = "temperature" in self.optim.model_fields_set
+        if engine_set and optim_set and self.engine.temperature != self.optim.temperature:
+            raise ValueError(f"engine.temperature={self.engine.temperature} and optim.temperature="
+                             f"{self.optim.temperature} differ: the trainer must score at the sampling temperature "
+                             "(set one of them)")
+        if optim_set and not engine_set:
+            self.engine = self.engine.model_copy(update={"temperature": self.optim.temperature})
+        elif self.optim.temperature != self.engine.temperature:
+            self.optim = self.optim.model_copy(update={"temperature": self.engine.temperature})
 
     def domain_weight(self, domain: str) -> float:
         return self.data.domain_weights.get(domain, 1.0)

@@ -13,7 +13,7 @@ Departures from the paper, all deliberate:
 - Truncated samples (still unfinished after the interruption's answer budget) are loss-masked and
   counted in `truncation_rate` (`trainer.core.length_control.training_loss_mask`), with reward as scored.
 - One trainer process and one engine (the single-machine default); Ray actors replace the runtime
-  for many (E9).
+  for many (`trainer.distributed`).
 """
 
 from __future__ import annotations
@@ -31,10 +31,10 @@ import torch
 from curriculum.filters import zero_variance_filter
 from trainer.config import TrainConfig
 from trainer.core.advantages import compute_advantages
-from trainer.core.checkpoint import save_checkpoint
 from trainer.core.length_control import length_metrics, training_loss_mask
 from trainer.core.update import pack_samples
 from trainer.rollout.messages import RolloutGroup
+from trainer.run_log import devices_in_use
 from trainer.run_setup import LEDGER, Run, setup_run
 from trainer.validation import evaluate
 
@@ -49,18 +49,17 @@ def train(cfg: TrainConfig, out: str | Path, *, resume: bool = False) -> dict[st
         run.runtime.start(run.trainer.policy_version)
         if run.step == 0 and cfg.validation.enabled:
             validate(run)
-        t_start = time.monotonic() - run.state["elapsed_s"]
+        t_start = time.monotonic() - run.state.elapsed_s
         while not finished(run, t_start):
             t0 = time.perf_counter()
             groups = sample_groups(run)
             record_attempts(run, groups)
-            kept, zero_var = filter_zero_variance(run, groups)
-            retired = retire_easy_prompts(run)
-            advantages, adv_metrics = group_advantages(run, kept)
+            kept, zero_var_ids = filter_zero_variance(run, groups)
+            advantages, adv_metrics = group_advantages(run, kept, zero_var_ids)
             lag, step_metrics = policy_step(run, kept, advantages)
             push_weights(run)
-            run.state["elapsed_s"] = time.monotonic() - t_start
-            log_step(run, groups, kept, zero_var, retired, lag, {**adv_metrics, **step_metrics}, t0)
+            run.state.elapsed_s = time.monotonic() - t_start
+            log_step(run, groups, kept, len(zero_var_ids), lag, {**adv_metrics, **step_metrics}, t0)
             if cfg.validation.enabled and run.step % cfg.validation.every_steps == 0:
                 validate(run)
             if run.step % cfg.checkpoint.every_steps == 0:
@@ -72,7 +71,8 @@ def train(cfg: TrainConfig, out: str | Path, *, resume: bool = False) -> dict[st
 
 def finished(run: Run, t_start: float) -> bool:
     p = run.cfg.pipeline
-    return run.step >= p.max_steps or (p.max_time_s is not None and time.monotonic() - t_start >= p.max_time_s)
+    return (run.step >= p.max_steps or (p.max_time_s is not None and time.monotonic() - t_start >= p.max_time_s)
+            or (p.budget_device_s is not None and run.clock.device_s >= p.budget_device_s))
 
 
 # ------------------------------------------------------------------------------------------------ phases
@@ -94,26 +94,26 @@ def record_attempts(run: Run, groups: list[RolloutGroup]) -> None:
     run.ledger.record(items, verdicts, step=run.step + 1)
 
 
-def filter_zero_variance(run: Run, groups: list[RolloutGroup]) -> tuple[list[RolloutGroup], float]:
-    """Drop groups whose rewards are all equal (unless switched off); returns kept groups and the drop share."""
-    kept, stats = zero_variance_filter(groups)
-    if not run.cfg.curriculum.zero_variance_filter:
-        kept = list(groups)
-    return kept, stats.frac_dropped
+def filter_zero_variance(run: Run, groups: list[RolloutGroup]) -> tuple[list[RolloutGroup], set[int]]:
+    """Find the groups whose rewards are all equal (the one zero-variance test of the step) and drop
+    them unless the filter is off; returns the kept groups and the zero-variance group ids.
+    No-positive resampling needs no phase here: the ledger retires prompts as `record_attempts`
+    records them, and the sampler never draws a retired prompt again."""
+    nonzero, _ = zero_variance_filter(groups)
+    nonzero_ids = {g.group_id for g in nonzero}
+    zero_var_ids = {g.group_id for g in groups} - nonzero_ids
+    return (nonzero if run.cfg.curriculum.zero_variance_filter else list(groups)), zero_var_ids
 
 
-def retire_easy_prompts(run: Run) -> int:
-    """No-positive resampling: the ledger retired prompts as it recorded; the sampler skips them."""
-    run.state["retired_count"] = len(run.ledger.retired_ids())
-    return run.state["retired_count"]
-
-
-def group_advantages(run: Run, kept: list[RolloutGroup]) -> tuple[torch.Tensor, dict[str, float]]:
+def group_advantages(run: Run, kept: list[RolloutGroup],
+                     zero_var_ids: set[int]) -> tuple[torch.Tensor, dict[str, float]]:
+    """Group-centred advantages of the kept samples, normalized as `advantages.normalization` says."""
     if not kept:
         return torch.zeros(0), {}
     rewards = torch.tensor([r for g in kept for r in g.rewards], dtype=torch.float32)
     group_ids = torch.tensor([g.group_id for g in kept for _ in g.samples])
-    result = compute_advantages(rewards, group_ids, run.cfg.advantages)
+    flags = torch.tensor([g.group_id in zero_var_ids for g in kept for _ in g.samples])
+    result = compute_advantages(rewards, group_ids, run.cfg.advantages, zero_variance=flags)
     return result.advantages, {k: v for k, v in result.metrics.items() if not k.startswith("reward/")}
 
 
@@ -122,7 +122,7 @@ def policy_step(run: Run, kept: list[RolloutGroup], advantages: torch.Tensor) ->
     t0 = time.perf_counter()
     version = run.trainer.policy_version
     if not kept:
-        metrics = run.trainer.optimizer_step()
+        metrics = run.ranks.optimizer_step()
         run.clock.add_training(time.perf_counter() - t0, 0)
         return [], metrics
     samples = [(g, s) for g in kept for s in g.samples]
@@ -131,7 +131,7 @@ def policy_step(run: Run, kept: list[RolloutGroup], advantages: torch.Tensor) ->
         prompt_ids=[g.prompt_token_ids for g, _ in samples], completion_ids=[s.token_ids for _, s in samples],
         gen_logprobs=[s.logprobs for _, s in samples], loss_masks=masks,
         advantages=advantages.tolist(), group_ids=[g.group_id for g, _ in samples])
-    metrics = run.trainer.step(batch)
+    metrics = run.ranks.step(batch)  # every trainer rank takes its shard of the batch
     lag = [version - v for (_, s), m in zip(samples, masks) for v, keep in zip(s.policy_versions, m) if keep]
     run.clock.add_training(time.perf_counter() - t0, batch.num_tokens)
     return lag, metrics
@@ -139,27 +139,38 @@ def policy_step(run: Run, kept: list[RolloutGroup], advantages: torch.Tensor) ->
 
 def push_weights(run: Run) -> None:
     """The new weights into the generators, in flight (running sequences keep their KV cache)."""
-    weights = {k: v.detach() for k, v in run.model.state_dict().items()}
-    run.state["last_push_s"] = run.runtime.push_weights(weights, run.trainer.policy_version).elapsed_s
+    weights = run.ranks.gather_weights()  # full weights, gathered from every trainer rank when several
+    run.state.last_push_s = run.runtime.push_weights(weights, run.trainer.policy_version).elapsed_s
 
 
-def log_step(run: Run, groups: list[RolloutGroup], kept: list[RolloutGroup], zero_var: float, retired: int,
+def log_step(run: Run, groups: list[RolloutGroup], kept: list[RolloutGroup], zero_var_groups: int,
              lag: list[int], metrics: dict[str, float], t0: float) -> None:
+    """One line of metrics.jsonl for the step (and the progress display)."""
     gen = run.runtime.stats()
+    # One count through the ledger's owner (a Ray actor or this process), never the retired set itself.
+    run.state.retired_count = int(run.ledger.query("SELECT count(*) FROM retired").rows[0][0])
     run.clock.add_generation(gen.busy_s, gen.sampled_tokens)
-    last_tokens, last_t = run.state.get("last_tokens", (0, None))
+    last_tokens, last_t = run.state.last_tokens, run.state.last_tokens_at
     now = time.perf_counter()
+    devices = devices_in_use(run.cfg)
+    # The step's wall time, waits included, from the end of the last step or evaluation: an idle
+    # device is still held (the paper's GPU-hours); validation and checkpoints are not counted.
+    run.clock.add_wall(now - t0, devices)
     rec: dict[str, Any] = {
         "step": run.step, "policy_version": run.trainer.policy_version, "time": time.time(),
-        "elapsed_s": run.state["elapsed_s"], "step_time_s": now - t0,
+        "elapsed_s": run.state.elapsed_s, "step_time_s": now - t0,
         "effective_batch_fraction": len(kept) / max(1, run.cfg.pipeline.prompts_per_step),
-        "zero_variance_fraction": zero_var, "retired_count": retired,
+        "zero_variance_fraction": zero_var_groups / max(1, len(groups)), "retired_count": run.state.retired_count,
         "tokens_per_s": (gen.sampled_tokens - last_tokens) / (now - last_t) if last_t else None,
-        "generator/idle_fraction": gen.idle_fraction, "push_s": run.state.get("last_push_s"),
-        "compute_device_s": run.clock.device_s, "compute_flops": run.clock.flops,
+        "generator/idle_fraction": gen.idle_fraction, "push_s": run.state.last_push_s,
+        "compute_device_s": run.clock.device_s, "compute_busy_s": run.clock.busy_s, "devices": devices,
+        "compute_flops": run.clock.flops,
     }
-    run.state["last_tokens"] = (gen.sampled_tokens, now)
+    run.state.last_tokens, run.state.last_tokens_at = gen.sampled_tokens, now
     rec.update(domain_metrics(groups))
+    if run.samples is not None:  # rollouts.jsonl, skipped long prompts, the format watch
+        rec.update(run.samples.observe_step(run.step, groups))
+    rec.update(run.ranks.last_push)  # gather time and host memory with several trainer ranks
     rec.update(lag_summary(lag))
     lm = length_metrics([s for g in groups for s in g.samples])
     rec["truncation_rate"] = lm.get("length/truncation_rate", 0.0)
@@ -178,6 +189,9 @@ def domain_metrics(groups: list[RolloutGroup]) -> dict[str, float]:
         out[f"pass_rate/{domain}"] = float(np.mean([v.correct for v in verdicts]))
         out[f"groups/{domain}"] = float(sum(g.domain == domain for g in groups))
     out["reward/mean"] = float(np.mean([v.reward for g in groups for v in g.verdicts]))
+    penalties = [p for g in groups for p in (g.length_penalties or [])]
+    if penalties:
+        out["length/penalty_mean"] = float(np.mean(penalties))
     return out
 
 
@@ -192,11 +206,13 @@ def lag_summary(lag: list[int]) -> dict[str, float | None]:
 def validate(run: Run) -> dict[str, float]:
     """Held-out pass rate per domain against consumed compute, into metrics.jsonl."""
     holdout = {d: run.pools[d].holdout for d in run.cfg.domains}
+    record = run.samples.validation_recorder(run.step) if run.samples is not None else None
     result = evaluate(run.model, run.codec, holdout, run.cfg, run.verifier, device=run.device,
-                      policy_version=run.trainer.policy_version)
+                      policy_version=run.trainer.policy_version, record=record)
     val = {d: {k.split("/")[2]: v for k, v in result.items() if k.startswith(f"heldout/{d}/")} for d in holdout}
     rec = {"step": run.step, "policy_version": run.trainer.policy_version, "time": time.time(),
-           "compute_device_s": run.clock.device_s, "compute_flops": run.clock.flops, "val": val,
+           "compute_device_s": run.clock.device_s, "compute_busy_s": run.clock.busy_s,
+           "compute_flops": run.clock.flops, "val": val,
            "validation_s": result["validation_s"]}
     run.log.write("validation", rec)
     return rec
@@ -205,15 +221,14 @@ def validate(run: Run) -> dict[str, float]:
 def checkpoint(run: Run) -> Path:
     """Model + optimizer + a copy of the ledger (taken with the sampler paused), atomically."""
     folder = run.out / "checkpoints" / f"step_{run.step:06d}"
-    extra = {"next_group_id": run.runtime.next_group_id(), "elapsed_s": run.state["elapsed_s"],
+    extra = {"next_group_id": run.runtime.next_group_id(), "elapsed_s": run.state.elapsed_s,
              **run.clock.state(), "sampler": run.sampler.state_dict()}
     with run.rollouts.paused():
         run.ledger.flush()
         staging = run.out / "checkpoints" / f"~ledger-{run.step}"
         staging.mkdir(parents=True, exist_ok=True)
         shutil.copy2(run.out / LEDGER, staging / LEDGER)
-    path = save_checkpoint(folder, run.model, run.trainer, extra=extra)
-    shutil.move(str(staging / LEDGER), str(path / LEDGER))
+    path = run.ranks.save_checkpoint(folder, extra=extra, files={LEDGER: staging / LEDGER})
     staging.rmdir()
     return path
 
@@ -239,6 +254,6 @@ def summarize(run: Run, last: dict | None, curves: dict) -> dict[str, Any]:
                for d in run.cfg.domains} if vals else {}
     gen = run.runtime.stats()
     return {"out": str(run.out), "steps": run.step, "policy_version": run.trainer.policy_version,
-            "elapsed_s": run.state["elapsed_s"], "heldout_pass_rate": heldout,
-            "retired_count": run.state.get("retired_count"), "generator_idle_fraction": gen.idle_fraction,
+            "elapsed_s": run.state.elapsed_s, "heldout_pass_rate": heldout,
+            "retired_count": run.state.retired_count, "generator_idle_fraction": gen.idle_fraction,
             "compute": run.clock.state(), "curves": curves}

@@ -23,11 +23,15 @@ import torch
 from curriculum.sampler import Sampler
 from scalerl_env.config import ConfigError, write_resolved
 from trainer.config import TrainConfig
-from trainer.core.checkpoint import latest_checkpoint, load_checkpoint, load_model_weights
+from trainer.core.checkpoint import latest_checkpoint, load_model_weights
 from trainer.core.update import PolicyTrainer
 from trainer.distributed.components import make_components
+from trainer.distributed.leader import RankGroup, start_ranks
 from trainer.engines.device import resolve_device
-from trainer.rollout.problems import DomainPool, PromptCodec, build_pools
+from trainer.data_sources import build_data, domain_weights
+from trainer.rollout.problems import DomainPool, PromptCodec
+from trainer.rollout.prompts import prepare_prompts
+from trainer.rollout.sample_log import RolloutLog
 from trainer.rollout.runtime import LocalRuntime
 from trainer.rollout.worker import Rollouts
 from trainer.run_log import ComputeClock, RunLog, truncate_after
@@ -35,6 +39,17 @@ from trainer.tiny.model import CharTokenizer, build_tiny_model
 
 log = logging.getLogger(__name__)
 LEDGER = "ledger.duckdb"
+
+
+@dataclass
+class RunState:
+    """What the loop carries from step to step besides the model, optimizer and ledger."""
+
+    elapsed_s: float = 0.0  # RL wall time so far (restored on resume)
+    retired_count: int = 0
+    last_push_s: float | None = None  # duration of the last weight push
+    last_tokens: int = 0  # generator's sampled tokens at the last log line ...
+    last_tokens_at: float | None = None  # ... and when (perf_counter), for tokens/s
 
 
 @dataclass
@@ -53,14 +68,18 @@ class Run:
     log: RunLog
     clock: ComputeClock
     device: str
-    state: dict[str, Any] = field(default_factory=dict)  # elapsed_s, retired_count, last tokens
+    state: RunState = field(default_factory=RunState)
+    ranks: RankGroup | None = None  # the trainer ranks; this process is rank 0 (trainer.distributed.leader)
+    samples: RolloutLog | None = None  # rollouts.jsonl and the format watch (trainer.rollout.sample_log)
 
     @property
     def step(self) -> int:
         return self.trainer.step_count
 
     def close(self) -> None:
-        for closer in (self.runtime.close, self.log.close, self.ledger.close, getattr(self.verifier, "close", None)):
+        closers = (self.runtime.close, getattr(self.ranks, "close", None), self.log.close, self.ledger.close,
+                   getattr(self.verifier, "close", None))
+        for closer in closers:
             if closer is not None:
                 try:
                     closer()
@@ -70,16 +89,15 @@ class Run:
 
 def check_model_path(model: str | None) -> None:
     """A local folder, or a hub id already in the local HF cache (nothing downloads at run time)."""
-    if model is None or Path(model).is_dir():
-        return
-    try:
-        from huggingface_hub import try_to_load_from_cache
+    from trainer.model_loading import ALIASES, alias_file, is_local_model
 
-        hit = try_to_load_from_cache(model, "config.json")
-    except ValueError:  # HFValidationError: not even a valid repo id
-        hit = None
-    if not isinstance(hit, str):
-        raise ConfigError(f"--model {model!r}: no such folder, and not a Hugging Face model in the local cache")
+    if model is None:
+        return
+    if model in ALIASES:
+        alias_file(model)  # raises when the package that ships it is not installed
+    elif not is_local_model(model):
+        raise ConfigError(f"--model {model!r}: no such folder or .gguf file, and not a Hugging Face model in the "
+                          f"local cache (aliases: {', '.join(ALIASES)})")
 
 
 def load_policy(cfg: TrainConfig, pools: dict[str, DomainPool]) -> tuple[Any, Any]:
@@ -98,10 +116,9 @@ def load_policy(cfg: TrainConfig, pools: dict[str, DomainPool]) -> tuple[Any, An
                 torch.set_num_threads(threads)
             load_model_weights(folder, model)
         return model, tok
-    from transformers import AutoModelForCausalLM, AutoTokenizer
+    from trainer.model_loading import load_hf_policy
 
-    model = AutoModelForCausalLM.from_pretrained(cfg.model, dtype=torch.float32)
-    return model, AutoTokenizer.from_pretrained(cfg.model)
+    return load_hf_policy(cfg.model)  # a folder, cached hub id, .gguf file (converted once) or alias
 
 
 def prepare_folder(cfg: TrainConfig, out: Path, resume: bool) -> Path | None:
@@ -115,6 +132,8 @@ def prepare_folder(cfg: TrainConfig, out: Path, resume: bool) -> Path | None:
     ckpt = latest_checkpoint(out / "checkpoints")
     if ckpt is None:
         raise ConfigError(f"--resume {out}: no checkpoint under {out / 'checkpoints'}")
+    if not (ckpt / LEDGER).is_file():  # never delete the live ledger for a checkpoint that has none
+        raise ConfigError(f"--resume {out}: checkpoint {ckpt} holds no {LEDGER}; the live ledger is left as it is")
     for suffix in ("", ".wal"):
         Path(str(out / LEDGER) + suffix).unlink(missing_ok=True)
     shutil.copy2(ckpt / LEDGER, out / LEDGER)
@@ -126,24 +145,23 @@ def setup_run(cfg: TrainConfig, out: Path, *, resume: bool = False) -> Run:
     device = resolve_device(cfg.engine.device)
     torch.set_num_threads(cfg.pipeline.torch_threads)
     ckpt = prepare_folder(cfg, out, resume)
-    d = cfg.data
-    pools = build_pools(cfg.domains, level=d.level, count=d.generated_per_domain, seed=d.seed,
-                        holdout_fraction=d.holdout_fraction, holdout_max_prompts=d.holdout_max_prompts)
+    pools = build_data(cfg)  # a malformed data file stops the run here, before the model loads
     model, tokenizer = load_policy(cfg, pools)
     model.to(device)
-    codec = PromptCodec(tokenizer)
-    trainer = PolicyTrainer(model, cfg.optim, cfg.loss)
+    codec, pools, skipped = prepare_prompts(cfg, tokenizer, pools)
+    ranks = start_ranks(cfg, model, device, out)
+    trainer = ranks.trainer
     extra: dict[str, Any] = {}
     if ckpt is not None:
-        extra = load_checkpoint(ckpt, model, trainer).get("extra", {})
+        extra = ranks.load_checkpoint(ckpt).get("extra", {})
         truncate_after(out / "metrics.jsonl", trainer.step_count)
         log.info("resumed from %s at step %d", ckpt, trainer.step_count)
-    parts = make_components(cfg, out)  # in this process, or Ray actors (E9)
+    parts = make_components(cfg, out)  # in this process, or Ray actors
     ledger = parts.ledger(out / LEDGER, cfg.curriculum.retirement)
     problems = [p for pool in pools.values() for p in pool.train] + [p for pool in pools.values() for p in pool.holdout]
     ledger.upsert_problems(problems)
     holdout_ids = {p.prompt_id for pool in pools.values() for p in pool.holdout}
-    sampler = Sampler(problems, weights={dom: cfg.domain_weight(dom) for dom in cfg.domains}, seed=cfg.pipeline.seed,
+    sampler = Sampler(problems, weights=domain_weights(cfg), seed=cfg.pipeline.seed,
                       ledger=ledger, holdout_ids=holdout_ids)
     verifier = parts.verifier(cfg.verifier)
     rollouts = Rollouts(cfg, codec, _drawer(sampler, cfg.pipeline.prompts_per_step), verifier, seed=cfg.pipeline.seed)
@@ -153,11 +171,13 @@ def setup_run(cfg: TrainConfig, out: Path, *, resume: bool = False) -> Run:
     runtime = LocalRuntime(engine, rollouts, mode=p.mode, k=p.k, prompts_per_step=p.prompts_per_step,
                            first_group_id=int(extra.get("next_group_id", 0)))
     n_params = sum(t.numel() for t in model.parameters())
-    clock = ComputeClock(n_params, float(extra.get("device_s", 0.0)), float(extra.get("flops", 0.0)))
+    clock = ComputeClock(n_params, float(extra.get("device_s", 0.0)), float(extra.get("flops", 0.0)),
+                         float(extra.get("busy_s", 0.0)))
     run_log = RunLog(out, cfg.logging, total_steps=p.max_steps, config_dict=cfg.model_dump(mode="json"))
-    state = {"elapsed_s": float(extra.get("elapsed_s", 0.0)), "retired_count": len(ledger.retired_ids())}
+    state = RunState(elapsed_s=float(extra.get("elapsed_s", 0.0)))
+    samples = RolloutLog(out, cfg.rollout_log, skipped=skipped, resume_step=trainer.step_count if ckpt else None)
     return Run(cfg, out, model, codec, trainer, runtime, rollouts, ledger, sampler, verifier, pools, run_log, clock,
-               device, state)
+               device, state, ranks, samples)
 
 
 def _drawer(sampler: Sampler, batch: int):

@@ -1,48 +1,56 @@
-"""No-positive resampling: prompts whose window pass rate reaches the threshold retire for good."""
+"""No-positive resampling (the ledger's one implementation): prompts whose window pass rate reaches the
+threshold retire for good as their attempts are recorded."""
 
 from __future__ import annotations
 
 import pytest
 from pydantic import ValidationError
 
-from curriculum.filters import RetirementConfig, RewardGroup, no_positive_resampling, passes
+from curriculum.filters import RetirementConfig, passes
+from curriculum.ledger import Ledger
 
 
-def g(pid: str, n_pass: int, n: int = 16, correct: bool = False) -> RewardGroup:
-    rewards = [1.0] * n_pass + [0.0] * (n - n_pass)
-    return RewardGroup(pid, "math", rewards, correct=[r > 0 for r in rewards] if correct else None)
+def rows(pid: str, n_pass: int, n: int = 16, step: int = 1, reward: float | None = None) -> dict[str, list]:
+    status = ["correct"] * n_pass + ["wrong"] * (n - n_pass)
+    out = {"prompt_id": [pid] * n, "domain": ["math"] * n, "step": [step] * n, "status": status}
+    if reward is not None:
+        out["reward"] = [reward] * n
+    return out
 
 
-def test_threshold_is_inclusive_at_0_9():
-    retired, stats = no_positive_resampling([g("a", 9, 10), g("b", 8, 10), g("c", 15), g("d", 14)])
-    assert retired == {"a", "c"} and stats.newly_retired == ["a", "c"]
+def retired_after(tmp_path, batches, config: RetirementConfig | None = None) -> set[str]:
+    tmp_path.mkdir(parents=True, exist_ok=True)
+    with Ledger(tmp_path / "l.duckdb", retirement=config or RetirementConfig()) as ledger:
+        for batch in batches:
+            ledger.record_attempts(batch)
+        return set(ledger.retired_ids())
+
+
+def test_threshold_is_inclusive_at_0_9(tmp_path):
+    batches = [rows("a", 9, 10), rows("b", 8, 10), rows("c", 15), rows("d", 14)]
+    assert retired_after(tmp_path, batches) == {"a", "c"}
     assert passes(90, 100, RetirementConfig()) and not passes(89, 100, RetirementConfig())
 
 
-def test_retirement_is_permanent_and_inputs_are_not_mutated():
-    before = frozenset({"a"})
-    retired, stats = no_positive_resampling([g("a", 0), g("b", 16)], retired=before)
-    assert retired == {"a", "b"} and before == {"a"}
-    assert stats.already_retired == 1 and stats.newly_retired == ["b"] and stats.retired_total == 2
+def test_retirement_is_permanent(tmp_path):
+    assert retired_after(tmp_path, [rows("a", 16, step=1), rows("a", 0, step=2)]) == {"a"}
 
 
-def test_group_window_uses_only_the_new_group_all_window_uses_history():
-    history = {"a": (0, 32)}  # failed 32 times before
-    assert no_positive_resampling([g("a", 16)], history=history)[0] == {"a"}
-    cfg = RetirementConfig(window="all")
-    assert no_positive_resampling([g("a", 16)], history=history, config=cfg)[0] == frozenset()
-    assert no_positive_resampling([g("a", 16)], history={"a": (30, 32)}, config=cfg)[0] == {"a"}
+def test_group_window_uses_only_the_latest_group_all_window_uses_history(tmp_path):
+    history = [rows("a", 0, 32, step=1), rows("a", 16, step=2)]
+    assert retired_after(tmp_path / "g", history) == {"a"}
+    assert retired_after(tmp_path / "all", history, RetirementConfig(window="all")) == set()
+    passing_history = [rows("a", 30, 32, step=1), rows("a", 16, step=2)]
+    assert retired_after(tmp_path / "all2", passing_history, RetirementConfig(window="all")) == {"a"}
 
 
-def test_correct_flags_win_over_rewards():
-    group = RewardGroup("a", "math", [0.2] * 16, correct=[False] * 16)  # shaped rewards > 0 but all wrong
-    assert no_positive_resampling([group])[0] == frozenset()
-    assert no_positive_resampling([RewardGroup("b", "math", [0.2] * 16)])[0] == {"b"}
+def test_correct_statuses_decide_not_shaped_rewards(tmp_path):
+    assert retired_after(tmp_path, [rows("a", 0, reward=0.2)]) == set()
 
 
-def test_min_samples_and_disabled_config_retire_nothing():
-    assert no_positive_resampling([g("a", 3, 3)], config=RetirementConfig(min_samples=4))[0] == frozenset()
-    assert no_positive_resampling([g("a", 16)], config=RetirementConfig(enabled=False))[0] == frozenset()
+def test_min_samples_and_disabled_config_retire_nothing(tmp_path):
+    assert retired_after(tmp_path / "m", [rows("a", 3, 3)], RetirementConfig(min_samples=4)) == set()
+    assert retired_after(tmp_path / "d", [rows("a", 16)], RetirementConfig(enabled=False)) == set()
 
 
 def test_config_rejects_out_of_range_and_unknown_fields():

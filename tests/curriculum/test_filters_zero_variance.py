@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from curriculum.filters import FILTERS, RewardGroup, zero_variance_filter
+from curriculum.filters import RewardGroup, zero_variance_filter
 
 
 def g(pid: str, rewards: list[float], domain: str = "math") -> RewardGroup:
@@ -45,8 +45,3 @@ def test_empty_batch_reports_zero_fraction_and_metrics_are_named():
     kept, stats = zero_variance_filter([g("a", [1, 1])])
     assert stats.metrics()["filter/zero_variance/frac_dropped"] == 1.0
     assert stats.metrics()["filter/zero_variance/dropped/math"] == 1.0
-
-
-def test_filters_are_found_by_name_in_the_registry():
-    assert FILTERS["zero_variance"] is zero_variance_filter
-    assert "no_positive_resampling" in FILTERS

@@ -30,13 +30,17 @@ Examples:
 
   scalerl train --resume runs/try --max-steps 400
 
+  scalerl train --print-config pipeline.k=4       # the resolved configuration, then exit
+
+  scalerl train --trainer-ranks 2 --max-steps 20  # 2 trainer ranks (FSDP2)
+
   scalerl train --engine vllm --ray-address auto --config examples/multinode.yaml
 """
 
 
 def build_config(config: Path | None, overrides: list[str], *, domains: str | None, model: str | None,
                  engine: str | None, max_steps: int | None, resume: Path | None, ray: bool = False,
-                 ray_address: str | None = None):
+                 ray_address: str | None = None, trainer_ranks: int | None = None):
     """The resolved `TrainConfig` (on resume: the run's own config.yaml, then flags and overrides)."""
     from scalerl_env.config import ConfigError, load_config
     from trainer.config import TrainConfig
@@ -56,6 +60,8 @@ def build_config(config: Path | None, overrides: list[str], *, domains: str | No
         flags.append(f"engine.name={engine}")
     if max_steps is not None:
         flags.append(f"pipeline.max_steps={max_steps}")
+    if trainer_ranks is not None:
+        flags.append(f"trainer_ranks.count={trainer_ranks}")
     if ray or ray_address is not None:
         flags.append("ray.enabled=true")
     if ray_address is not None:
@@ -87,15 +93,25 @@ def register(app: typer.Typer) -> None:
         resume: Annotated[Path | None, typer.Option(help="continue the run in this folder")] = None,
         ray: Annotated[bool, typer.Option("--ray", help="run as Ray actors on a local cluster (ray.*)")] = False,
         ray_address: Annotated[str | None, typer.Option(help="join this Ray cluster ('auto'); implies --ray")] = None,
+        trainer_ranks: Annotated[int | None, typer.Option(
+            help="data-parallel trainer ranks, FSDP2 (trainer_ranks.count); resume may change it")] = None,
+        print_config: Annotated[bool, typer.Option(
+            "--print-config", help="print the fully resolved configuration as YAML and exit")] = False,
     ) -> None:
         from scalerl_env.config import ConfigError
 
         try:
             cfg = build_config(config, overrides or [], domains=domains, model=model, engine=engine,
-                               max_steps=max_steps, resume=resume, ray=ray, ray_address=ray_address)
+                               max_steps=max_steps, resume=resume, ray=ray, ray_address=ray_address,
+                               trainer_ranks=trainer_ranks)
         except ConfigError as exc:
             typer.echo(f"error: {exc}", err=True)
             raise typer.Exit(2) from None
+        if print_config:
+            from scalerl_env.config import dump_yaml
+
+            typer.echo(dump_yaml(cfg), nl=False)
+            return
         folder = resume or out or Path("runs") / time.strftime("train-%Y%m%d-%H%M%S")
         from trainer.loop import train as run_training
 

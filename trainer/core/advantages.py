@@ -8,7 +8,7 @@ For sample i of prompt group g with reward r_i:
     none   (Dr. GRPO): Â_i = A_i
 
 A group whose rewards are all equal ("zero-variance") has A_i = 0 for all its samples; it is flagged
-so the zero-variance filter (curriculum, E4) can drop it. The "effective batch" of the `batch` std is
+so the zero-variance filter (`curriculum.filters`) can drop it. The "effective batch" of the `batch` std is
 the samples of the groups that are *not* zero-variance (they are what remains after the filter);
 set `std_includes_zero_variance=True` to take the std over every sample instead (the filter-off
 ablation). Standard deviations are population (ddof 0) ones.
@@ -47,8 +47,12 @@ def _group_stats(values: Tensor, inverse: Tensor, n_groups: int) -> tuple[Tensor
     return mean, (sq / counts).sqrt()[inverse]
 
 
-def compute_advantages(rewards: Tensor, group_ids: Tensor, cfg: AdvantageConfig) -> AdvantageResult:
-    """Advantages per sample, the zero-variance flags, and metrics (see the module docstring)."""
+def compute_advantages(rewards: Tensor, group_ids: Tensor, cfg: AdvantageConfig,
+                       zero_variance: Tensor | None = None) -> AdvantageResult:
+    """Advantages per sample, the zero-variance flags, and metrics (see the module docstring).
+
+    `zero_variance` (bool per sample), when the caller has already decided which groups are
+    zero-variance (the loop's filter does), is used as given instead of being recomputed."""
     if rewards.ndim != 1 or rewards.shape != group_ids.shape:
         raise ValueError(
             f"rewards and group_ids must be 1-D of equal length, got {tuple(rewards.shape)} "
@@ -64,9 +68,13 @@ def compute_advantages(rewards: Tensor, group_ids: Tensor, cfg: AdvantageConfig)
     mean, group_std = _group_stats(r, inverse, n_groups)
     centred = r - mean
     # Exact equality of rewards, not std < tol: rewards are table values, and the filter needs "all equal".
-    group_max = torch.full((n_groups,), -torch.inf, dtype=torch.float64).scatter_reduce(0, inverse, r, "amax")
-    group_min = torch.full((n_groups,), torch.inf, dtype=torch.float64).scatter_reduce(0, inverse, r, "amin")
-    zero_var = (group_max == group_min)[inverse]
+    if zero_variance is None:
+        group_max = torch.full((n_groups,), -torch.inf, dtype=torch.float64).scatter_reduce(0, inverse, r, "amax")
+        group_min = torch.full((n_groups,), torch.inf, dtype=torch.float64).scatter_reduce(0, inverse, r, "amin")
+        zero_var = (group_max == group_min)[inverse]
+    else:
+        zero_var = zero_variance.to("cpu", torch.bool)
+    group_zero_var = torch.zeros(n_groups, dtype=torch.bool).index_fill_(0, inverse[zero_var], True)
     centred = torch.where(zero_var, torch.zeros_like(centred), centred)
     scale = _scale(centred, group_std, zero_var, cfg)
     adv = centred / scale
@@ -74,7 +82,7 @@ def compute_advantages(rewards: Tensor, group_ids: Tensor, cfg: AdvantageConfig)
         "reward/mean": float(r.mean()),
         "reward/std": float(r.std(unbiased=False)),
         "groups": float(n_groups),
-        "frac_reward_zero_std": float((group_max == group_min).double().mean()),
+        "frac_reward_zero_std": float(group_zero_var.double().mean()),
         "advantage/std_divisor": float(scale.max()) if cfg.normalization == "batch" else float("nan"),
         "advantage/abs_mean": float(adv.abs().mean()),
     }

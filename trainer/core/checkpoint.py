@@ -5,6 +5,9 @@ Layout of a checkpoint folder `<root>/<name>/`:
     trainer_state.pt     optimizer + scheduler state dicts, RNG states (torch CPU/CUDA, python, numpy),
                          step, policy_version (torch.save; loaded with weights_only=True)
     trainer_state.json   step, policy_version and `extra` for humans and tools
+    sharded/             only when written by several trainer ranks: model and optimizer state in
+                         torch.distributed.checkpoint format (then not in trainer_state.pt), which any
+                         number of ranks, one included, reads (`trainer.distributed.sharded_checkpoint`)
 
 Atomicity: everything is written into `<root>/~<name>` and renamed to `<name>` at the end; a crash
 leaves at most a `~name` folder (ignored and replaced next time), never a half checkpoint under its
@@ -22,6 +25,7 @@ import json
 import os
 import random
 import shutil
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -58,10 +62,14 @@ def _set_rng_state(state: dict[str, Any]) -> None:
 
 
 def save_checkpoint(
-    path: str | Path, model: nn.Module, trainer: PolicyTrainer | None = None, *, extra: dict | None = None
+    path: str | Path, model: nn.Module, trainer: PolicyTrainer | None = None, *, extra: dict | None = None,
+    files: Mapping[str, Path] | None = None, sharded: Callable[[Path], None] | None = None,
 ) -> Path:
     """Write the checkpoint folder `path` atomically (see the module docstring); `trainer=None` saves
-    the model only. `path.parent/latest` then names it."""
+    the model only. `files` (name → source path) are moved into the folder before it is renamed into
+    place, so a checkpoint that `latest` names always holds them. `path.parent/latest` then names it.
+    `sharded(tmp_folder)`, when given, writes the model and optimizer state of several trainer ranks
+    (`trainer.distributed.sharded_checkpoint`); `trainer_state.pt` then holds no optimizer state."""
     final = Path(path)
     root = final.parent
     root.mkdir(parents=True, exist_ok=True)
@@ -71,18 +79,22 @@ def save_checkpoint(
     model.save_pretrained(tmp)
     summary: dict[str, Any] = {"extra": extra or {}}
     if trainer is not None:
-        torch.save(_trainer_state(trainer), tmp / STATE_PT)
+        torch.save(_trainer_state(trainer, with_optimizer=sharded is None), tmp / STATE_PT)
         summary.update(step=trainer.step_count, policy_version=trainer.policy_version)
+    if sharded is not None:
+        sharded(tmp)
     (tmp / STATE_JSON).write_text(json.dumps(summary, indent=2, default=str))
+    for name, source in (files or {}).items():
+        shutil.move(str(source), str(tmp / name))
     _fsync_dir(tmp)
     _replace_dir(tmp, final)
     atomic_write_text(root / "latest", final.name + "\n")
     return final
 
 
-def _trainer_state(trainer: PolicyTrainer) -> dict[str, Any]:
+def _trainer_state(trainer: PolicyTrainer, *, with_optimizer: bool = True) -> dict[str, Any]:
     return {
-        "optimizer": trainer.optimizer.state_dict(),
+        **({"optimizer": trainer.optimizer.state_dict()} if with_optimizer else {}),
         "scheduler": trainer.scheduler.state_dict(),
         "rng": _rng_state(),
         "step": trainer.step_count,
@@ -104,9 +116,10 @@ def _replace_dir(tmp: Path, final: Path) -> None:
 
 
 def _fsync_dir(path: Path) -> None:
-    for f in path.iterdir():
-        with open(f, "rb") as fh:
-            os.fsync(fh.fileno())
+    for f in path.rglob("*"):  # sub-folders too: the sharded state of several trainer ranks
+        if f.is_file():
+            with open(f, "rb") as fh:
+                os.fsync(fh.fileno())
 
 
 def latest_checkpoint(root: str | Path) -> Path | None:
@@ -161,7 +174,12 @@ def load_checkpoint(
     if not (path / STATE_PT).exists():
         raise FileNotFoundError(f"{path} holds model weights only (no {STATE_PT}); cannot resume a trainer")
     state = torch.load(path / STATE_PT, map_location="cpu", weights_only=True)
-    trainer.optimizer.load_state_dict(state["optimizer"])
+    if "optimizer" in state:
+        trainer.optimizer.load_state_dict(state["optimizer"])
+    else:  # written by several trainer ranks: sharded optimizer state, readable with any number of ranks
+        from trainer.distributed.sharded_checkpoint import load_sharded
+
+        load_sharded(path, trainer)
     trainer.scheduler.load_state_dict(state["scheduler"])
     _set_rng_state(state["rng"])
     trainer.step_count = int(state["step"])

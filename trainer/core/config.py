@@ -76,14 +76,24 @@ class LengthConfig(Strict):
     answer_budget_tokens: int = Field(default=2_000, ge=1, description="tokens allowed after the phrase")
     interruption_phrase: str = DEFAULT_PHRASE
     mask_truncated: bool = Field(default=True, description="drop truncated samples from the loss")
-    max_response_tokens: int = Field(default=14_000, ge=1, description="DAPO L_max")
-    penalty_buffer_tokens: int = Field(default=4_000, ge=1, description="DAPO L_cache")
+    max_response_tokens: int | None = Field(
+        default=None, ge=1, description="penalty mode: DAPO L_max; None = the engine's max_new_tokens")
+    penalty_buffer_tokens: int | None = Field(
+        default=None, ge=1, description="penalty mode: DAPO L_cache; None = L_max / 5 (DAPO: 4,096 of 20,480)")
     penalty_factor: float = Field(default=1.0, ge=0)
+    penalty_applies_to: Literal["all", "correct"] = Field(
+        default="all", description="all (DAPO: every sample's reward) or correct (only samples scored correct)")
 
     @model_validator(mode="after")
     def _ranges(self) -> LengthConfig:
         if self.think_budget_min_tokens > self.think_budget_max_tokens:
             raise ValueError("think_budget_min_tokens must be <= think_budget_max_tokens")
-        if self.penalty_buffer_tokens > self.max_response_tokens:
+        if (self.penalty_buffer_tokens is not None and self.max_response_tokens is not None
+                and self.penalty_buffer_tokens > self.max_response_tokens):
             raise ValueError("penalty_buffer_tokens must be <= max_response_tokens")
         return self
+
+    def penalty_budget(self, max_new_tokens: int) -> tuple[int, int]:
+        """(L_max, L_cache) of the overlong penalty for an engine that samples at most `max_new_tokens`."""
+        l_max = self.max_response_tokens or max_new_tokens
+        return l_max, min(l_max, self.penalty_buffer_tokens or max(1, l_max // 5))

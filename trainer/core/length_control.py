@@ -9,12 +9,19 @@ loss mask becomes 0 (`mask_truncated`) and it is counted in the truncation rate,
 (10–15 % means trouble).
 
 `penalty` (DAPO soft overlong punishment), added to the reward of a completion of length L with
-L_max = `max_response_tokens` and L_cache = `penalty_buffer_tokens`:
+L_max = `max_response_tokens` (default: the engine's `max_new_tokens`, where sampling stops) and
+L_cache = `penalty_buffer_tokens` (default L_max / 5, DAPO's 4,096 of 20,480):
 
     R_len(L) = 0                               if L ≤ L_max − L_cache
              = ((L_max − L_cache) − L) / L_cache  if L_max − L_cache < L ≤ L_max
              = −1                              if L > L_max
     then multiplied by `penalty_factor`.
+
+The rollout worker adds it to each sample's reward as the group is scored (`RolloutGroup.rewards`),
+so the zero-variance filter and the advantages see the shaped reward; the ledger records the
+verifier's verdicts (pass rates and retirement stay about correctness). `penalty_applies_to`:
+`all` (DAPO) or `correct` (only samples scored correct are penalized, so a long wrong answer is not
+ranked below a short wrong one).
 
 Departure: in `penalty` mode truncated samples are still loss-masked when `mask_truncated` is true
 (the default for both modes); set it false for DAPO's setting where they train with R_len = −1.
@@ -60,16 +67,26 @@ def plan_interruption(cfg: LengthConfig, rng: Any, *, phrase_token_ids: Sequence
     )
 
 
-def length_penalty(num_tokens: int, cfg: LengthConfig) -> float:
-    """DAPO's soft overlong penalty for a completion of `num_tokens` (≤ 0); 0 unless mode is `penalty`."""
+def length_penalty(num_tokens: int, cfg: LengthConfig, max_new_tokens: int) -> float:
+    """DAPO's soft overlong penalty for a completion of `num_tokens` (≤ 0); 0 unless mode is `penalty`.
+    L_max and L_cache come from `cfg.penalty_budget(max_new_tokens)` (the engine's sampling budget)."""
     if cfg.mode != "penalty":
         return 0.0
-    soft_start = cfg.max_response_tokens - cfg.penalty_buffer_tokens
+    l_max, l_cache = cfg.penalty_budget(max_new_tokens)
+    soft_start = l_max - l_cache
     if num_tokens <= soft_start:
         return 0.0
-    if num_tokens <= cfg.max_response_tokens:
-        return cfg.penalty_factor * (soft_start - num_tokens) / cfg.penalty_buffer_tokens
+    if num_tokens <= l_max:
+        return cfg.penalty_factor * (soft_start - num_tokens) / l_cache
     return -cfg.penalty_factor
+
+
+def length_penalties(samples: Sequence[GeneratedSample], correct: Sequence[bool], cfg: LengthConfig,
+                     max_new_tokens: int) -> list[float]:
+    """The penalty added to each sample's reward (all zeros outside `penalty` mode); with
+    `penalty_applies_to = correct` only samples scored correct are penalized."""
+    return [length_penalty(len(s.token_ids), cfg, max_new_tokens)
+            if cfg.penalty_applies_to == "all" or ok else 0.0 for s, ok in zip(samples, correct)]
 
 
 def training_loss_mask(sample: GeneratedSample, cfg: LengthConfig) -> list[int]:

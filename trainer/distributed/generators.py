@@ -25,7 +25,7 @@ import uuid
 from collections.abc import Mapping
 from typing import Any
 
-from trainer.engines.base import GeneratedGroup, GenerationEngine, GenerationRequest
+from trainer.engines.base import EngineStats, GeneratedGroup, GenerationEngine, GenerationRequest
 
 log = logging.getLogger(__name__)
 
@@ -120,10 +120,9 @@ class _Stats:
             self.base[i] = {k: self.base[i][k] + self.last[i][k] for k in now}
         self.last[i] = now
 
-    def __getattr__(self, key: str) -> float:
-        if key not in ("busy_s", "idle_s", "sampled_tokens"):
-            raise AttributeError(key)
-        return sum(b[key] + x[key] for b, x in zip(self.base, self.last))
+    def total(self) -> EngineStats:
+        return EngineStats(**{key: sum(b[key] + x[key] for b, x in zip(self.base, self.last))
+                              for key in ("busy_s", "idle_s", "sampled_tokens")})
 
 
 class RemoteEngines(GenerationEngine):
@@ -168,7 +167,7 @@ class RemoteEngines(GenerationEngine):
         return self._version
 
     @property
-    def stats(self) -> _Stats:
+    def stats(self) -> EngineStats:
         import ray
 
         for i, a in enumerate(self.actors):
@@ -176,7 +175,7 @@ class RemoteEngines(GenerationEngine):
                 self._stats.update(i, ray.get(a.stats.remote(), timeout=30))
             except (ray.exceptions.RayActorError, ray.exceptions.GetTimeoutError):
                 pass  # a restarting generator keeps its last counters
-        return self._stats
+        return self._stats.total()
 
     def num_pending(self) -> int:
         with self._lock:

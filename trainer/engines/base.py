@@ -1,4 +1,4 @@
-"""The generation-engine interface (E8) that the torch engine and the vLLM engine implement.
+"""The generation-engine interface that the torch engine and the vLLM engine implement.
 
 Contract:
 - `submit(request)` queues one prompt for `samples_per_prompt` samples and returns at once.
@@ -18,6 +18,7 @@ import threading
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any, Literal
 
 from pydantic import Field, model_validator
@@ -99,8 +100,25 @@ class GeneratedGroup(Strict):
     samples: list[GeneratedSample]
 
 
+@dataclass
+class EngineStats:
+    """Cumulative counters every engine keeps (the runtime reads them for metrics and compute)."""
+
+    busy_s: float = 0.0  # time spent generating
+    idle_s: float = 0.0  # time with nothing to generate
+    sampled_tokens: int = 0  # output tokens, forced interruption-phrase tokens included
+    weight_updates: int = 0
+
+
 class GenerationEngine(ABC):
     """What every engine implements; see the module docstring for the contract."""
+
+    _stats: EngineStats
+
+    @property
+    def stats(self) -> EngineStats:
+        """The engine's cumulative counters (engines may keep more fields in a subclass)."""
+        return self._stats
 
     @abstractmethod
     def submit(self, request: GenerationRequest) -> None: ...

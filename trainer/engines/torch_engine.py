@@ -33,6 +33,7 @@ from typing import Any
 import torch
 
 from trainer.engines.base import (
+    EngineStats,
     GeneratedGroup,
     GeneratedSample,
     GenerationRequest,
@@ -70,13 +71,9 @@ class _Group:
 
 
 @dataclass
-class EngineStats:
-    busy_s: float = 0.0
-    idle_s: float = 0.0
+class TorchEngineStats(EngineStats):
     decode_steps: int = 0
-    sampled_tokens: int = 0
     prefill_tokens: int = 0
-    weight_updates: int = 0
 
 
 class TorchEngine(ThreadedEngine):
@@ -97,7 +94,7 @@ class TorchEngine(ThreadedEngine):
         self._update: tuple[Mapping[str, Any], int, threading.Event] | None = None
         self._closed = False
         self._thread: threading.Thread | None = None
-        self.stats = EngineStats()
+        self._stats = TorchEngineStats()
 
     # ------------------------------------------------------------------------------------ interface
     @property

@@ -28,8 +28,8 @@ How the contract of `trainer.engines.base` is met:
   would end the request on it). An in-flight update between thinking and answer is an ordinary
   in-flight update of that request (versions per token from the spans). `interrupted=True` iff the
   sample has more than `think_budget` output tokens, i.e. the phrase was forced.
-  (Streaming-input sessions were tried first: with several sessions at once the CPU build returned
-  wrong logprobs, 0.2-0.6 max abs error; they are not used.)
+  (Streaming-input sessions are not used: with several sessions at once the CPU build returns
+  wrong logprobs, 0.2-0.6 max abs error.)
 - Stop tokens: `sampling.stop_token_ids or [eos_token_id]` exactly as the torch engine (vLLM's own
   EOS rule is switched off), kept at the end of `token_ids`.
 
@@ -59,6 +59,7 @@ from pathlib import Path
 from typing import Any
 
 from trainer.engines.base import (
+    EngineStats,
     GeneratedGroup,
     GeneratedSample,
     GenerationRequest,
@@ -74,13 +75,7 @@ _EXTENSION = "trainer.engines.vllm_worker_ext.WeightReloadExtension"
 
 
 @dataclass
-class VLLMEngineStats:
-    """Same fields the runtime reads from the torch engine's stats."""
-
-    busy_s: float = 0.0
-    idle_s: float = 0.0
-    sampled_tokens: int = 0  # output tokens, forced interruption-phrase tokens included
-    weight_updates: int = 0
+class VLLMEngineStats(EngineStats):
     vllm_requests: int = 0  # one per sample (the interruption happens inside it)
 
 
@@ -144,7 +139,7 @@ class VLLMEngine(ThreadedEngine):
         self._init_handoff("vLLM engine")
         self._in_flight = 0
         self._closed = False
-        self.stats = VLLMEngineStats()
+        self._stats = VLLMEngineStats()
         self._busy_since: float | None = None
         self._t0 = time.monotonic()
         self._loop = asyncio.new_event_loop()

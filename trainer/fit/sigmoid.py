@@ -97,7 +97,7 @@ def _bounds(c: np.ndarray) -> tuple[tuple[float, float], tuple[float, float]]:
     return LOG_B_BOUNDS, log_cmid
 
 
-def _grid_start(data: FitData, fixed: dict[str, float]) -> np.ndarray:
+def _grid_start(data: FitData, fixed: dict[str, float], a_max: float | None = None) -> np.ndarray:
     """Global start: grid over (log B, log C_mid), (A, R0) by linear least squares per cell."""
     c, y = data.compute, data.reward
     pos = c[c > 0]
@@ -105,19 +105,26 @@ def _grid_start(data: FitData, fixed: dict[str, float]) -> np.ndarray:
     log_cmid = np.linspace(math.log(pos.min() / 3), math.log(pos.max() * 30), 48)
     s, _ = gate(log_b[:, None, None], log_cmid[None, :, None], c[None, None, :])
     a, r0, rss = _linear_solve(s, y, fixed)
+    if a_max is not None and "A" not in fixed:
+        # cells whose free A passes the bound are re-solved with A on it (the constrained optimum)
+        a_b, r0_b, rss_b = _linear_solve(s, y, {**fixed, "A": a_max})
+        over = a > a_max
+        a, r0, rss = np.where(over, a_b, a), np.where(over, r0_b, r0), np.where(over, rss_b, rss)
     i, j = np.unravel_index(int(np.argmin(rss)), rss.shape)
     return np.array([a[i, j], r0[i, j], log_b[i], log_cmid[j]])
 
 
-def _refine(data: FitData, theta0: np.ndarray, free: list[str]) -> np.ndarray:
+def _refine(data: FitData, theta0: np.ndarray, free: list[str], a_max: float | None = None) -> np.ndarray:
     """Joint trust-region least squares over the free parameters, analytic Jacobian."""
     from scipy.optimize import least_squares
 
     c, y = data.compute, data.reward
     idx = [PARAMS.index(p) for p in free]
     log_b_bounds, log_cmid_bounds = _bounds(c)
-    lo = np.array([-np.inf, -np.inf, log_b_bounds[0], log_cmid_bounds[0]])[idx]
-    hi = np.array([np.inf, np.inf, log_b_bounds[1], log_cmid_bounds[1]])[idx]
+    a_lo = theta0[1] if "R0" not in free else -np.inf  # A >= R0 when R0 is fixed (paper: R0 <= A <= 1)
+    a_hi = np.inf if a_max is None else a_max
+    lo = np.array([a_lo, -np.inf, log_b_bounds[0], log_cmid_bounds[0]])[idx]
+    hi = np.array([a_hi, np.inf, log_b_bounds[1], log_cmid_bounds[1]])[idx]
     theta = theta0.astype(float).copy()
     span = np.where(np.isfinite(hi - lo), hi - lo, 1.0)
     x0 = np.clip(theta[idx], lo + 1e-9 * span, hi - 1e-9 * span)
@@ -150,6 +157,7 @@ def _finish(
     method: str,
     level: float,
     warnings: list[str],
+    a_max: float | None = None,
 ) -> SigmoidFit:
     """Residual variance, Wald covariance and intervals at `theta`; returns the SigmoidFit."""
     from scipy.stats import t as student_t
@@ -180,6 +188,11 @@ def _finish(
         warnings.append(f"the fitted points end at C = {pos.max():.4g}, before C_mid = "
                         f"{math.exp(theta[3]):.4g}: A is an extrapolation beyond the data")
     a_lo, a_hi = intervals["A"]
+    if "A" in free and a_max is not None:
+        intervals["A"] = (a_lo, min(a_hi, a_max))  # a bounded quantity: the interval ends at the bound
+        if a_max - theta[0] < 1e-6:
+            warnings.append(f"A = {theta[0]:.4g} sits at its bound {a_max:g}: the data do not show the "
+                            "curve saturating below it")
     if "A" in free and a_hi - a_lo > theta[0] - theta[1]:
         warnings.append("the A interval is wider than the gain A - R0: these data do not determine A")
     return SigmoidFit(
@@ -200,16 +213,17 @@ def fit_sigmoid(
     burn_in: float | None = None,
     fit_until: float | None = None,
     method: Literal["default", "paper"] = "default",
-    seed: int = 0,
     level: float = 0.9,
+    a_max: float | None = None,
 ) -> SigmoidFit:
     """Fit R(C) to (compute, reward) rows in step order; R0 is fitted unless `r0` is given.
 
     `method="paper"` runs the paper's grid search (R0 = `r0`, else the mean reward at compute 0,
-    else the first row's reward). `seed` is accepted for reproducible interval methods; the Wald
-    intervals used now are deterministic.
+    else the first row's reward). The Wald intervals are deterministic (no resampling). `a_max`
+    bounds A from above (1 for pass rates, as the paper's 0 <= A <= 1; with `r0` given A is also
+    kept >= R0); its A interval ends at the bound.
+    The paper method ignores it (its grid over A is the paper's).
     """
-    del seed
     if method not in ("default", "paper"):
         raise FitError(f"method must be 'default' or 'paper', not {method!r}")
     if not 0 < level < 1:
@@ -220,7 +234,7 @@ def fit_sigmoid(
         data, theta = paper_fit(compute, reward, r0=r0, burn_in=burn_in, fit_until=fit_until)
         return _finish(data, theta, ["A", "B", "C_mid"], "paper", level, [])
     return _fit_free(compute, reward, fixed={} if r0 is None else {"R0": float(r0)},
-                     burn_in=burn_in, fit_until=fit_until, method="default", level=level)
+                     burn_in=burn_in, fit_until=fit_until, method="default", level=level, a_max=a_max)
 
 
 def fit_fixed_A(
@@ -252,6 +266,7 @@ def _fit_free(
     fit_until: float | None,
     method: Literal["default", "fixed_A"],
     level: float,
+    a_max: float | None = None,
 ) -> SigmoidFit:
     if not 0 < level < 1:
         raise FitError(f"level must be in (0, 1), not {level}")
@@ -259,9 +274,9 @@ def _fit_free(
     free = [p for p in PARAMS if p not in fixed]
     check_enough(data, len(free))
     check_trend(data)
-    theta0 = _grid_start(data, fixed)
-    theta = _refine(data, theta0, free)
-    return _finish(data, theta, free, method, level, [])
+    theta0 = _grid_start(data, fixed, a_max)
+    theta = _refine(data, theta0, free, a_max)
+    return _finish(data, theta, free, method, level, [], a_max)
 
 
 def fit_power_law(

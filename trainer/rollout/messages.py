@@ -28,6 +28,8 @@ class RolloutGroup(Strict):
     submitted_version: int
     submitted_at: float
     finished_at: float
+    length_penalties: list[float] | None = Field(
+        default=None, description="per-sample reward shaping of length.mode=penalty (added to the verdict reward)")
 
     @property
     def domain(self) -> str:
@@ -35,12 +37,9 @@ class RolloutGroup(Strict):
 
     @property
     def rewards(self) -> list[float]:
-        return [v.reward for v in self.verdicts]
-
-    @property
-    def oldest_token_version(self) -> int:
-        versions = [min(s.policy_versions) for s in self.samples if s.policy_versions]
-        return min(versions) if versions else self.submitted_version
+        """The rewards the step trains on: the verdict's reward plus the length penalty, if any."""
+        penalties = self.length_penalties or [0.0] * len(self.verdicts)
+        return [v.reward + p for v, p in zip(self.verdicts, penalties)]
 
 
 class WeightsPushed(Strict):

@@ -124,12 +124,11 @@ class LocalRuntime(Runtime):
             return self._next_id
 
     def stats(self) -> GeneratorStats:
-        es = getattr(self.engine, "stats", None)
+        es = self.engine.stats
         with self._cv:
             out = self._stats.model_copy()
         out.wall_s = time.monotonic() - self._t0
-        if es is not None:
-            out.busy_s, out.idle_s, out.sampled_tokens = es.busy_s, es.idle_s, es.sampled_tokens
+        out.busy_s, out.idle_s, out.sampled_tokens = es.busy_s, es.idle_s, es.sampled_tokens
         return out
 
     def close(self) -> None:

@@ -20,7 +20,7 @@ from typing import Any
 
 from scalerl_env.records import ProblemRecord, Verdict
 from trainer.config import TrainConfig
-from trainer.core.length_control import plan_interruption
+from trainer.core.length_control import length_penalties, plan_interruption
 from trainer.engines.base import GeneratedGroup, GenerationRequest, SamplingParams
 from trainer.rollout.messages import RolloutGroup
 from trainer.rollout.problems import PromptCodec
@@ -64,12 +64,12 @@ class Rollouts:
     def sampling(self) -> SamplingParams:
         e = self.cfg.engine
         return SamplingParams(temperature=e.temperature, max_new_tokens=e.max_new_tokens,
-                              stop_token_ids=[self.codec.eos_token_id])
+                              stop_token_ids=self.codec.stop_token_ids)
 
     def make_request(self, group_id: int) -> GenerationRequest:
         with self._lock:
             problem = self.draw()
-        prompt_ids = self.codec.encode_prompt(problem.prompt)
+        prompt_ids = self.codec.encode_problem(problem)
         plan = plan_interruption(self.cfg.length, random.Random(f"{self._seed}/{group_id}"),
                                  phrase_token_ids=self._phrase)
         with self._lock:
@@ -86,8 +86,12 @@ class Rollouts:
             problem, prompt_ids = self._problems.pop(group_id)
         completions = [self.codec.decode(s.token_ids) for s in generated.samples]
         verdicts = verify(self.verifier, problem, completions)
+        penalties = None
+        if self.cfg.length.mode == "penalty":
+            penalties = length_penalties(generated.samples, [v.correct for v in verdicts], self.cfg.length,
+                                         self.cfg.engine.max_new_tokens)
         return RolloutGroup(
             group_id=group_id, problem=problem, prompt_token_ids=prompt_ids, samples=generated.samples,
             completions=completions, verdicts=verdicts, submitted_version=submitted_version,
-            submitted_at=submitted_at, finished_at=time.time(),
+            submitted_at=submitted_at, finished_at=time.time(), length_penalties=penalties,
         )

@@ -72,3 +72,12 @@ def test_bad_input_is_a_clear_error():
         compute_advantages(
             torch.tensor([1.0, float("nan")]), torch.zeros(2, dtype=torch.long), AdvantageConfig()
         )
+
+
+def test_zero_variance_flags_given_by_the_caller_give_the_same_result_as_computed_ones():
+    rewards = torch.tensor([1.0, 0.0, 1.0, 1.0, 0.0, 0.0, 1.0, 0.5])
+    group_ids = torch.tensor([0, 0, 1, 1, 2, 2, 3, 3])
+    computed = compute_advantages(rewards, group_ids, AdvantageConfig())
+    given = compute_advantages(rewards, group_ids, AdvantageConfig(), zero_variance=computed.zero_variance)
+    assert computed.zero_variance.tolist() == [False, False, True, True, True, True, False, False]
+    assert torch.equal(given.advantages, computed.advantages) and given.metrics == computed.metrics
