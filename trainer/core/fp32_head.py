@@ -151,3 +151,22 @@ def token_logprobs(
     # Token t's logprob comes from position t-1; a sequence start (position 0) has no context.
     picked = torch.where(position_ids[1:] == 0, torch.zeros_like(picked), picked)
     return torch.cat([picked.new_zeros(1), picked])
+
+
+class TokenLogprobs(nn.Module):
+    """`token_logprobs` of `policy` as a module's `forward`, so a wrapper that shards or replicates the
+    root module (FSDP2, DDP) sees the decoder and the LM head used inside its own forward.
+
+    Calling the decoder and `lm_head.weight` directly from outside (as `token_logprobs` does) bypasses
+    the root: under FSDP2 the head weight is still a shard (mixed Tensor/DTensor error), under DDP the
+    gradient all-reduce is skipped. State-dict keys carry the prefix `policy.`."""
+
+    def __init__(self, policy: nn.Module, *, temperature: float = 1.0, fp32_head: bool = True,
+                 layout: Layout = "auto") -> None:
+        super().__init__()
+        self.policy = policy
+        self.temperature, self.fp32_head, self.layout = temperature, fp32_head, layout
+
+    def forward(self, input_ids: Tensor, position_ids: Tensor) -> Tensor:
+        return token_logprobs(self.policy, input_ids, position_ids, temperature=self.temperature,
+                              fp32_head=self.fp32_head, layout=self.layout)

@@ -32,14 +32,14 @@ Non-guarantees: no sequence parallelism, no activation checkpointing, single dev
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, fields
 
 import torch
 from torch import Tensor, nn
 
 from trainer.core.config import LossConfig, OptimConfig
-from trainer.core.fp32_head import token_logprobs
+from trainer.core.fp32_head import TokenLogprobs
 from trainer.core.losses import aggregation_weights, policy_loss
 
 log = logging.getLogger(__name__)
@@ -77,6 +77,25 @@ class PackedBatch:
         lo, hi = int(self.cu_seqlens[start]), int(self.cu_seqlens[stop])
         per_token = {f.name: getattr(self, f.name)[lo:hi] for f in fields(self) if f.name != "cu_seqlens"}
         return PackedBatch(cu_seqlens=self.cu_seqlens[start : stop + 1] - lo, **per_token)
+
+
+@dataclass
+class Shard:
+    """One trainer rank's part of a batch: whole samples, the aggregation weights of their tokens
+    computed on the WHOLE batch, and the micro-batch count every rank runs this step (the ones past
+    this rank's own are zero-weight padding). `loss_scale` is the number of ranks: data-parallel
+    gradient reduction averages over ranks, so the scaled rank losses average to the whole-batch loss."""
+
+    batch: PackedBatch
+    token_weights: Tensor
+    micro_batches: int
+    loss_scale: float = 1.0
+
+
+def whole_batch_shard(batch: PackedBatch, loss_cfg: LossConfig, micro_batch_tokens: int) -> Shard:
+    """The shard of a single rank: the whole batch."""
+    weights = aggregation_weights(batch.sample_ids, batch.group_ids, batch.loss_mask, loss_cfg.aggregation)
+    return Shard(batch, weights, len(micro_batch_bounds(batch.cu_seqlens, micro_batch_tokens)))
 
 
 def _check_sample(i: int, prompt: Sequence[int], completion: Sequence[int], lps, mask) -> None:
@@ -196,64 +215,76 @@ def autocast_dtype(precision: str, device: torch.device) -> torch.dtype | None:
 
 
 class PolicyTrainer:
-    """Holds the model, AdamW and the schedule; see the module docstring for the step."""
+    """Holds the model, AdamW and the schedule; see the module docstring for the step.
 
-    def __init__(self, model: nn.Module, optim_cfg: OptimConfig, loss_cfg: LossConfig) -> None:
+    The logprobs are the `forward` of `logprob_model` (`TokenLogprobs` around `model`), the root module
+    a data-parallel wrapper shards; `shard`, when given, does that in place before AdamW sees the
+    parameters (`trainer.distributed.sharding`)."""
+
+    def __init__(self, model: nn.Module, optim_cfg: OptimConfig, loss_cfg: LossConfig, *,
+                 shard: Callable[[nn.Module], None] | None = None) -> None:
         self.model = model
         self.optim_cfg = optim_cfg
         self.loss_cfg = loss_cfg
+        self.logprob_model = TokenLogprobs(model, temperature=optim_cfg.temperature,
+                                           fp32_head=optim_cfg.fp32_head, layout=optim_cfg.attention_layout)
+        if shard is not None:
+            shard(self.logprob_model)
         self.device = next(model.parameters()).device
         self.optimizer, self.scheduler = build_optimizer(model, optim_cfg)
         self.step_count = 0
         self.policy_version = 0
         self._amp = autocast_dtype(optim_cfg.precision, self.device)
 
+    def _autocast(self) -> torch.autocast:
+        return torch.autocast(self.device.type, dtype=self._amp or torch.bfloat16, enabled=self._amp is not None)
+
     def micro_batch_logprobs(self, mb: PackedBatch) -> Tensor:
-        with torch.autocast(
-            self.device.type, dtype=self._amp or torch.bfloat16, enabled=self._amp is not None
-        ):
-            return token_logprobs(
-                self.model,
-                mb.input_ids,
-                mb.position_ids,
-                temperature=self.optim_cfg.temperature,
-                fp32_head=self.optim_cfg.fp32_head,
-                layout=self.optim_cfg.attention_layout,
-            )
+        with self._autocast():
+            return self.logprob_model(mb.input_ids, mb.position_ids)
 
     def accumulate(self, batch: PackedBatch) -> dict[str, float]:
         """Forward and backward over the micro-batches of `batch`; gradients add up in `.grad`."""
+        parts = self.accumulate_shard(whole_batch_shard(batch, self.loss_cfg, self.optim_cfg.micro_batch_tokens))
+        merged = merge_metrics(parts)
+        merged["micro_batches"] = float(len(parts))
+        return merged
+
+    def accumulate_shard(self, shard: Shard) -> list[dict[str, float]]:
+        """Forward and backward over this rank's micro-batches, then zero-weight padding micro-batches up
+        to `shard.micro_batches`; returns the loss metrics of each real micro-batch."""
         self.model.train()
-        batch = batch.to(self.device)
-        weights = aggregation_weights(
-            batch.sample_ids, batch.group_ids, batch.loss_mask, self.loss_cfg.aggregation
-        )
+        batch = shard.batch.to(self.device)
+        weights = shard.token_weights.to(self.device)
+        bounds = micro_batch_bounds(batch.cu_seqlens, self.optim_cfg.micro_batch_tokens)
         parts = []
-        for start, stop in micro_batch_bounds(batch.cu_seqlens, self.optim_cfg.micro_batch_tokens):
+        for start, stop in bounds:
             mb = batch.select_samples(start, stop)
             lo, hi = int(batch.cu_seqlens[start]), int(batch.cu_seqlens[stop])
             logprobs = self.micro_batch_logprobs(mb)
             loss, metrics = policy_loss(
-                logprobs,
-                mb.gen_logprobs,
-                mb.advantages,
-                mb.sample_ids,
-                mb.group_ids,
-                mb.loss_mask,
-                self.loss_cfg,
-                token_weights=weights[lo:hi],
-            )
-            loss.backward()
+                logprobs, mb.gen_logprobs, mb.advantages, mb.sample_ids, mb.group_ids, mb.loss_mask,
+                self.loss_cfg, token_weights=weights[lo:hi])
+            (loss * shard.loss_scale if shard.loss_scale != 1.0 else loss).backward()
             parts.append(metrics)
-        merged = merge_metrics(parts)
-        merged["micro_batches"] = float(len(parts))
-        return merged
+        for _ in range(shard.micro_batches - len(bounds)):
+            self._padding_micro_batch()
+        return parts
+
+    def _padding_micro_batch(self) -> None:
+        """A forward and backward whose loss weighs 0: sharded layers gather and reduce in every
+        micro-batch, so each rank must run as many as the busiest rank (its gradients add exact zeros)."""
+        ids = torch.zeros(2, dtype=torch.long, device=self.device)
+        with self._autocast():
+            logprobs = self.logprob_model(ids, torch.arange(2, device=self.device))
+        (logprobs.sum() * 0.0).backward()
 
     def optimizer_step(self) -> dict[str, float]:
         """Clip, step AdamW and the schedule, zero the gradients; bumps `policy_version`."""
         params = [p for g in self.optimizer.param_groups for p in g["params"]]
         max_norm = self.optim_cfg.max_grad_norm
         norm = torch.nn.utils.clip_grad_norm_(params, max_norm if max_norm is not None else float("inf"))
+        norm = norm.full_tensor() if hasattr(norm, "full_tensor") else norm  # sharded grads: the global norm
         lr = self.scheduler.get_last_lr()[0]
         skipped = not bool(torch.isfinite(norm))
         if skipped:
