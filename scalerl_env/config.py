@@ -67,10 +67,11 @@ def _deep_merge(base: dict, extra: dict) -> dict:
 
 
 def load_config(
-    model: type[M], yaml_path: str | Path | None = None, overrides: Iterable[str] = ()
+    model: type[M], yaml_path: str | Path | None = None, overrides: Iterable[str] = (), base: dict | None = None
 ) -> M:
-    """Build `model` from its defaults, an optional YAML file and dotted overrides."""
-    tree: dict = {}
+    """Build `model` from its defaults, `base` (a named preset's values), an optional YAML file and dotted
+    overrides, each later one winning key by key."""
+    tree: dict = dict(base or {})
     if yaml_path is not None:
         path = Path(yaml_path)
         if not path.is_file():
@@ -78,7 +79,7 @@ def load_config(
         loaded = yaml.safe_load(path.read_text()) or {}
         if not isinstance(loaded, dict):
             raise ConfigError(f"config file {path} must hold a mapping at top level")
-        tree = loaded
+        tree = _deep_merge(tree, loaded)
     for text in overrides:
         key_path, value = parse_override(text)
         patch: dict = {}
@@ -115,3 +116,22 @@ def dump_yaml(cfg: BaseModel) -> str:
 def write_resolved(cfg: BaseModel, path: str | Path) -> Path:
     """Store the fully resolved configuration (every default made explicit) atomically."""
     return atomic_write_text(path, dump_yaml(cfg))
+
+
+def reference_markdown(model: type[BaseModel], prefix: str = "", defaults: dict | None = None) -> list[str]:
+    """One Markdown table row per leaf setting of `model` (dotted key, default, description), nested
+    models expanded with the defaults their parent gives them: the configuration docs are generated from
+    the models, never restated by hand."""
+    rows: list[str] = []
+    defaults = model().model_dump(mode="json") if defaults is None else defaults
+    for name, field in model.model_fields.items():
+        key = f"{prefix}{name}"
+        sub = field.annotation if isinstance(field.annotation, type) else None
+        if sub is not None and issubclass(sub, BaseModel) and isinstance(defaults.get(name), dict):
+            rows.extend(reference_markdown(sub, key + ".", defaults[name]))
+            continue
+        default = yaml.safe_dump(defaults.get(name), default_flow_style=True, width=1000).strip()
+        default = default.removesuffix("...").strip()
+        text = (field.description or "").replace("|", "\\|").replace("\n", " ")
+        rows.append(f"| `{key}` | `{default}` | {text} |")
+    return rows
