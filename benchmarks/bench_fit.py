@@ -1,6 +1,6 @@
 """Sigmoid fit accuracy and speed: the default fit vs the paper's grid method on the same curves.
 
-Workload: the synthetic protocol of `trainer/fit_synthetic.py` (every published Table 1 row with
+Workload: the synthetic protocol of `trainer/fit/synthetic.py` (every published Table 1 row with
 A, B and C_mid; R0 = 0.30; 61 evaluations up to the row's run length; noise sigma 0.01), --trials
 seeded noise draws per row. Each curve is fitted twice per method, on all points and on the first
 half of the compute (the paper's fit-to-8k, extrapolate-to-16k protocol), with R0 given to both

@@ -40,6 +40,6 @@ def test_gsm8k_gold_answers_all_correct():
 
 
 def test_mbpp_reference_programs_399_of_399():
-    # 10 s CPU per item as in tests/test_code_mbpp.py: task 123's reference needs a few CPU seconds
+    # 10 s CPU per item as in tests/verifiers/test_code_mbpp.py: task 123's reference needs a few CPU seconds
     # on a loaded 2-core machine, more than the 2 s training default.
     _selfcheck("mbpp-sanitized", REFERENCE / "mbpp_sanitized_prime" / "new_mbpp.json", 399, Limits(time_s=10))

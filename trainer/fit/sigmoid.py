@@ -26,7 +26,7 @@ coordinates (A, R0, log B, log C_mid): covariance ``s^2 (J^T J)^-1`` with ``s^2 
 Student-t quantiles on n - p degrees of freedom; B and C_mid intervals are exponentiated, so they are
 positive and asymmetric. ``band(c)`` is the delta-method confidence band of the fitted curve at c
 (``observation=True`` adds the residual variance: where a single new evaluation should fall).
-Guarantee, measured in tests/test_fit_recovery.py on synthetic curves from the paper's published
+Guarantee, measured in tests/trainer/fit/test_fit_recovery.py on synthetic curves from the paper's published
 parameters with noise 0.01: 90 % intervals cover the true A, B, C_mid in 85–95 % of trials.
 Non-guarantees: intervals assume independent, equal-variance noise around the sigmoid; they say
 nothing about a run whose curve is not a sigmoid, and they widen (honestly) when the data stop well

@@ -1,6 +1,6 @@
 """Synthetic validation curves from the paper's published fit parameters (tests and benchmark).
 
-Protocol (stated once, used by tests/test_fit_recovery.py and benchmarks/bench_fit.py):
+Protocol (stated once, used by tests/trainer/fit/test_fit_recovery.py and benchmarks/bench_fit.py):
 - every row of ``published_fit_params.csv`` with A, B and C_mid (the ten Table 1 rows);
 - R0 = 0.30 for every row (the paper never prints R0; 0.30 is a plausible initial mean@16 pass rate
   and leaves a gain A - R0 of 0.19-0.41);

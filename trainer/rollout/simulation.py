@@ -1,6 +1,6 @@
 """Discrete-event simulation of a generator cluster and a trainer under the pipeline rules.
 
-It runs the *same* rule functions as the real runtime (`trainer.rollout.messages.admission_limit`,
+It runs the *same* rule functions as the real runtime (`trainer.rollout.lag_rules.admission_limit`,
 `must_take_version`, `choose_groups`) over simulated time, so the utilization it reports is the one
 those rules produce, and the lag bound can be checked on millions of simulated tokens.
 

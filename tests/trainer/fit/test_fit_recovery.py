@@ -1,4 +1,4 @@
-"""Synthetic-curve recovery: the issue's protocol (trainer/fit_synthetic.py states grid, R0, noise).
+"""Synthetic-curve recovery: the protocol of trainer/fit/synthetic.py (grid, R0, noise).
 
 Every Table 1 row with A, B and C_mid; noise sigma 0.01; seeded trials. The default run uses 60
 trials per row with R0 fitted (600 trials per property: a true 90 % coverage has a binomial sd of

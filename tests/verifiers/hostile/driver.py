@@ -1,8 +1,8 @@
 """Runs the hostile corpus through a real CodeVerifier; one JSON line per program on stdout.
 
 Meant to run inside a safety net (its own PID, network, IPC and mount namespaces, see
-tests/test_sandbox_hostile.py) so that a sandbox bug cannot harm the machine running the tests.
-Usage: python tests/hostile/driver.py [NAME ...]   (default: every program in tests/hostile/)
+tests/verifiers/test_sandbox_hostile.py) so that a sandbox bug cannot harm the machine running the tests.
+Usage: python tests/verifiers/hostile/driver.py [NAME ...]   (default: every program in tests/verifiers/hostile/)
 """
 
 from __future__ import annotations
