@@ -3,6 +3,9 @@
 Every path into `attempts` goes through `to_attempts_table`, which checks the columns once for the
 whole batch (required columns present and non-null, statuses known) and fills the derived ones:
 `correct` from `status`, and `reward` from the reward table when a row has none.
+
+Not checked here: duplicates, and whether a `prompt_id` is in `problems` (the ledger records what it is
+given; `curriculum.ingest` refuses unknown prompts unless told otherwise).
 """
 
 from __future__ import annotations

@@ -3,6 +3,10 @@
 The pydantic model is the one source of truth for every default. A YAML file overrides it, dotted
 overrides (`loss.eps_max=5`) override the YAML, and `write_resolved` stores the result atomically in
 the run folder. Unknown keys are errors (models use `extra="forbid"`), with the dotted path named.
+Override values are parsed as YAML (`k=4` is an int, `name="4"` a string); mappings merge key by key.
+
+Not done here: environment variables are never read; a list given in a file or an override replaces
+the whole list (only mappings merge).
 """
 
 from __future__ import annotations

@@ -5,6 +5,10 @@ the interruption (`plan_interruption`, seeded per group). `Rollouts.score(...)` 
 sample's token ids (text only for the verifiers; training keeps the ids) and verifies the whole group
 in one `verify_batch` call (identical completions are scored once by the pool).
 
+Guarantees: verdicts come back in sample order; training never re-tokenizes text (decoded text goes
+only to the verifiers). Not guaranteed: which problem a group gets when several threads draw at once
+(draws are serialized, their order is the threads').
+
 `verify(verifier, problem, completions)` is the named "verify" phase of the pipeline; the in-process
 runtime runs it on its scorer thread, overlapping verification with generation and training.
 """
