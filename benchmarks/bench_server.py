@@ -11,7 +11,8 @@ before timing (workers ready, sandbox started). Rounds alternate, in-process the
 times, so a busy machine slows both alike; the median round of each side is reported. The HTTP
 client runs in this process, so on a small machine it competes with the server's verifier workers
 for CPU; that cost is part of what is measured. Prints items/s of each, the ratio of medians
-(target >= 0.8), p50/p99 latency per group, and whether every round gave identical verdicts.
+(target >= 0.95), p50/p99 latency per group, whether every round gave identical verdicts, the load
+average, and a profile of the server's event loop during one extra, untimed round (what HTTP adds).
 
     python benchmarks/bench_server.py                        # 100 problems x 16 + 24 tasks x 8
     python benchmarks/bench_server.py --problems 500 --code-tasks 64
@@ -21,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import http.client
+import io
 import json
 import os
 import signal
@@ -40,8 +42,10 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 from bench_math import workload  # one workload generator for both math benchmarks
 
-MBPP = HERE.parents[1] / "shared" / "reference" / "mbpp_sanitized_codet" / "mbpp_sanitized_for_code_generation.jsonl"
-TARGET_RATIO = 0.8
+from scalerl_env.paths import reference_dir
+
+MBPP = reference_dir() / "mbpp_sanitized_codet" / "mbpp_sanitized_for_code_generation.jsonl"
+TARGET_RATIO = 0.95
 
 
 def code_groups(tasks: int, samples: int) -> list[list[dict]]:
@@ -93,14 +97,16 @@ def warm(verify, ready, groups: list[list[dict]]) -> None:
             verify(sample)
 
 
-def start_server(workers: int) -> tuple[subprocess.Popen, str]:
+def start_server(workers: int, profile_out: Path | None = None) -> tuple[subprocess.Popen, str]:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
     cmd = [sys.executable, "-m", "scalerl_env.cli", "serve", "--port", str(port), "--workers", str(workers),
            "--set", "limits.max_items_in_flight=4096", "--set", "limits.max_batch_items=1024"]
-    proc = subprocess.Popen(cmd, cwd=HERE.parent, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                            env={**os.environ, "OMP_WAIT_POLICY": "PASSIVE"})
+    env = {**os.environ, "OMP_WAIT_POLICY": "PASSIVE"}
+    if profile_out is not None:
+        env["SCALERL_SERVER_PROFILE"] = str(profile_out)  # the app profiles its event loop while serving
+    proc = subprocess.Popen(cmd, cwd=HERE.parent, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
     return proc, f"http://127.0.0.1:{port}"
 
 
@@ -171,6 +177,33 @@ def alternate(groups: list[list[dict]], config, workers: int, concurrency: int, 
     return runs
 
 
+def profile_round(groups: list[list[dict]], workers: int, concurrency: int) -> str:
+    """One extra, untimed HTTP round against a server that profiles its event-loop thread from readiness
+    to shutdown: the event loop (HTTP parsing, body checks, JSON decoding and validation, response encoding,
+    the hand-off to and from the scoring threads), i.e. exactly what HTTP adds to in-process scoring."""
+    import pstats
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / "server.prof"
+        proc, url = start_server(workers, out)
+        try:
+            warm(lambda batch: httpx.post(url + "/v1/verify", json={"items": batch}, timeout=600),
+                 lambda: server_ready(url), groups)
+            _, secs, _ = time_server(url, groups, concurrency)
+        finally:
+            proc.send_signal(signal.SIGTERM)
+            proc.wait(timeout=120)
+        if not out.exists():
+            return "(no profile written)"
+        text = io.StringIO()
+        stats = pstats.Stats(str(out), stream=text)
+        stats.sort_stats("tottime").print_stats(16)
+        body = text.getvalue()
+        return f"server event-loop profile, one round of {secs:.2f} s under cProfile (top by own time):\n" + \
+            body[body.find("   ncalls"):].rstrip()
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--problems", type=int, default=100)
@@ -181,6 +214,7 @@ def main() -> None:
     ap.add_argument("--concurrency", type=int, default=32)
     ap.add_argument("--repeats", type=int, default=5, help="alternating rounds per side")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--no-profile", action="store_true", help="skip the extra profiled server round")
     args = ap.parse_args()
     from verifiers.config import VerifierConfig
 
@@ -188,7 +222,9 @@ def main() -> None:
     groups = math_groups(args.problems, args.samples, args.seed) + code_groups(args.code_tasks, args.code_samples)
     groups = [groups[i] for i in sorted(range(len(groups)), key=lambda i: (i * 7919) % len(groups))]  # interleave
     n = sum(len(g) for g in groups)
+    load_before = os.getloadavg()[0]
     runs = alternate(groups, config, args.workers, args.concurrency, args.repeats)
+    load_after = os.getloadavg()[0]
     print(f"workload: {len(groups)} groups, {n} items ({args.problems}x{args.samples} math, "
           f"{args.code_tasks}x{args.code_samples} code); concurrency {args.concurrency}; workers {args.workers}; "
           f"{args.repeats} alternating rounds (median round reported)")
@@ -203,6 +239,9 @@ def main() -> None:
     same = all(r[0] == reference for key in runs for r in runs[key])
     print(f"identical verdicts in every round: {same}")
     ratio = median["local"] / median["remote"]
+    print(f"load average (1 min) {load_before:.2f} at start, {load_after:.2f} at end; host cpus {os.cpu_count()}")
+    if not args.no_profile:
+        print(profile_round(groups, args.workers, args.concurrency))
     print(f"ratio server/in-process {ratio:.2f} (target >= {TARGET_RATIO}): {'PASS' if ratio >= TARGET_RATIO else 'FAIL'}")
     raise SystemExit(0 if ratio >= TARGET_RATIO and same else 1)
 

@@ -8,6 +8,7 @@ uvicorn has drained in-flight requests), closes the pool (killing sandboxes) and
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -24,6 +25,9 @@ from scalerl_env.server.routes import ROUTE_PATHS, router
 from scalerl_env.server.state import Pool, ServerState, build_version
 
 
+PROFILE_ENV = "SCALERL_SERVER_PROFILE"
+
+
 def create_app(config: ServerConfig | None = None, *, pool: Pool | None = None, ledger: Any | None = None) -> FastAPI:
     """Build the app. A `pool` or `ledger` passed in is used as is and not closed by the app."""
     config = config or ServerConfig()
@@ -32,9 +36,13 @@ def create_app(config: ServerConfig | None = None, *, pool: Pool | None = None, 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         await state.start()
+        profiler = _event_loop_profiler()
         try:
             yield
         finally:
+            if profiler is not None:
+                profiler.disable()
+                profiler.dump_stats(os.environ[PROFILE_ENV])
             await state.stop()
 
     app = FastAPI(
@@ -50,6 +58,19 @@ def create_app(config: ServerConfig | None = None, *, pool: Pool | None = None, 
                        on_reject=lambda reason: state.metrics.rejected.labels(reason=reason).inc())
     app.add_middleware(_Timing, state=state)
     return app
+
+
+def _event_loop_profiler() -> Any:
+    """With SCALERL_SERVER_PROFILE=FILE, cProfile the event-loop thread from readiness to shutdown and
+    write the stats to FILE (a measuring aid for benchmarks/bench_server.py; scoring threads are not
+    profiled, so it shows what HTTP adds: parsing, validation, encoding, hand-offs)."""
+    if not os.environ.get(PROFILE_ENV):
+        return None
+    import cProfile
+
+    profiler = cProfile.Profile()
+    profiler.enable()
+    return profiler
 
 
 async def _validation_error(request: Request, exc: RequestValidationError) -> JSONResponse:

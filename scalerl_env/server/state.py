@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import threading
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from importlib import metadata
@@ -88,6 +89,7 @@ class ServerState:
 
                 self.pool = await asyncio.to_thread(VerifierPool, self.config.verifier)
             self.sandbox_layers = await asyncio.to_thread(detect_sandbox_layers, self.config.verifier.code)
+            await asyncio.to_thread(self._prestart_threads)
         except BaseException as exc:
             logger.error("reward server start-up failed: %s", exc)
             await self.stop()
@@ -106,6 +108,19 @@ class ServerState:
             if self.owns_ledger:
                 await asyncio.to_thread(self.ledger.close)
         logger.info("reward server stopped")
+
+    def _prestart_threads(self) -> None:
+        """Start every scoring thread now: the executor otherwise starts them on the event loop under the
+        first burst of requests, and each start blocks the loop until the new thread runs (seen in the
+        bench_server profile)."""
+        n = self.config.limits.concurrent_batches
+        barrier = threading.Barrier(n)
+        futures = [self.executor.submit(barrier.wait, 10.0) for _ in range(n)]
+        for future in futures:
+            try:
+                future.result()
+            except threading.BrokenBarrierError:  # a slow host: the threads exist anyway
+                pass
 
     def pool_info(self) -> dict[str, Any]:
         return self.pool.info() if self.pool is not None else {}
