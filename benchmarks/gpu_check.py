@@ -265,7 +265,7 @@ def vllm_checks(model, args) -> None:
         for check in ("logprob_mismatch_vllm_bf16", "vllm_weight_transfer_nccl"):
             emit(check=check, skipped="vllm is not installed here")
         return
-    # NCCL first: it is the figure no earlier session could measure.
+    # NCCL first: it is the figure that needs a multi-GPU machine.
     if torch.cuda.device_count() < 2:
         emit(
             check="vllm_weight_transfer_nccl",

@@ -12,7 +12,7 @@ Protocol (stated once, used by tests/trainer/fit/test_fit_recovery.py and benchm
   92-99 % of their gain by C_end; "first half" means C <= C_end / 2 (the paper's fit-to-8k,
   extrapolate-to-16k protocol for the main 8B row);
 - Gaussian noise sigma = 0.01 on every evaluation (1,000 prompts x 16 samples at p ~ 0.5 gives a
-  standard error near 0.004 plus prompt sampling; 0.01 is the issue's stated level);
+  standard error near 0.004 plus prompt sampling; 0.01 leaves room for both);
 - trial k of a row draws its noise from ``numpy.random.default_rng((seed, row_index, k))``.
 The reference folder is ``scalerl_env.paths.reference_dir()`` (``$SCALERL_REFERENCE`` or the vendored ``datasets/reference``).
 """
