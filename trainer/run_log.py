@@ -6,10 +6,14 @@
   `effective_batch_fraction` (kept groups / prompts_per_step), `zero_variance_fraction`,
   `retired_count`, `truncation_rate`, `lag/{min,mean,p50,p90,max}` (trainer version − token version
   over trained tokens), `clip_frac`, `tokens_per_s` (sampled tokens per wall second since the last
-  step), `generator/idle_fraction`, `compute_device_s`, `compute_flops`, and the loss metrics.
+  step), `generator/idle_fraction`, `compute_device_s`, `compute_busy_s`, `devices`,
+  `compute_flops`, and the loss metrics.
 - `"validation"` (the keys `trainer.fit.data` reads): `step`, `policy_version`, `compute_device_s`,
-  `compute_flops`, `val: {<domain>: {pass_rate, n[, greedy_pass_rate]}}` (pass rate sampled at
-  the training temperature), `validation_s`.
+  `compute_busy_s`, `compute_flops`, `val: {<domain>: {pass_rate, n[, greedy_pass_rate]}}` (pass
+  rate sampled at the training temperature), `validation_s`.
+Compute (`ComputeClock`): `compute_device_s` is wall seconds x devices in use, summed over steps (the
+paper's GPU-hours, in seconds; what budgets and fits use); `compute_busy_s` is generator busy +
+trainer busy seconds, which leaves out the time a device sat idle.
 Lines are appended and flushed one at a time, so a killed run leaves a readable file (at most the
 last line partial; readers skip a partial last line). On resume, lines of steps after the
 checkpoint are dropped.
@@ -21,28 +25,36 @@ import json
 import logging
 import math
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from trainer.config import LoggingConfig
+from trainer.config import LoggingConfig, TrainConfig
 
 log = logging.getLogger(__name__)
 
 
+def metric_records(path: str | Path, *, strict: bool = False) -> Iterator[tuple[int, Any]]:
+    """(line number, parsed JSON) for each non-blank line of a metrics file: the one reader of
+    `metrics.jsonl`. A line that is not JSON is skipped (the partial last line of a killed run), or
+    with `strict` raises ValueError naming `file:line`."""
+    with Path(path).open() as fh:
+        for lineno, text in enumerate(fh, start=1):
+            if not text.strip():
+                continue
+            try:
+                yield lineno, json.loads(text)
+            except json.JSONDecodeError as exc:
+                if strict:
+                    raise ValueError(f"{path}:{lineno}: not valid JSON ({exc.msg})") from exc
+
+
 def read_metrics(path: str | Path, kind: str | None = None) -> list[dict[str, Any]]:
-    """All complete records of `metrics.jsonl` (optionally of one kind)."""
-    out = []
-    p = Path(path)
-    if not p.exists():
-        return out
-    for line in p.read_text().splitlines():
-        try:
-            rec = json.loads(line)
-        except json.JSONDecodeError:
-            continue  # a partial last line of a killed run
-        if kind is None or rec.get("kind") == kind:
-            out.append(rec)
-    return out
+    """All complete records of `metrics.jsonl` (optionally of one kind); [] when there is no file."""
+    if not Path(path).exists():
+        return []
+    return [rec for _, rec in metric_records(path)
+            if isinstance(rec, dict) and (kind is None or rec.get("kind") == kind)]
 
 
 def truncate_after(path: Path, step: int) -> None:
@@ -134,29 +146,46 @@ def _optional_tensorboard(out: Path) -> Any:
     return SummaryWriter(str(out / "tensorboard"))
 
 
+def devices_in_use(cfg: TrainConfig) -> float:
+    """Devices a run holds, for compute = wall x devices: one in a single process (engine and trainer
+    share it); on Ray the GPUs of the generators and the trainer, or one per actor when they have none."""
+    if not cfg.ray.enabled:
+        return 1.0
+    r = cfg.ray
+    gpus = r.num_generators * r.generator_num_gpus + r.trainer_num_gpus
+    return float(gpus) if gpus > 0 else float(r.num_generators + 1)
+
+
 class ComputeClock:
-    """Consumed compute: device-seconds (generator busy + trainer busy) and FLOPs estimated from tokens.
+    """Consumed compute: device-seconds (wall x devices in use), busy seconds, and FLOPs from tokens.
 
-    FLOPs ≈ 2·N per generated token (forward) + 6·N per trained token (forward + backward), with N the
-    number of model parameters (the usual 2N/6N estimate; attention FLOPs are ignored). Validation is
-    not counted (it is measurement, not training compute)."""
+    `device_s` grows by each step's wall time times the devices in use (`add_wall`): a device that
+    waits is still held, so idle generators and trainers count, as in the paper's GPU-hours.
+    `busy_s` is generator busy + trainer busy time only (what `device_s` was before; kept for
+    comparison). FLOPs ≈ 2·N per generated token (forward) + 6·N per trained token (forward +
+    backward), with N the number of model parameters (the usual 2N/6N estimate; attention FLOPs are
+    ignored). Validation and checkpoints are not counted (measurement, not training compute)."""
 
-    def __init__(self, n_params: int, device_s: float = 0.0, flops: float = 0.0) -> None:
+    def __init__(self, n_params: int, device_s: float = 0.0, flops: float = 0.0, busy_s: float = 0.0) -> None:
         self.n_params = n_params
         self.device_s = device_s
+        self.busy_s = busy_s
         self.flops = flops
         self._gen_busy_seen = 0.0
         self._gen_tokens_seen = 0
 
+    def add_wall(self, seconds: float, devices: float) -> None:
+        self.device_s += seconds * devices
+
     def add_training(self, seconds: float, tokens: int) -> None:
-        self.device_s += seconds
+        self.busy_s += seconds
         self.flops += 6.0 * self.n_params * tokens
 
     def add_generation(self, busy_s_total: float, tokens_total: int) -> None:
         """Engine counters are cumulative for the life of the engine; add what is new since last call."""
-        self.device_s += max(0.0, busy_s_total - self._gen_busy_seen)
+        self.busy_s += max(0.0, busy_s_total - self._gen_busy_seen)
         self.flops += 2.0 * self.n_params * max(0, tokens_total - self._gen_tokens_seen)
         self._gen_busy_seen, self._gen_tokens_seen = busy_s_total, tokens_total
 
     def state(self) -> dict[str, float]:
-        return {"device_s": self.device_s, "flops": self.flops}
+        return {"device_s": self.device_s, "busy_s": self.busy_s, "flops": self.flops}

@@ -18,7 +18,6 @@ and pins R0. Guarantees: a malformed line, a missing key or a non-increasing com
 from __future__ import annotations
 
 import csv
-import json
 import math
 from pathlib import Path
 from typing import Literal
@@ -27,6 +26,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict
 
 from trainer.fit.model import FitError
+from trainer.run_log import metric_records
 
 ComputeKind = Literal["device_hours", "device_s", "flops"]
 COMPUTE_KEYS: dict[str, tuple[str, float]] = {
@@ -76,28 +76,25 @@ def load_metrics(
     key, scale = COMPUTE_KEYS[compute]
     prefix = label_prefix if label_prefix is not None else path.parent.name or path.stem
     points: dict[str, list[tuple[int, float, float]]] = {}
-    with path.open() as fh:
-        for lineno, text in enumerate(fh, start=1):
-            if not text.strip():
+    try:
+        rows = list(metric_records(path, strict=True))
+    except ValueError as exc:
+        raise FitError(str(exc)) from exc
+    for lineno, row in rows:
+        if not isinstance(row, dict) or "val" not in row:
+            continue
+        if not isinstance(row["val"], dict):
+            raise FitError(f"{path}:{lineno}: 'val' must be an object of domain -> metrics")
+        for name, metrics in row["val"].items():
+            if domain is not None and name != domain:
                 continue
-            try:
-                row = json.loads(text)
-            except json.JSONDecodeError as exc:
-                raise FitError(f"{path}:{lineno}: not valid JSON ({exc.msg})") from exc
-            if not isinstance(row, dict) or "val" not in row:
-                continue
-            if not isinstance(row["val"], dict):
-                raise FitError(f"{path}:{lineno}: 'val' must be an object of domain -> metrics")
-            for name, metrics in row["val"].items():
-                if domain is not None and name != domain:
-                    continue
-                if not isinstance(metrics, dict) or metric not in metrics:
-                    raise FitError(f"{path}:{lineno}: val.{name} has no {metric!r}")
-                if key not in row:
-                    raise FitError(f"{path}:{lineno}: validation line has no {key!r} (--compute {compute})")
-                c = _number(row[key], f"{path}:{lineno}: {key}") * scale
-                y = _number(metrics[metric], f"{path}:{lineno}: val.{name}.{metric}")
-                points.setdefault(name, []).append((lineno, c, y))
+            if not isinstance(metrics, dict) or metric not in metrics:
+                raise FitError(f"{path}:{lineno}: val.{name} has no {metric!r}")
+            if key not in row:
+                raise FitError(f"{path}:{lineno}: validation line has no {key!r} (--compute {compute})")
+            c = _number(row[key], f"{path}:{lineno}: {key}") * scale
+            y = _number(metrics[metric], f"{path}:{lineno}: val.{name}.{metric}")
+            points.setdefault(name, []).append((lineno, c, y))
     if not points:
         wanted = f"domain {domain!r}" if domain else "any domain"
         raise FitError(f"{path}: no validation lines with {metric!r} for {wanted}")
