@@ -17,6 +17,7 @@ from __future__ import annotations
 import ast
 import builtins
 import json
+import mmap
 import os
 import resource
 import signal
@@ -28,6 +29,7 @@ import _canon
 import _libc
 
 RESULT_FD = 3
+_TRACE = None  # this run's Trace, when the request asked for phase timestamps
 _write, _dumps, _exit = os.write, json.dumps, os._exit
 _BLOCKED_EVENTS = frozenset({"sys._getframe", "sys._current_frames", "gc.get_objects", "gc.get_referrers",
                              "gc.get_referents", "sys.settrace", "sys.setprofile", "ctypes.dlopen",
@@ -37,6 +39,33 @@ _FRAME_ATTRS = frozenset({"tb_frame", "gi_frame", "cr_frame", "ag_frame", "f_bac
                           "f_globals", "gi_code", "__code__", "__closure__", "cell_contents"})
 # A Python signal handler receives the interrupted frame: a route to the harness the hook cannot see.
 _BLOCKED_IMPORTS = frozenset({"signal", "_signal", "faulthandler"})
+
+
+class Trace:
+    """Phase timestamps (CLOCK_MONOTONIC ns) in a page shared by the server and the child it clones, so
+    the child's marks reach the server without touching the program's file descriptors. Only runs that
+    ask for it (benchmarks) have one; the program could overwrite it, which would only spoil the timings."""
+
+    PHASES = ("server_received", "server_prepared", "server_cloned", "child_started", "child_job_read",
+              "child_chroot", "child_rlimits", "child_uid", "child_seccomp", "child_compiled", "child_done",
+              "server_exit_seen", "server_reaped")
+
+    def __init__(self) -> None:
+        self._page = mmap.mmap(-1, 8 * len(self.PHASES))  # MAP_SHARED | MAP_ANONYMOUS: survives the clone
+
+    def mark(self, phase: str) -> None:
+        at = 8 * self.PHASES.index(phase)
+        self._page[at:at + 8] = time.monotonic_ns().to_bytes(8, "little")
+
+    def read(self) -> dict[str, int]:
+        values = (int.from_bytes(self._page[8 * i:8 * i + 8], "little") for i in range(len(self.PHASES)))
+        return {name: v for name, v in zip(self.PHASES, values) if v}
+
+
+def _mark(cfg: dict, phase: str) -> None:
+    trace = cfg.get("trace")
+    if trace is not None:
+        trace.mark(phase)
 
 
 def _read_all(fd: int) -> bytes:
@@ -50,19 +79,23 @@ def _read_all(fd: int) -> bytes:
 
 def setup(job_fd: int, fds: list[int], cfg: dict, seccomp) -> dict:
     """Apply every enabled layer; returns the job. Raises on any failure (the child then exits 120)."""
+    _mark(cfg, "child_started")
     job = json.loads(_read_all(job_fd))
     for target, fd in enumerate(fds):
         os.dup2(fd, target)
     os.closerange(len(fds), 1 << 16)
     os.setsid()
+    _mark(cfg, "child_job_read")
     layers, limits, uid = cfg["layers"], job["limits"], cfg["uid"]
     if layers.get("chroot"):
         os.chroot(cfg["root"])  # the server mounted a fresh, empty tmpfs on /work for this run
         os.chdir("/work")
     else:
         os.chdir(cfg["workdir"])
+    _mark(cfg, "child_chroot")
     if layers.get("rlimits"):
         _set_rlimits(limits)
+    _mark(cfg, "child_rlimits")
     if layers.get("uid_drop"):
         os.setgroups([])
         os.setresgid(uid, uid, uid)
@@ -72,8 +105,11 @@ def setup(job_fd: int, fds: list[int], cfg: dict, seccomp) -> dict:
     os.environ.update({"PATH": "/usr/bin:/bin", "HOME": "/work", "LANG": "C.UTF-8", "TMPDIR": "/work"})
     for sig in (signal.SIGPIPE, signal.SIGXFSZ):
         signal.signal(sig, signal.SIG_DFL)
+    _mark(cfg, "child_uid")
     if layers.get("seccomp"):
         seccomp.load()
+    _mark(cfg, "child_seccomp")
+    job["trace"] = cfg.get("trace")
     return job
 
 
@@ -95,12 +131,15 @@ def _set_rlimits(limits: dict) -> None:
 # ---------------------------------------------------------------------------------------------- modes
 def run(job: dict) -> None:
     """Run the job's mode and exit; never returns."""
-    mode = job["mode"]
+    global _TRACE
+    mode, _TRACE = job["mode"], job.pop("trace", None)
     try:
         code = compile(job["code"], "<solution>", "exec", dont_inherit=True, optimize=0)
     except (SyntaxError, ValueError, MemoryError, RecursionError) as exc:
         _emit({"compile_error": f"{type(exc).__name__}: {exc}"[:2000]})
         _exit(2)
+    if _TRACE is not None:
+        _TRACE.mark("child_compiled")
     if mode == "assert":
         _run_assert(job, code)
     elif mode == "functional":
@@ -141,6 +180,8 @@ def _run_main(code, namespace: dict, exit_ok: bool = True) -> None:
 
 
 def _flush_exit(status: int) -> None:
+    if _TRACE is not None:
+        _TRACE.mark("child_done")
     for stream in (sys.stdout, sys.stderr):
         try:
             stream.flush()

@@ -192,6 +192,9 @@ class Server:
 
     def _start(self, msg: dict, fds: list[int]) -> None:
         limits, cfg = msg["limits"], self.cfg
+        trace = _child.Trace() if msg.get("trace") else None
+        if trace is not None:
+            trace.mark("server_received")
         if self.layers.get("cgroup_memory"):  # the server's own ~10 MB count too: slack of 32 MiB
             self._cg_set("memory", "memory.limit_in_bytes", str((limits["memory_mb"] + 32) << 20))
         if self.layers.get("cgroup_pids"):
@@ -205,13 +208,18 @@ class Server:
             self._prepare_work(limits, child_cfg["uid"])
         flags = _libc.CLONE_NEWPID if self.layers.get("pid_ns") else 0
         high = [os.dup(fd) for fd in fds]  # stay clear of 0..3, which the child dup2s onto
+        child_cfg["trace"] = trace
+        if trace is not None:
+            trace.mark("server_prepared")  # cgroup limits set, working directory (tmpfs) ready
         pid = _libc.clone_process(flags)
         if pid == 0:
             self._child(high, child_cfg)
         for fd in high:
             os.close(fd)
         pidfd = os.pidfd_open(pid)
-        self.jobs[pid] = {"id": msg["job"], "pidfd": pidfd, "killed": None,
+        if trace is not None:
+            trace.mark("server_cloned")
+        self.jobs[pid] = {"id": msg["job"], "pidfd": pidfd, "killed": None, "trace": trace,
                           "deadline": time.monotonic() + msg["wall_s"], "t0": time.monotonic(),
                           "uid": child_cfg["uid"],
                           "workdir": child_cfg.get("workdir")}
@@ -279,6 +287,9 @@ class Server:
             os.waitpid(helper, 0)
 
     def _reap(self, pid: int) -> None:
+        trace = self.jobs[pid]["trace"]
+        if trace is not None:
+            trace.mark("server_exit_seen")
         _, status, ru = os.wait4(pid, 0)
         job = self.jobs.pop(pid)
         self.sel.unregister(job["pidfd"])
@@ -291,10 +302,13 @@ class Server:
         self._reap_orphans()
         oom_count = _oom_kills(self.cfg)  # cumulative per slot; one run at a time per slot
         oom, self._oom_last = oom_count > self._oom_last, oom_count
+        if trace is not None:
+            trace.mark("server_reaped")
         self._send({
             "job": job["id"], "event": "exit", "killed": job["killed"], "oom": oom,
             "exit_code": os.waitstatus_to_exitcode(status), "cpu_s": ru.ru_utime + ru.ru_stime,
             "max_rss_kb": ru.ru_maxrss, "wall_s": time.monotonic() - job["t0"],
+            "trace": None if trace is None else trace.read(),
         })
 
     def _await_slot_empty(self, timeout_s: float = 1.0) -> None:

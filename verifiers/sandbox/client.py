@@ -51,6 +51,7 @@ class RunRequest:
     nproc: int = 32
     nofile: int = 256
     max_output_bytes: int = 1 << 20
+    trace: bool = False  # record phase timestamps (benchmarks/bench_code_phases.py); costs a shared page
 
 
 @dataclass
@@ -65,6 +66,7 @@ class RunResult:
     result_lines: list[bytes] = field(default_factory=list)
     output_capped: bool = False
     error: str | None = None  # the sandbox failed (not the program)
+    trace: dict[str, int] = field(default_factory=dict)  # phase -> CLOCK_MONOTONIC ns, when requested
 
 
 class _Stream:
@@ -203,6 +205,7 @@ class _Server:
             return RunResult(error=f"sandbox: {type(exc).__name__}: {exc}")
 
     def _run(self, req: RunRequest) -> RunResult:
+        marks = {"parent_start": time.monotonic_ns()} if req.trace else None
         job = next(self._jobs)
         payload = json.dumps({"mode": req.mode, "code": req.code, "test": req.test, "token": req.token,
                               "entry_point": req.entry_point, "cases": req.cases,
@@ -213,27 +216,37 @@ class _Server:
         q: queue.Queue = queue.Queue()
         self._pending[job] = q
         try:
+            # The job and stdin go into their pipes before the request: the child finds them waiting
+            # instead of blocking until this thread is scheduled again (most jobs fit a 64 KiB pipe).
+            rest = [_prefill(ours, 0, payload), _prefill(ours, 1, req.stdin)]
             header = json.dumps({"op": "run", "job": job, "limits": _limits(req),
-                                 "wall_s": req.wall_s}).encode()
+                                 "wall_s": req.wall_s, "trace": req.trace}).encode()
             try:
                 with self._send_lock:
                     socket.send_fds(self._sock, [header], theirs)
             finally:
                 for fd in theirs:
                     os.close(fd)
-            result = self._drain(job, req, ours, payload)
-            return self._finish(job, req, q, result)
+            if marks is not None:
+                marks["parent_sent"] = time.monotonic_ns()
+            result = self._drain(job, req, ours, rest)
+            if marks is not None:
+                marks["parent_drained"] = time.monotonic_ns()
+            result = self._finish(job, req, q, result)
+            if marks is not None:
+                result.trace = {**marks, **result.trace, "parent_done": time.monotonic_ns()}
+            return result
         finally:
             self._pending.pop(job, None)
             for fd in ours:
                 if fd >= 0:
                     os.close(fd)
 
-    def _drain(self, job: int, req: RunRequest, ours: list[int], payload: bytes) -> RunResult:
+    def _drain(self, job: int, req: RunRequest, ours: list[int], rest: list[bytes]) -> RunResult:
         job_w, stdin_w, out_r, err_r, res_r = ours  # write ends are closed (and set to -1 in ours) when done
         cap = req.max_output_bytes
         streams = {out_r: _Stream(out_r, cap), err_r: _Stream(err_r, cap), res_r: _Stream(res_r, cap)}
-        writes = {job_w: memoryview(payload), stdin_w: memoryview(req.stdin)}
+        writes = {fd: memoryview(data) for fd, data in zip((job_w, stdin_w), rest) if fd >= 0}
         sel = selectors.DefaultSelector()
         for fd in streams:
             sel.register(fd, selectors.EVENT_READ)
@@ -293,6 +306,7 @@ class _Server:
             return RunResult(error=f"sandbox: {msg.get('error', msg)}")
         result.exit_code, result.oom = msg["exit_code"], msg["oom"]
         result.cpu_s, result.wall_s = msg["cpu_s"], msg["wall_s"]
+        result.trace = msg.get("trace") or {}
         result.killed = "output" if result.output_capped else msg["killed"]
         if result.exit_code == 120 and b"sandbox setup failed" in result.stderr:
             result.error = "sandbox: " + result.stderr.decode(errors="replace").strip()[-500:]
@@ -309,6 +323,21 @@ class _Server:
         logger.warning("sandbox fork server unresponsive; restarting it")
         with self._lock:
             _Server._shutdown(self.__dict__)
+
+
+def _prefill(ours: list[int], index: int, data: bytes) -> bytes:
+    """Write what the pipe `ours[index]` takes now; close it (and set -1) when all of `data` went in.
+    Returns what is left for the drain loop."""
+    fd = ours[index]
+    os.set_blocking(fd, False)
+    try:
+        n = os.write(fd, data[: 1 << 16]) if data else 0
+    except BlockingIOError:
+        n = 0
+    if n == len(data):
+        os.close(fd)
+        ours[index] = -1
+    return data[n:]
 
 
 def _limits(req: RunRequest) -> dict:
