@@ -26,8 +26,9 @@ from trainer.rollout.worker import verify
 
 
 def evaluate(model: Any, codec: PromptCodec, holdout: Mapping[str, Sequence[ProblemRecord]], cfg: TrainConfig,
-             verifier: Any, *, device: str, policy_version: int) -> dict[str, float]:
-    """`heldout/<domain>/pass_rate`, `.../n`, and `.../greedy_pass_rate` when asked."""
+             verifier: Any, *, device: str, policy_version: int, record: Any = None) -> dict[str, float]:
+    """`heldout/<domain>/pass_rate`, `.../n`, and `.../greedy_pass_rate` when asked. `record(problem, samples,
+    texts, verdicts)`, when given, sees every sampled group (`trainer.rollout.sample_log`)."""
     e = cfg.engine
     slots = max(cfg.validation.min_evaluations_per_domain, 64)
     engine = build_torch_engine(cfg, model, codec.eos_token_id, device=device, policy_version=policy_version,
@@ -37,12 +38,13 @@ def evaluate(model: Any, codec: PromptCodec, holdout: Mapping[str, Sequence[Prob
     try:
         for domain, problems in holdout.items():
             n = max(1, math.ceil(cfg.validation.min_evaluations_per_domain / len(problems)))
-            rate, count = _pass_rate(engine, codec, problems, n, SamplingParams(
-                temperature=e.temperature, max_new_tokens=_budget(cfg), stop_token_ids=[codec.eos_token_id]), verifier)
+            sampling = SamplingParams(temperature=e.temperature, max_new_tokens=_budget(cfg),
+                                      stop_token_ids=codec.stop_token_ids)
+            rate, count = _pass_rate(engine, codec, problems, n, sampling, verifier, record)
             out[f"heldout/{domain}/pass_rate"], out[f"heldout/{domain}/n"] = rate, float(count)
             if cfg.validation.greedy:
                 out[f"heldout/{domain}/greedy_pass_rate"], _ = _pass_rate(engine, codec, problems, 1, SamplingParams(
-                    top_k=1, max_new_tokens=_budget(cfg), stop_token_ids=[codec.eos_token_id]), verifier)
+                    top_k=1, max_new_tokens=_budget(cfg), stop_token_ids=codec.stop_token_ids), verifier)
     finally:
         engine.close()
     out["validation_s"] = time.perf_counter() - t0
@@ -56,9 +58,9 @@ def _budget(cfg: TrainConfig) -> int:
 
 
 def _pass_rate(engine: GenerationEngine, codec: PromptCodec, problems: Sequence[ProblemRecord], n: int,
-               sampling: SamplingParams, verifier: Any) -> tuple[float, int]:
+               sampling: SamplingParams, verifier: Any, record: Any = None) -> tuple[float, int]:
     for i, p in enumerate(problems):
-        engine.submit(GenerationRequest(request_id=str(i), prompt_token_ids=codec.encode_prompt(p.prompt),
+        engine.submit(GenerationRequest(request_id=str(i), prompt_token_ids=codec.encode_problem(p),
                                         samples_per_prompt=n, sampling=sampling))
     correct = total = 0
     pending = len(problems)
@@ -66,7 +68,10 @@ def _pass_rate(engine: GenerationEngine, codec: PromptCodec, problems: Sequence[
         for group in engine.poll(timeout_s=1.0):
             pending -= 1
             problem = problems[int(group.request.request_id)]
-            verdicts = verify(verifier, problem, [codec.decode(s.token_ids) for s in group.samples])
+            texts = [codec.decode(s.token_ids) for s in group.samples]
+            verdicts = verify(verifier, problem, texts)
+            if record is not None:
+                record(problem, group.samples, texts, verdicts)
             correct += sum(v.correct for v in verdicts)
             total += len(verdicts)
     return (correct / total if total else 0.0), total

@@ -26,6 +26,8 @@ Examples:
 
   scalerl train --domains math,code --max-steps 50 --out runs/try pipeline.k=4 loss.eps_max=4
 
+  scalerl train --data math=gsm8k.parquet --data code=mbpp.parquet --preset small-cpu --dry-run
+
   scalerl train --model ./my-hf-model --config run.yaml --out runs/big
 
   scalerl train --resume runs/try --max-steps 400
@@ -40,10 +42,14 @@ Examples:
 
 def build_config(config: Path | None, overrides: list[str], *, domains: str | None, model: str | None,
                  engine: str | None, max_steps: int | None, resume: Path | None, ray: bool = False,
-                 ray_address: str | None = None, trainer_ranks: int | None = None):
-    """The resolved `TrainConfig` (on resume: the run's own config.yaml, then flags and overrides)."""
+                 ray_address: str | None = None, trainer_ranks: int | None = None, preset: str | None = None,
+                 data: list[str] | None = None, heldout: list[str] | None = None):
+    """The resolved `TrainConfig`: defaults → preset → YAML → flags → overrides (on resume: the run's own
+    config.yaml, then flags and overrides)."""
     from scalerl_env.config import ConfigError, load_config
+    from trainer.commands.data_flags import data_overrides
     from trainer.config import TrainConfig
+    from trainer.presets import preset_values
 
     if resume is not None:
         if config is not None:
@@ -51,7 +57,9 @@ def build_config(config: Path | None, overrides: list[str], *, domains: str | No
         config = resume / "config.yaml"
         if not config.is_file():
             raise ConfigError(f"--resume {resume}: no config.yaml there (not a run folder)")
-    flags = []
+        if preset is not None:
+            raise ConfigError("--resume uses the run's own config.yaml; do not pass --preset")
+    flags = data_overrides(data or [], heldout or [], domains_given=domains is not None)
     if domains is not None:
         flags.append("domains=[" + ",".join(d.strip() for d in domains.split(",") if d.strip()) + "]")
     if model is not None:
@@ -66,7 +74,7 @@ def build_config(config: Path | None, overrides: list[str], *, domains: str | No
         flags.append("ray.enabled=true")
     if ray_address is not None:
         flags.append(f"ray.address={json.dumps(ray_address)}")
-    cfg = load_config(TrainConfig, config, [*flags, *overrides])
+    cfg = load_config(TrainConfig, config, [*flags, *overrides], base=preset_values(preset))
     if cfg.engine.name == "vllm":
         try:
             import vllm  # noqa: F401 - installed by `make vllm-env` (.venv-vllm)
@@ -97,13 +105,25 @@ def register(app: typer.Typer) -> None:
             help="data-parallel trainer ranks, FSDP2 (trainer_ranks.count); resume may change it")] = None,
         print_config: Annotated[bool, typer.Option(
             "--print-config", help="print the fully resolved configuration as YAML and exit")] = False,
+        preset: Annotated[str | None, typer.Option(help="tiny-cpu (default) | small-cpu | paper")] = None,
+        data: Annotated[list[str] | None, typer.Option(
+            help="DOMAIN=FILE[,FILE...]: train on prepared parquet files (repeatable)")] = None,
+        heldout: Annotated[list[str] | None, typer.Option(
+            help="DOMAIN=FILE[,FILE...]: held-out files (default: split from the training data)")] = None,
+        dry_run: Annotated[bool, typer.Option(
+            "--dry-run", help="load data and tokenizer, print counts and prompt lengths, exit")] = False,
     ) -> None:
         from scalerl_env.config import ConfigError
 
         try:
             cfg = build_config(config, overrides or [], domains=domains, model=model, engine=engine,
                                max_steps=max_steps, resume=resume, ray=ray, ray_address=ray_address,
-                               trainer_ranks=trainer_ranks)
+                               trainer_ranks=trainer_ranks, preset=preset, data=data, heldout=heldout)
+            if dry_run:
+                from trainer.dry_run import dry_run_report
+
+                typer.echo(dry_run_report(cfg))
+                return
         except ConfigError as exc:
             typer.echo(f"error: {exc}", err=True)
             raise typer.Exit(2) from None

@@ -13,7 +13,7 @@ Token ids go end to end; text is decoded only for the verifiers.
 from __future__ import annotations
 
 import random
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -50,10 +50,19 @@ def build_pools(domains: Sequence[str], *, level: int, count: int, seed: int, ho
 class PromptCodec:
     """Messages → prompt ids, ids → text, for the tiny char tokenizer or a Hugging Face tokenizer."""
 
-    def __init__(self, tokenizer: Any) -> None:
+    def __init__(self, tokenizer: Any, stop_token_ids: Sequence[int] | None = None) -> None:
         self.tokenizer = tokenizer
         self.is_tiny = isinstance(tokenizer, CharTokenizer)
         self.eos_token_id = int(tokenizer.eos_token_id)
+        # chat models end a turn with their own token (`trainer.model_loading.stop_token_ids`)
+        self.stop_token_ids = list(stop_token_ids or [self.eos_token_id])
+        self.problem_encoder: Callable[[ProblemRecord], list[int]] | None = None  # trainer.rollout.prompts
+
+    def encode_problem(self, problem: ProblemRecord) -> list[int]:
+        """The problem's prompt ids: through the run's template (`problem_encoder`) when set."""
+        if self.problem_encoder is not None:
+            return self.problem_encoder(problem)
+        return self.encode_prompt(problem.prompt)
 
     def encode_prompt(self, messages: Sequence[Any]) -> list[int]:
         if self.is_tiny:

@@ -1,0 +1,67 @@
+"""Config of what the trainer trains on and how problems become prompts (config only: no torch, no I/O).
+
+`SourceConfig` is one entry of `data.sources`: problem files (verl parquet, as `scalerl-env data prepare`
+and `data generate` write them) or the procedural generator, for one domain, with a mixing weight.
+`PromptsConfig` is the per-domain prompt template applied on top of each record's own messages.
+`RolloutLogConfig` bounds the sample of completions kept in `rollouts.jsonl`.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field, model_validator
+
+from scalerl_env.records import Domain, Strict
+
+
+class SourceConfig(Strict):
+    domain: Domain
+    kind: Literal["files", "generator"] = "files"
+    files: list[str] = Field(default_factory=list, description="verl parquet files (kind = files)")
+    weight: float = Field(default=1.0, ge=0, description="mixing weight; a domain's weight is its sources' sum")
+    limit: int | None = Field(default=None, ge=1, description="keep the first N distinct problems of the source")
+    level: int = Field(default=0, ge=0, description="generator difficulty (kind = generator)")
+    count: int = Field(default=3000, ge=1, description="generated, then deduplicated (kind = generator)")
+    seed: int = Field(default=0, description="generator seed (kind = generator)")
+
+    @model_validator(mode="after")
+    def _files_match_kind(self) -> SourceConfig:
+        if self.kind == "files" and not self.files:
+            raise ValueError(f"a {self.domain} source of kind 'files' needs at least one file")
+        if self.kind == "generator" and self.files:
+            raise ValueError("a generator source takes no files")
+        return self
+
+
+class DomainPrompt(Strict):
+    system: str | None = Field(default=None, description="system message; None = the chat template's own")
+    instruction: str = Field(description="appended to the last user message unless `marker` is already in it")
+    marker: str = Field(description="text whose presence means the record already carries an instruction")
+
+
+def _math_prompt() -> DomainPrompt:
+    return DomainPrompt(instruction="Please reason step by step, and put your final answer within \\boxed{}.",
+                        marker="\\boxed")
+
+
+def _code_prompt() -> DomainPrompt:
+    return DomainPrompt(instruction="Answer with the complete code in a single ```python code block.",
+                        marker="```python")
+
+
+class PromptsConfig(Strict):
+    """Per-domain template; `auto` applies it (and the chat template) for Hugging Face tokenizers and
+    leaves the built-in tiny model's bare prompts (`34+52=`) as they are."""
+
+    template: Literal["auto", "on", "off"] = "auto"
+    math: DomainPrompt = Field(default_factory=_math_prompt)
+    code: DomainPrompt = Field(default_factory=_code_prompt)
+
+
+class RolloutLogConfig(Strict):
+    samples_per_step: int = Field(default=8, ge=0, description="completions kept in rollouts.jsonl per step")
+    samples_per_validation: int = Field(default=16, ge=0, description="... per domain per validation")
+    max_chars: int = Field(default=4000, ge=16, description="completion text is cut to this many characters")
+    warn_after_steps: int = Field(default=3, ge=1, description="steps of ~all no_answer/unparsable before a warning")
+    warn_fraction: float = Field(default=0.95, gt=0, le=1, description="share of format failures that counts")

@@ -1,0 +1,124 @@
+"""What the trainer trains and validates on: `data.sources` read into a training pool and a held-out set
+per domain, before any model is loaded.
+
+Sources are problem files (verl parquet, as `scalerl-env data prepare` / `data generate` write them, or
+foreign verl files) or the procedural generator; with no `data.sources` the generator runs for every
+trained domain with `data.level`, `data.generated_per_domain` and `data.seed` (the built-in CPU default).
+
+Guarantees:
+- A malformed file (unreadable parquet, missing answer, code row without tests, unknown or wrong
+  domain) raises `RecordFileError` naming file, row and field; nothing is skipped silently.
+- Within a domain the first record of each prompt id is kept (sources in order, files in order).
+- Held-out set per domain: the records of `data.heldout[domain]` files (their prompt ids are removed
+  from the training pool), else `split_holdout` of the data layer over the pooled training records
+  (`holdout_count(n, data.holdout_fraction, data.holdout_max_prompts)` of them, seed `data.seed`) —
+  the same splitter as `data prepare --holdout`, so the split never depends on row order.
+- Deterministic: the same files and config give the same pools in the same order (resume relies on it).
+Not guaranteed: per-source mixing within a domain. The sampler mixes domains; a domain's weight is
+the sum of its sources' weights (or `data.domain_weights[domain]`), and within a domain every distinct
+problem is drawn once per epoch, so sources mix in proportion to their sizes.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from scalerl_env.config import ConfigError
+from scalerl_env.records import ProblemRecord
+from scalerl_env.sources.prepare import holdout_count, split_holdout
+from scalerl_env.sources.verl import RecordFileError, load_record_file
+from trainer.config import TrainConfig
+from trainer.data_config import SourceConfig
+from trainer.rollout.problems import DomainPool
+
+__all__ = ["DataFileError", "build_data", "domain_weights", "effective_sources"]
+
+
+class DataFileError(ConfigError):
+    """A data file the run must not start with; `path`, `row` (1-based, 0 = the whole file) and `field`."""
+
+    def __init__(self, exc: RecordFileError) -> None:
+        self.path, self.row, self.field = exc.path, exc.row, exc.field
+        super().__init__(f"data file {exc}")
+
+
+def _load_file(path: str, domain: str) -> list[ProblemRecord]:
+    try:
+        return load_record_file(Path(path), domain)
+    except RecordFileError as exc:
+        raise DataFileError(exc) from None
+
+
+def effective_sources(cfg: TrainConfig) -> list[SourceConfig]:
+    """`data.sources`, or one generator source per trained domain when none are given."""
+    d = cfg.data
+    if d.sources:
+        return list(d.sources)
+    return [SourceConfig(domain=dom, kind="generator", level=d.level, count=d.generated_per_domain, seed=d.seed)
+            for dom in cfg.domains]
+
+
+def check_sources(cfg: TrainConfig) -> None:
+    """Every trained domain has a source and every source's domain is trained (ConfigError otherwise)."""
+    sources = effective_sources(cfg)
+    have = {s.domain for s in sources}
+    if missing := [dom for dom in cfg.domains if dom not in have]:
+        raise ConfigError(f"domains {missing} are trained but data.sources has none for them "
+                          f"(add --data {missing[0]}=FILE, or set domains to {sorted(have)})")
+    if extra := sorted(have - set(cfg.domains)):
+        raise ConfigError(f"data.sources has {extra} problems but domains is {cfg.domains}; add them to domains")
+    if extra := sorted(set(cfg.data.heldout) - set(cfg.domains)):
+        raise ConfigError(f"data.heldout names domains not trained: {extra}")
+
+
+def domain_weights(cfg: TrainConfig) -> dict[str, float]:
+    out = {}
+    for dom in cfg.domains:
+        explicit = cfg.data.domain_weights.get(dom)
+        out[dom] = explicit if explicit is not None else sum(s.weight for s in effective_sources(cfg)
+                                                              if s.domain == dom)
+    if not any(w > 0 for w in out.values()):
+        raise ConfigError(f"every domain weight is 0: {out}")
+    return out
+
+
+def load_source(source: SourceConfig) -> list[ProblemRecord]:
+    """The records of one source in order (duplicates included; `build_data` removes them)."""
+    if source.kind == "generator":
+        from scalerl_env.sources.generators import generate
+
+        records = list(generate(source.domain, seed=source.seed, count=source.count, level=source.level))
+    else:
+        records = [r for path in source.files for r in _load_file(path, source.domain)]
+    if source.limit is not None:
+        records = _distinct(records)[:source.limit]
+    return records
+
+
+def _distinct(records: list[ProblemRecord]) -> list[ProblemRecord]:
+    unique: dict[str, ProblemRecord] = {}
+    for r in records:
+        unique.setdefault(r.prompt_id, r)
+    return list(unique.values())
+
+
+def build_data(cfg: TrainConfig) -> dict[str, DomainPool]:
+    """Training pool and held-out set per trained domain (see the module docstring)."""
+    check_sources(cfg)
+    d = cfg.data
+    pools = {}
+    for dom in cfg.domains:
+        train = _distinct([r for s in effective_sources(cfg) if s.domain == dom for r in load_source(s)])
+        if dom in d.heldout:
+            held = _distinct([r for path in d.heldout[dom] for r in _load_file(path, dom)])
+            held_ids = {r.prompt_id for r in held}
+            train = [r for r in train if r.prompt_id not in held_ids]
+        else:
+            train, held = split_holdout(train, holdout_count(len(train), d.holdout_fraction, d.holdout_max_prompts),
+                                        seed=d.seed)
+        if not train:
+            raise ConfigError(f"domain {dom}: no training problems left after holding out {len(held)}")
+        if not held:
+            raise ConfigError(f"domain {dom}: the held-out set is empty")
+        pools[dom] = DomainPool(train=train, holdout=held)
+    return pools

@@ -1,0 +1,61 @@
+"""`scalerl train --dry-run`: what a run would train on and what a step costs, without loading the model.
+
+Loads the data (`trainer.data_sources.build_data`: a malformed file fails here, naming file, row and
+field) and the tokenizer only (a `.gguf` model is converted once, as a real run would), renders every
+prompt with the run's template and reports per domain: training / held-out problem counts, prompt-length
+percentiles in tokens, how many prompts exceed the budget (prompt + completion budget >
+`engine.max_seq_len`; a real run skips them), an example prompt as the model sees it; and per step:
+samples, the completion budget and the most tokens a step can take.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from trainer.config import TrainConfig
+from trainer.data_sources import build_data, domain_weights, effective_sources
+from trainer.rollout.problems import PromptCodec
+from trainer.rollout.prompts import ProblemPrompts, completion_budget
+
+
+def _tokenizer(cfg: TrainConfig) -> tuple[Any, list[int] | None]:
+    if cfg.model is None:
+        from trainer.tiny.model import CharTokenizer
+
+        return CharTokenizer(), None
+    from trainer.model_loading import load_tokenizer, stop_token_ids
+
+    tok = load_tokenizer(cfg.model)
+    return tok, stop_token_ids(tok, cfg.model)
+
+
+def dry_run_report(cfg: TrainConfig) -> str:
+    pools = build_data(cfg)
+    tokenizer, stops = _tokenizer(cfg)
+    codec = PromptCodec(tokenizer, stops)
+    encode = ProblemPrompts(codec, cfg.prompts)
+    budget = completion_budget(cfg, codec)
+    p = cfg.pipeline
+    lines = [f"model: {cfg.model or 'built-in tiny model'}   template: {'on' if encode.templated else 'off'}   "
+             f"stop tokens: {codec.stop_token_ids}",
+             "sources: " + "; ".join(f"{s.domain} {s.kind} {','.join(s.files) or f'level {s.level}'} "
+                                      f"w={s.weight:g}" for s in effective_sources(cfg)),
+             f"domain weights: {domain_weights(cfg)}"]
+    mean_prompt = []
+    for dom, pool in pools.items():
+        lengths = np.array([len(encode(r)) for r in pool.train + pool.holdout])
+        over = int((lengths + budget > cfg.engine.max_seq_len).sum())
+        q = np.percentile(lengths, [50, 90, 99]).round().astype(int)
+        lines.append(f"{dom}: {len(pool.train)} training, {len(pool.holdout)} held-out problems; prompt tokens "
+                     f"p50 {q[0]} p90 {q[1]} p99 {q[2]} max {lengths.max()}; {over} over the budget "
+                     f"(prompt + {budget} > engine.max_seq_len {cfg.engine.max_seq_len}) would be skipped")
+        example = encode.text(pool.train[0])
+        lines.append(f"  example prompt: {example[-400:]!r}")
+        mean_prompt.append(float(lengths.mean()))
+    samples = p.prompts_per_step * p.samples_per_prompt
+    lines.append(f"per step: {p.prompts_per_step} prompts x {p.samples_per_prompt} samples = {samples} samples; "
+                 f"completion budget {budget} tokens; at most {samples * budget} generated tokens, "
+                 f"~{round(samples * (np.mean(mean_prompt) + budget))} tokens through the trainer")
+    return "\n".join(lines)

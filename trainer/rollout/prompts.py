@@ -1,0 +1,119 @@
+"""Problems → prompt token ids for a real chat model, and the prompts too long for the budget.
+
+`render_messages` applies the per-domain template (`prompts.math` / `prompts.code`): the system message
+(when set) goes first, and the instruction ("... within \\boxed{}", "... one ```python block") is
+appended to the last user message unless the record already carries one (its `marker` is in the text:
+`data prepare` writes prompts with the instruction in them, the generators write bare `34+52=`).
+`ProblemPrompts` encodes every problem once with the tokenizer's chat template (memoised by prompt id).
+
+`drop_long_prompts` removes the problems whose prompt plus the completion budget does not fit
+`engine.max_seq_len`: they are logged and counted (`data/skipped_long_prompts/<domain>` in the run's
+first metrics record), never silently truncated.
+Not guaranteed: that the template suits every model; override `prompts.*` for models that need another.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Mapping
+from typing import Any
+
+from scalerl_env.config import ConfigError
+from scalerl_env.records import ProblemRecord
+from trainer.config import TrainConfig
+from trainer.data_config import PromptsConfig
+from trainer.rollout.problems import DomainPool, PromptCodec
+
+log = logging.getLogger(__name__)
+
+
+def template_applies(prompts: PromptsConfig, codec: PromptCodec) -> bool:
+    if prompts.template == "auto":
+        return not codec.is_tiny and bool(getattr(codec.tokenizer, "chat_template", None))
+    return prompts.template == "on"
+
+
+def render_messages(problem: ProblemRecord, prompts: PromptsConfig) -> list[dict[str, str]]:
+    """The record's messages with the domain's system message and instruction (see the module docstring)."""
+    tpl = getattr(prompts, problem.domain)
+    msgs = [m.model_dump() for m in problem.prompt]
+    if tpl.system is not None and not any(m["role"] == "system" for m in msgs):
+        msgs.insert(0, {"role": "system", "content": tpl.system})
+    users = [i for i, m in enumerate(msgs) if m["role"] == "user"]
+    if users and tpl.marker not in msgs[users[-1]]["content"]:
+        last = msgs[users[-1]]
+        msgs[users[-1]] = {**last, "content": f"{last['content'].rstrip()}\n\n{tpl.instruction}"}
+    return msgs
+
+
+class ProblemPrompts:
+    """Prompt token ids per problem (memoised, thread-safe): the template applied when `template_applies`."""
+
+    def __init__(self, codec: PromptCodec, prompts: PromptsConfig) -> None:
+        self.codec, self.prompts = codec, prompts
+        self.templated = template_applies(prompts, codec)
+        self._cache: dict[str, list[int]] = {}
+        self._lock = threading.Lock()
+
+    def __call__(self, problem: ProblemRecord) -> list[int]:
+        with self._lock:
+            hit = self._cache.get(problem.prompt_id)
+        if hit is None:
+            messages = render_messages(problem, self.prompts) if self.templated else problem.prompt
+            hit = self.codec.encode_prompt(messages)
+            with self._lock:
+                self._cache[problem.prompt_id] = hit
+        return list(hit)
+
+    def text(self, problem: ProblemRecord) -> str:
+        """The rendered prompt as the model sees it (special tokens included), for logs and dry runs."""
+        ids = self(problem)
+        return self.codec.decode(ids) if self.codec.is_tiny else self.codec.tokenizer.decode(ids)
+
+
+def completion_budget(cfg: TrainConfig, codec: PromptCodec | None = None) -> int:
+    """Most tokens a completion may take (what the engine checks): thinking budget + interruption phrase +
+    answer budget, or `engine.max_new_tokens`. Without a codec the phrase counts one token per character."""
+    if cfg.length.mode == "interrupt":
+        phrase = cfg.length.interruption_phrase
+        n_phrase = len(codec.encode(phrase)) if codec is not None else len(phrase)
+        return cfg.length.think_budget_max_tokens + n_phrase + cfg.length.answer_budget_tokens
+    return cfg.engine.max_new_tokens
+
+
+def drop_long_prompts(pools: Mapping[str, DomainPool], encode: ProblemPrompts, cfg: TrainConfig
+                      ) -> tuple[dict[str, DomainPool], dict[str, int]]:
+    """Pools without the problems whose prompt does not fit, and the count dropped per domain."""
+    budget = completion_budget(cfg, encode.codec)
+    out, skipped = {}, {}
+    for dom, pool in pools.items():
+        train = [p for p in pool.train if len(encode(p)) + budget <= cfg.engine.max_seq_len]
+        held = [p for p in pool.holdout if len(encode(p)) + budget <= cfg.engine.max_seq_len]
+        skipped[dom] = len(pool.train) + len(pool.holdout) - len(train) - len(held)
+        if skipped[dom]:
+            log.warning("%s: %d prompts skipped: prompt + %d completion tokens exceed engine.max_seq_len=%d",
+                        dom, skipped[dom], budget, cfg.engine.max_seq_len)
+        if not train or not held:
+            raise ConfigError(f"{dom}: every {'training' if not train else 'held-out'} prompt is longer than "
+                             f"engine.max_seq_len={cfg.engine.max_seq_len} minus the completion budget "
+                             f"{budget}; raise engine.max_seq_len or lower the budgets")
+        out[dom] = DomainPool(train=train, holdout=held)
+    return out, skipped
+
+
+def prompt_metrics(skipped: Mapping[str, int]) -> dict[str, Any]:
+    return {f"data/skipped_long_prompts/{dom}": n for dom, n in skipped.items()}
+
+
+def prepare_prompts(cfg: TrainConfig, tokenizer: Any, pools: Mapping[str, DomainPool]
+                    ) -> tuple[PromptCodec, dict[str, DomainPool], dict[str, int]]:
+    """The run's codec (stop ids from the tokenizer and generation config, the template as its problem
+    encoder) and the pools without the prompts too long for the budget."""
+    from trainer.model_loading import stop_token_ids
+
+    codec = PromptCodec(tokenizer, None if cfg.model is None else stop_token_ids(tokenizer, cfg.model))
+    encode = ProblemPrompts(codec, cfg.prompts)
+    codec.problem_encoder = encode
+    kept, skipped = drop_long_prompts(pools, encode, cfg)
+    return codec, kept, skipped
