@@ -6,7 +6,7 @@ import typer
 
 from scalerl_env.cli import build_typer_app
 
-COMMAND_MODULES = ("trainer.commands.fit", "trainer.commands.train")
+COMMAND_MODULES = ("trainer.commands.fit", "trainer.commands.train", "trainer.commands.ablate")
 
 
 def build_app() -> typer.Typer:

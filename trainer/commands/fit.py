@@ -98,11 +98,13 @@ def register(app: typer.Typer) -> None:
             raise typer.BadParameter("must be device_hours, device_s or flops", param_hint="--compute")
         if method not in ("default", "paper"):
             raise typer.BadParameter("must be default or paper", param_hint="--method")
+        # a pass rate from metrics.jsonl is bounded: A in [R0, 1] as in the paper, y-axis [0, 1]
+        pass_rate = bool(metrics) and metric.endswith("pass_rate")
         try:
             series = _load(metrics, domain, compute, metric, csv_file, compute_col, reward_cols)
             results = [_fit_one(s, r0=r0, burn_in=burn_in, fit_until=fit_until, method=method,
                                 fixed_a=fixed_a, power_law=power_law, level=level,
-                                predict_at=_floats(predict_at)) for s in series]
+                                predict_at=_floats(predict_at), a_max=1.0 if pass_rate else None) for s in series]
         except (FitError, OSError) as exc:
             typer.echo(f"error: {exc}", err=True)
             raise typer.Exit(2) from None
@@ -111,12 +113,12 @@ def register(app: typer.Typer) -> None:
             from trainer.fit.data import COMPUTE_LABELS
 
             x_label = compute_col if csv_file is not None else COMPUTE_LABELS[compute]
-            _plot(results, plot, x_label, predict_at=_floats(predict_at))
+            _plot(results, plot, x_label, predict_at=_floats(predict_at), y_lim=(0.0, 1.0) if pass_rate else None)
             if not as_json:
                 typer.echo(f"figure written to {plot}")
 
 
-def _fit_one(s, *, r0, burn_in, fit_until, method, fixed_a, power_law, level, predict_at) -> dict:
+def _fit_one(s, *, r0, burn_in, fit_until, method, fixed_a, power_law, level, predict_at, a_max=None) -> dict:
     from trainer.fit.sigmoid import FitError, fit_fixed_A, fit_power_law, fit_sigmoid
 
     try:
@@ -125,7 +127,7 @@ def _fit_one(s, *, r0, burn_in, fit_until, method, fixed_a, power_law, level, pr
                             level=level)
         else:
             f = fit_sigmoid(s.compute, s.reward, r0=r0, burn_in=burn_in, fit_until=fit_until,
-                            method=method, level=level)
+                            method=method, level=level, a_max=a_max)
         pl = fit_power_law(s.compute, s.reward, r0=r0, burn_in=burn_in, fit_until=fit_until) if power_law else None
     except FitError as exc:
         raise FitError(f"{s.label}: {exc}") from None
@@ -152,9 +154,10 @@ def _emit(results: list[dict], as_json: bool) -> None:
     typer.echo(json.dumps(payload, indent=2))
 
 
-def _plot(results: list[dict], out: Path, x_label: str, predict_at: list[float]) -> None:
+def _plot(results: list[dict], out: Path, x_label: str, predict_at: list[float],
+          y_lim: tuple[float, float] | None = None) -> None:
     from trainer.fit.plot import PlotSeries, plot_fits
 
     series = [PlotSeries(label=r["series"].label, compute=r["series"].compute, reward=r["series"].reward,
                          fit=r["fit"], power_law=r["power_law"], predict_at=predict_at) for r in results]
-    plot_fits(series, out, x_label=x_label)
+    plot_fits(series, out, x_label=x_label, y_lim=y_lim)

@@ -40,7 +40,7 @@ def write_curves(run_dir: Path, domains: list[str]) -> dict[str, Any]:
         record: dict[str, Any] = {"compute_device_s": series.compute.tolist(), "pass_rate": series.reward.tolist()}
         raw.append((domain, series))
         try:
-            fit = fit_sigmoid(series.compute, series.reward)
+            fit = fit_sigmoid(series.compute, series.reward, a_max=1.0)  # a pass rate: A in [R0, 1]
             record["fit"] = fit.to_dict()
             plotted.append(PlotSeries(label=domain, compute=series.compute, reward=series.reward, fit=fit))
         except (FitError, ArithmeticError, np.linalg.LinAlgError) as exc:
@@ -51,7 +51,8 @@ def write_curves(run_dir: Path, domains: list[str]) -> dict[str, Any]:
     if raw:
         _plot_raw(raw, out / "pass_rate.png")
     if plotted:
-        plot_fits(plotted, out / "fit.png", x_label="device-seconds", y_label="held-out pass rate")
+        plot_fits(plotted, out / "fit.png", x_label="device-seconds (wall s x devices)", y_label="held-out pass rate",
+                  y_lim=(0, 1))
     return summary
 
 

@@ -92,8 +92,11 @@ def plot_fits(
     x_label: str = "compute",
     y_label: str = "validation pass rate",
     extend_to: float | None = None,
+    y_lim: tuple[float, float] | None = None,
 ) -> Path:
-    """Draw every series into one PNG (or any matplotlib format by suffix) at `out`; returns `out`."""
+    """Draw every series into one PNG (or any matplotlib format by suffix) at `out`; returns `out`.
+
+    `y_lim` fixes the y-axis ((0, 1) for pass rates, so a poorly determined A cannot squash the data)."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
     from matplotlib.ticker import FuncFormatter
@@ -116,6 +119,8 @@ def plot_fits(
     ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _pos: f"{v:,.0f}" if x_max >= 100 else f"{v:g}"))
     ax.set_xlabel(x_label)
     ax.set_ylabel(y_label)
+    if y_lim is not None:
+        ax.set_ylim(*y_lim)
     ax.grid(True, alpha=0.3, lw=0.6)
     for side in ("top", "right"):
         ax.spines[side].set_visible(False)

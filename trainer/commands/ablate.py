@@ -1,0 +1,86 @@
+"""`scalerl ablate`: the ScaleRL leave-one-out study (variants x seeds, equal compute, fits, report).
+
+Plans one run per variant and seed (`trainer.ablate.study`), trains the unfinished ones with the real
+trainer (`trainer.ablate.runner`), fits and compares them (`trainer.ablate.analysis`) and writes
+`DIR/report.md`, `DIR/report.json` and `DIR/figures/`. Invoking it again on the same `--out` skips
+finished runs, resumes interrupted ones from their checkpoint and rewrites the report. Bad variants,
+overrides or a conflicting earlier study stop before any training with exit code 2.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+ALL = "baseline,loo-dapo,loo-savg,loo-plan,loo-batch,loo-fp32,loo-lp,loo-8op"
+
+HELP = f"""Leave-one-out study of the ScaleRL recipe: every variant and seed gets the same compute budget
+(wall seconds x devices in use of the RL phase), sigmoid fits on the first half of it, scored on the
+second, compared against the baseline's seed spread; report.md, report.json and figures in --out.
+
+Built-in variants: {ALL}. Your own come from --variants-file (YAML: variants: NAME: overrides: [...]).
+Overrides after the options apply to every run (a variant's own overrides win).
+
+Examples:
+
+  scalerl ablate --variants baseline,loo-dapo --seeds 2 --budget 150 --out runs/ablate
+
+  scalerl ablate --variants {ALL} --seeds 2 --budget 150 --out runs/ablate-all validation.every_steps=8
+
+  scalerl ablate --variants baseline,my-k4 --variants-file my.yaml --budget 600 --out runs/k4 --ray-address auto
+
+  scalerl ablate --variants baseline,loo-dapo --budget 150 --out runs/ablate --report-only   # refit, no training
+"""
+
+
+def register(app: typer.Typer) -> None:
+    """Add the `ablate` command to `app`."""
+
+    @app.command("ablate", help=HELP)
+    def ablate(
+        overrides: Annotated[list[str] | None, typer.Argument(help="dotted overrides for every run")] = None,
+        variants: Annotated[str, typer.Option(help="comma-separated variant names (baseline is always run)")] = ALL,
+        variants_file: Annotated[Path | None, typer.Option(help="YAML of user-defined variants")] = None,
+        seeds: Annotated[int, typer.Option(min=1, help="runs per variant (pipeline.seed = 0..N-1)")] = 2,
+        budget: Annotated[float, typer.Option(help="RL compute per run in device-seconds (wall s x devices)")] = 150.0,
+        out: Annotated[Path | None, typer.Option(help="study folder (default runs/ablate-<time>)")] = None,
+        config: Annotated[Path | None, typer.Option("--config", help="YAML of TrainConfig values")] = None,
+        domains: Annotated[str | None, typer.Option(help="comma-separated: math,code (default both)")] = None,
+        model: Annotated[str | None, typer.Option(help="HF folder or cached hub id; default: tiny model")] = None,
+        engine: Annotated[str | None, typer.Option(help="torch | vllm")] = None,
+        ray_address: Annotated[str | None, typer.Option(help="run the runs as Ray tasks on this cluster")] = None,
+        burn_in: Annotated[float | None, typer.Option(help="drop points with 0 < compute < this from fits")] = None,
+        report_only: Annotated[bool, typer.Option("--report-only", help="fit and report finished runs only")] = False,
+    ) -> None:
+        from scalerl_env.config import ConfigError
+        from trainer.ablate.study import StudySpec, build_run_config, merge_previous, plan, write_manifest
+
+        folder = out or Path("runs") / time.strftime("ablate-%Y%m%d-%H%M%S")
+        try:
+            spec = StudySpec(variants=[v.strip() for v in variants.split(",") if v.strip()],
+                             variants_file=str(variants_file) if variants_file else None, seeds=seeds,
+                             budget_device_s=budget, out=str(folder), config=str(config) if config else None,
+                             domains=domains, model=model, engine=engine, overrides=overrides or [],
+                             ray_address=ray_address, burn_in=burn_in)
+            manifest = merge_previous(plan(spec), folder)
+        except (ConfigError, ValueError) as exc:
+            typer.echo(f"error: {exc}", err=True)
+            raise typer.Exit(2) from None
+        folder.mkdir(parents=True, exist_ok=True)
+        write_manifest(manifest, folder)
+        if not report_only:
+            from trainer.ablate.runner import execute
+
+            execute(manifest, folder)
+        from trainer.ablate.analysis import analyze
+        from trainer.ablate.report import write_report
+
+        result = analyze(manifest, folder, build_run_config(spec, spec.overrides).domains)
+        paths = write_report(manifest, result, folder)
+        failed = [f"{r.variant}/seed{r.seed}" for r in manifest.runs if r.status == "failed"]
+        typer.echo(f"study folder: {folder}  ({len(manifest.runs)} runs"
+                   + (f", failed: {', '.join(failed)}" if failed else "") + ")")
+        typer.echo(f"  report: {paths['report_md']}   json: {paths['report_json']}   figures: {folder / 'figures'}")
