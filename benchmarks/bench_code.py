@@ -5,7 +5,9 @@ Baseline: each program + its tests written to a file and run with
 `subprocess.run([sys.executable, file])`: one fresh interpreter per test, no isolation at all.
 Verifier: `CodeVerifier` with every isolation layer this host allows (strict on CI), `slots` fork
 servers; measured with 1 slot (same parallelism as the baseline) and with `--slots` (default 2).
-Prints executions per second and the ratio verifier / baseline (target: >= 10x with every layer on).
+Prints executions per second, the ratio verifier / baseline (target: >= 20x with every layer on) and
+the load average at start and end (the machine may be shared; `bench_code_phases.py` shows where the
+time of one execution goes).
 
 Usage: python benchmarks/bench_code.py [--n 150] [--slots 2] [--rounds 3] [--all]
 """
@@ -86,12 +88,14 @@ def main() -> int:
     with open(MBPP) as f:
         rows = [r for r in json.load(f) if args.all or r["task_id"] not in HEAVY][: args.n]
     n = len(rows)
+    load_before = os.getloadavg()[0]
     m = measure(rows, args.slots, args.rounds)
     (base_s, base_ok), (one_s, one_ok), (many_s, many_ok) = (m["totals"][a] for a in ("baseline", "one", "many"))
     layers = m["layers"]
     active = sorted(k for k, on in layers["layers"].items() if on)
     print(f"workload: {n} MBPP programs with their asserts{'' if args.all else ' (task 123 excluded)'}; "
-          f"{args.rounds} interleaved rounds; host cpus: {os.cpu_count()}; load average {os.getloadavg()[0]:.1f}")
+          f"{args.rounds} interleaved rounds; host cpus: {os.cpu_count()}; load average (1 min) "
+          f"{load_before:.2f} at start, {os.getloadavg()[0]:.2f} at end")
     print(f"sandbox level {layers['level']}; layers on: {', '.join(active)}")
     print(f"baseline subprocess.run per test : {n / base_s:8.1f} exec/s  ({base_ok}/{n} pass, {base_s:.2f} s)")
     print(f"verifier, 1 slot                 : {n / one_s:8.1f} exec/s  ({one_ok}/{n} correct, {one_s:.2f} s)"

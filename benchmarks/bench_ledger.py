@@ -112,12 +112,12 @@ def bench(args: argparse.Namespace, workdir: Path) -> dict:
     res.update(baseline(path, batches, args.baseline_rows))
     res["speedup"] = res["batched_rows_per_s"] / res["baseline_rows_per_s"]
     if args.ingest_lines:
-        res.update(ingest_cli(workdir, args.ingest_lines, args.prompts))
+        res.update(ingest_cli(workdir, args.ingest_lines, args.prompts, args.ingest_module))
         res["ingest_speedup"] = res["ingest_rows_per_s"] / res["baseline_rows_per_s"]
     return res
 
 
-def ingest_cli(workdir: Path, rows: int, prompts: int) -> dict:
+def ingest_cli(workdir: Path, rows: int, prompts: int, use_module: bool = False) -> dict:
     """Time `scalerl-env ledger ingest` of `rows` verdict lines as a user runs it (a fresh process)."""
     lines = workdir / "verdicts.jsonl"
     with lines.open("w") as f:
@@ -132,7 +132,7 @@ def ingest_cli(workdir: Path, rows: int, prompts: int) -> dict:
     with Ledger(path) as led:
         led.upsert_problems([_problem(i) for i in range(prompts)])
     exe = Path(sys.executable).with_name("scalerl-env")
-    cmd = [str(exe)] if exe.exists() else [sys.executable, "-m", "scalerl_env.cli"]
+    cmd = [str(exe)] if exe.exists() and not use_module else [sys.executable, "-m", "scalerl_env.cli"]
     t0 = time.perf_counter()
     subprocess.run([*cmd, "ledger", "ingest", "--ledger", str(path), "--file", str(lines)], check=True,
                    stdout=subprocess.DEVNULL)
@@ -169,6 +169,9 @@ def main() -> int:
     ap.add_argument("--record-batches", type=int, default=20, help="batches timed through record()")
     ap.add_argument("--reps", type=int, default=50)
     ap.add_argument("--ingest-lines", type=int, default=200_000, help="lines for the `ledger ingest` run (0: skip)")
+    ap.add_argument("--ingest-module", action="store_true",
+                    help="run `python -m scalerl_env.cli` (honours PYTHONPATH, e.g. an older checkout) instead of "
+                         "the installed scalerl-env")
     ap.add_argument("--json-out", type=Path)
     args = ap.parse_args()
     load_before = os.getloadavg()[0]
