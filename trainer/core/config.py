@@ -18,7 +18,13 @@ DEFAULT_PHRASE = "Okay, time is up. Let me stop thinking and formulate a final a
 
 
 class LossConfig(Strict):
-    """The ablation switches of the loss; defaults are the paper's."""
+    """The ablation switches of the loss; defaults are the paper's.
+
+    Clip ranges of the alternatives, as their sources publish them (what `scalerl ablate`'s
+    `loo-dapo` uses): DAPO ε_low 0.2 / ε_high 0.28 (Yu et al. 2025, arXiv 2503.14476, "clip-higher");
+    GSPO 3e-4 / 4e-4 on the length-normalized sequence ratio (Zheng et al. 2025, arXiv 2507.18071).
+    ScaleRL's Fig. 19-20 sweep these ranges for stability; the values it settled on were not checked
+    against the paper here, so these are the source papers' values."""
 
     name: Literal["cispo", "dapo", "gspo", "grpo"] = Field(
         default="cispo", description="policy loss (ScaleRL uses CISPO)"
