@@ -17,6 +17,11 @@
   rebuilt from the seed and the watermark (retirements with sequence number ≤ watermark were excluded
   when the epoch started). The state is also available as `state_dict()` for trainer checkpoints.
 
+Strategies: with `policy=` (a `curriculum.policy.CurriculumPolicy`) the policy chooses the domain
+weights of each batch and the next prompt of a domain (priority, bench rules, re-admission, GRESO
+skipping, stages); its state travels in the sampler state. Without it (`policy=None`, ScaleRL's
+defaults) the sampler runs exactly the walk described above.
+
 Not guaranteed: a batch that was drawn but never trained on (a crash between the two) is not redrawn
 after a restart from the ledger (at-most-once per epoch); restore the trainer checkpoint's
 `state_dict()` for exact replay. A domain with fewer active prompts than its share of one batch may
@@ -26,6 +31,7 @@ repeat a prompt within that batch (its epoch wraps).
 from __future__ import annotations
 
 import hashlib
+import json
 import logging
 import random
 from collections.abc import Mapping, Sequence
@@ -51,9 +57,9 @@ class Sampler:
     def __init__(
         self, problems: Sequence[ProblemRecord], *, weights: Mapping[str, float], seed: int,
         ledger: Ledger | None = None, holdout_ids: AbstractSet[str] = frozenset(), name: str = "train",
-        resume: bool = True,
+        resume: bool = True, policy: Any = None,
     ) -> None:
-        self.ledger, self.name, self.seed = ledger, name, int(seed)
+        self.ledger, self.name, self.seed, self.policy = ledger, name, int(seed), policy
         self.weights = self._check_weights(problems, weights)
         self._by_id: dict[str, ProblemRecord] = {}
         for p in problems:
@@ -71,6 +77,8 @@ class Sampler:
         if stored is not None:
             self.load_state_dict(stored)
             logger.info("sampler %r resumed at batch %d", name, self._state["batches"])
+            if policy is not None:
+                policy.on_resume(self)
 
     @staticmethod
     def _check_weights(problems: Sequence[ProblemRecord], weights: Mapping[str, float]) -> dict[str, float]:
@@ -94,15 +102,20 @@ class Sampler:
         return {d: hashlib.sha256("\n".join(ids).encode()).hexdigest()[:16] for d, ids in self._ids.items()}
 
     def _fresh_state(self) -> dict[str, Any]:
-        return {"version": STATE_VERSION, "seed": self.seed, "weights": self.weights,
-                "fingerprint": self._fingerprint(), "batches": 0, "credit": {d: 0.0 for d in self.weights},
-                "domains": {d: {"epoch": -1, "cursor": 0, "watermark": 0, "exhausted": False} for d in self.weights},
-                "own_retired": {}}
+        state = {"version": STATE_VERSION, "seed": self.seed, "weights": self.weights,
+                 "fingerprint": self._fingerprint(), "batches": 0, "credit": {d: 0.0 for d in self.weights},
+                 "domains": {d: {"epoch": -1, "cursor": 0, "watermark": 0, "exhausted": False} for d in self.weights},
+                 "own_retired": {}}
+        if self.policy is not None:
+            state["policy"] = self.policy.fresh_state()
+        return state
 
     # ------------------------------------------------------------------------------------------ state
     def state_dict(self) -> dict[str, Any]:
         state = dict(self._state)
         state["own_retired"] = dict(self._own_retired)
+        if "policy" in state:
+            state["policy"] = json.loads(json.dumps(state["policy"]))
         return state
 
     def load_state_dict(self, state: Mapping[str, Any]) -> None:
@@ -112,7 +125,9 @@ class Sampler:
                 raise SamplerStateError(
                     f"stored sampler state {self.name!r} has {key}={state.get(key)!r}, this sampler has "
                     f"{mine[key]!r}; use the same problems/seed/weights or start fresh with resume=False")
-        self._state = {k: state[k] for k in mine}
+        self._state = {k: state[k] for k in mine if k != "policy"}
+        if "policy" in mine:  # a run started without strategies may resume with them
+            self._state["policy"] = json.loads(json.dumps(state.get("policy", mine["policy"])))
         self._state["credit"] = dict(state["credit"])
         self._state["domains"] = {d: dict(v) for d, v in state["domains"].items()}
         self._own_retired = dict(state.get("own_retired", {}))
@@ -152,6 +167,11 @@ class Sampler:
         return order
 
     def _draw(self, domain: str, retired: Mapping[str, int]) -> str | None:
+        if self.policy is not None:
+            return self.policy.draw(self, domain, retired)
+        return self._walk(domain, retired)
+
+    def _walk(self, domain: str, retired: Mapping[str, int]) -> str | None:
         st = self._state["domains"][domain]
         order = self._order(domain, retired) if st["epoch"] >= 0 else self._start_epoch(domain, retired)
         for _ in range(2):  # at most one epoch change per draw: a fresh order holds no retired prompt
@@ -165,14 +185,15 @@ class Sampler:
                 return None
         return None
 
-    def _pick_domain(self) -> str | None:
+    def _pick_domain(self, weights: Mapping[str, float] | None = None) -> str | None:
+        weights = self.weights if weights is None else weights
         live = [d for d in self.weights if not self._state["domains"][d]["exhausted"]]
         if not live:
             return None
         credit = self._state["credit"]
-        total = sum(self.weights[d] for d in live)
+        total = sum(weights[d] for d in live)
         for d in live:
-            credit[d] += self.weights[d]
+            credit[d] += weights[d]
         best = max(live, key=lambda d: (credit[d], [-ord(c) for c in d]))
         credit[best] -= total
         return best
@@ -182,9 +203,13 @@ class Sampler:
         if n < 1:
             raise ValueError(f"batch size must be >= 1, got {n}")
         retired = self._retired()
+        weights = None
+        if self.policy is not None:
+            self.policy.begin_batch(self)
+            weights = self.policy.domain_weights(self.weights)
         batch: list[ProblemRecord] = []
         while len(batch) < n:
-            domain = self._pick_domain()
+            domain = self._pick_domain(weights)
             if domain is None:
                 raise SamplerExhausted(f"every weighted domain ran out of active problems after {len(batch)} "
                                        f"of {n} in batch {self._state['batches']}")

@@ -25,6 +25,7 @@ from typing import Literal
 from pydantic import Field, field_validator, model_validator
 
 from curriculum.filters import RetirementConfig
+from curriculum.strategy_config import StrategyConfig
 from scalerl_env.records import DOMAINS, Strict
 from trainer.core.config import AdvantageConfig, LengthConfig, LossConfig, OptimConfig
 from trainer.data_config import PromptsConfig, RolloutLogConfig, SourceConfig
@@ -82,10 +83,25 @@ class DataConfig(Strict):
         default_factory=dict, description="held-out files per domain; a domain without = split from its training data")
 
 
-class CurriculumConfig(Strict):
+class CurriculumConfig(StrategyConfig):
+    """ScaleRL's curriculum (zero-variance filtering, retirement in the ledger) and the switchable
+    strategies of `curriculum.strategy_config` (docs/curriculum.md)."""
+
     zero_variance_filter: bool = Field(default=True, description="drop groups whose rewards are all equal")
     retirement: RetirementConfig = Field(
         default_factory=RetirementConfig, description="no-positive resampling: retire at pass rate >= 0.9")
+
+    @model_validator(mode="after")
+    def _one_zero_variance_switch(self) -> CurriculumConfig:
+        if not self.zero_variance_filter and self.zero_variance.mode not in ("shrink", "keep"):
+            raise ValueError(f"curriculum.zero_variance_filter=false contradicts curriculum.zero_variance.mode="
+                             f"{self.zero_variance.mode} (set one of them)")
+        return self
+
+    @property
+    def zero_variance_mode(self) -> str:
+        """The effective mode: `zero_variance_filter=false` is mode `keep`."""
+        return self.zero_variance.mode if self.zero_variance_filter else "keep"
 
 
 class ValidationConfig(Strict):

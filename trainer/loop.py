@@ -28,8 +28,8 @@ from typing import Any
 import numpy as np
 import torch
 
-from curriculum.filters import zero_variance_filter
 from trainer.config import TrainConfig
+from trainer.curriculum_runtime import curriculum_metrics, plan_zero_variance, refill_groups
 from trainer.core.advantages import compute_advantages
 from trainer.core.length_control import length_metrics, training_loss_mask
 from trainer.core.update import pack_samples
@@ -54,12 +54,14 @@ def train(cfg: TrainConfig, out: str | Path, *, resume: bool = False) -> dict[st
             t0 = time.perf_counter()
             groups = sample_groups(run)
             record_attempts(run, groups)
+            groups = refill_groups(run, groups, record_attempts)  # zero_variance.mode=refill only
             kept, zero_var_ids = filter_zero_variance(run, groups)
             advantages, adv_metrics = group_advantages(run, kept, zero_var_ids)
             lag, step_metrics = policy_step(run, kept, advantages)
             push_weights(run)
             run.state.elapsed_s = time.monotonic() - t_start
-            log_step(run, groups, kept, len(zero_var_ids), lag, {**adv_metrics, **step_metrics}, t0)
+            cur_metrics = curriculum_metrics(run, groups, kept)
+            log_step(run, groups, kept, len(zero_var_ids), lag, {**adv_metrics, **step_metrics, **cur_metrics}, t0)
             if cfg.validation.enabled and run.step % cfg.validation.every_steps == 0:
                 validate(run)
             if run.step % cfg.checkpoint.every_steps == 0:
@@ -95,14 +97,12 @@ def record_attempts(run: Run, groups: list[RolloutGroup]) -> None:
 
 
 def filter_zero_variance(run: Run, groups: list[RolloutGroup]) -> tuple[list[RolloutGroup], set[int]]:
-    """Find the groups whose rewards are all equal (the one zero-variance test of the step) and drop
-    them unless the filter is off; returns the kept groups and the zero-variance group ids.
+    """Find the groups whose rewards are all equal (the one zero-variance test of the step) and apply
+    `curriculum.zero_variance.mode` (ScaleRL: drop them, the batch shrinks); returns the groups the step
+    trains on and the zero-variance group ids (`trainer.curriculum_runtime.plan_zero_variance`).
     No-positive resampling needs no phase here: the ledger retires prompts as `record_attempts`
     records them, and the sampler never draws a retired prompt again."""
-    nonzero, _ = zero_variance_filter(groups)
-    nonzero_ids = {g.group_id for g in nonzero}
-    zero_var_ids = {g.group_id for g in groups} - nonzero_ids
-    return (nonzero if run.cfg.curriculum.zero_variance_filter else list(groups)), zero_var_ids
+    return plan_zero_variance(run, groups)
 
 
 def group_advantages(run: Run, kept: list[RolloutGroup],

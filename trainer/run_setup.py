@@ -25,6 +25,7 @@ from scalerl_env.config import ConfigError, write_resolved
 from trainer.config import TrainConfig
 from trainer.core.checkpoint import latest_checkpoint, load_model_weights
 from trainer.core.update import PolicyTrainer
+from trainer.curriculum_runtime import build_policy
 from trainer.distributed.components import make_components
 from trainer.distributed.leader import RankGroup, start_ranks
 from trainer.engines.device import resolve_device
@@ -162,7 +163,7 @@ def setup_run(cfg: TrainConfig, out: Path, *, resume: bool = False) -> Run:
     ledger.upsert_problems(problems)
     holdout_ids = {p.prompt_id for pool in pools.values() for p in pool.holdout}
     sampler = Sampler(problems, weights=domain_weights(cfg), seed=cfg.pipeline.seed,
-                      ledger=ledger, holdout_ids=holdout_ids)
+                      ledger=ledger, holdout_ids=holdout_ids, policy=build_policy(cfg))
     verifier = parts.verifier(cfg.verifier)
     rollouts = Rollouts(cfg, codec, _drawer(sampler, cfg.pipeline.prompts_per_step), verifier, seed=cfg.pipeline.seed)
     engine = parts.engine(model, codec.eos_token_id, device=device, policy_version=trainer.policy_version,

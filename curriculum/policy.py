@@ -1,0 +1,210 @@
+"""The sampler's strategy hook: priority, bench rules, re-admission, GRESO skipping, mixing, stages.
+
+`Sampler(..., policy=CurriculumPolicy(cfg, seed=...))` hands three decisions to this object: the
+domain weights of each batch, and which prompt of a domain is drawn next. Before each batch the
+policy reads the counts its active strategies need from the ledger (`curriculum.ledger_counts`);
+every decision is a function of those counts, the seed and the sampler's stored state, so a sampler
+rebuilt on the same ledger draws the same prompts (the policy's state — prompts drawn this epoch,
+the re-admission queue, a draw counter — travels inside the sampler state).
+
+Guarantees
+- Without replacement within an epoch: a prompt is drawn (or passed over) at most once per epoch of
+  its domain; retired and held-out prompts are never drawn, except retired ones re-admitted on purpose.
+- A prompt passed over (skipped, benched, outside the stage's level) is counted in `events`; when a
+  whole pass over the domain is refused, the last candidate is drawn anyway (`forced`), so a batch
+  always fills while the domain has active prompts.
+Not guaranteed: that priority weights are current to the sample (they are read once per batch, and
+in a pipelined run the newest groups are still being generated).
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import threading
+from collections import Counter
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from curriculum import ledger_counts as lc
+from curriculum import strategies as st
+from curriculum.strategy_config import StrategyConfig
+
+if TYPE_CHECKING:
+    from curriculum.sampler import Sampler
+
+
+class CurriculumPolicy:
+    def __init__(self, cfg: StrategyConfig, *, seed: int, prior: Mapping[str, float] | None = None) -> None:
+        self.cfg, self.seed, self.prior = cfg, int(seed), dict(prior or {})
+        self.events: Counter[str] = Counter()
+        self.gauges: dict[str, float] = {}
+        self._lock = threading.Lock()
+        self._rates: dict[str, Any] = {}
+        self._windows: dict[str, tuple[int, int]] = {}
+        self._streaks: dict[str, tuple[int, bool]] = {}
+        self._p = (cfg.skip.p_initial, cfg.skip.p_initial)
+        self._weights: dict[str, float] | None = None
+        self._stage_dropped: set[str] = set()
+        self._stage_cache: int | None = None
+
+    # ------------------------------------------------------------------------------------ state
+    def fresh_state(self) -> dict[str, Any]:
+        return {"drawn": {}, "queue": [], "resumes": 0, "n": 0}
+
+    def on_resume(self, sampler: Sampler) -> None:
+        """Called when the sampler continued from stored state: queue re-admissions (resume_fraction)."""
+        state = sampler._state["policy"]
+        state["resumes"] += 1
+        if self.cfg.readmission.mode == "resume_fraction":
+            retired = [pid for pid in sampler._retired() if pid in sampler._by_id and pid not in sampler.holdout_ids]
+            queued = st.readmitted_on_resume(retired, self.cfg.readmission.fraction, self.seed, state["resumes"])
+            state["queue"] = list(state["queue"]) + queued
+
+    # ------------------------------------------------------------------------------------ per batch
+    def begin_batch(self, sampler: Sampler) -> None:
+        """Read the counts the active strategies need (once per batch)."""
+        ledger, cfg = sampler.ledger, self.cfg
+        self._rates = ledger.pass_rates() if ledger is not None else {}
+        if ledger is None:
+            return
+        if cfg.bench.active:
+            self._windows = lc.last_k_windows(ledger, cfg.bench.last_k or 1)
+        if cfg.skip.mode == "greso":
+            self._streaks = lc.zero_variance_streaks(ledger)
+            self._p = st.greso_probabilities(lc.step_outcomes(ledger), cfg.skip)
+        if cfg.mixing.mode != "fixed":
+            progress = lc.domain_progress(ledger, cfg.mixing.window_groups)
+            self._weights = st.MIXINGS[cfg.mixing.mode](sampler.weights, progress, cfg.mixing)
+        self._update_stage_drops(sampler)
+        with self._lock:
+            self.gauges = {"p_easy": self._p[0], "p_hard": self._p[1], "stage": float(self._stage(sampler)),
+                           **{f"weight/{d}": w for d, w in (self._weights or sampler.weights).items()}}
+
+    def _stage(self, sampler: Sampler) -> int:
+        return st.stage_index(sampler._state["batches"], self.cfg.stages)
+
+    def _update_stage_drops(self, sampler: Sampler) -> None:
+        """POLARIS re-filtering: prompts above a finished stage's `drop_above` stay benched afterwards."""
+        current = self._stage(sampler)
+        if current == self._stage_cache or sampler.ledger is None:
+            return
+        dropped: set[str] = set()
+        lo = 0
+        for stage in self.cfg.stages[:current]:
+            if stage.drop_above is not None and stage.until_batch is not None:
+                rates = lc.stage_pass_rates(sampler.ledger, lo, stage.until_batch)
+                dropped |= {pid for pid, r in rates.items() if r > stage.drop_above}
+            lo = stage.until_batch or lo
+        self._stage_dropped, self._stage_cache = dropped, current
+
+    def domain_weights(self, base: Mapping[str, float]) -> dict[str, float]:
+        return dict(base) if self._weights is None else dict(self._weights)
+
+    # ------------------------------------------------------------------------------------ drawing
+    def _rng(self, sampler: Sampler, tag: str) -> random.Random:
+        state = sampler._state["policy"]
+        state["n"] += 1
+        return random.Random(f"{self.seed}:{tag}:{state['n']}")
+
+    def draw(self, sampler: Sampler, domain: str, retired: Mapping[str, int]) -> str | None:
+        pid = self._readmission(sampler, domain)
+        if pid is not None:
+            return pid
+        last = None
+        for _ in range(len(sampler._ids[domain]) + 1):
+            pid = self._candidate(sampler, domain, retired)
+            if pid is None:
+                return last
+            reason = self._refusal(sampler, pid)
+            if reason is None:
+                return pid
+            self._count(reason)
+            last = pid
+        self._count("forced")
+        return last
+
+    def _count(self, event: str, n: int = 1) -> None:
+        with self._lock:
+            self.events[event] += n
+
+    def _readmission(self, sampler: Sampler, domain: str) -> str | None:
+        cfg, state = self.cfg.readmission, sampler._state["policy"]
+        if cfg.mode == "resume_fraction" and state["queue"]:
+            if self._rng(sampler, "queue").random() < 1.0 / cfg.queue_every:
+                mine = [i for i, pid in enumerate(state["queue"]) if sampler._by_id[pid].domain == domain]
+                if mine:
+                    self._count("readmitted")
+                    return state["queue"].pop(mine[0])
+        if cfg.mode == "probe":
+            rng = self._rng(sampler, "probe")
+            if rng.random() < cfg.probe_probability:
+                pool = sorted(pid for pid in sampler._retired() if pid in sampler._by_id
+                              and sampler._by_id[pid].domain == domain and pid not in sampler.holdout_ids)
+                if pool:
+                    self._count("probed")
+                    return pool[rng.randrange(len(pool))]
+        return None
+
+    def _candidate(self, sampler: Sampler, domain: str, retired: Mapping[str, int]) -> str | None:
+        """The next prompt of the epoch: the seeded permutation (uniform), or a weighted pick among the
+        epoch's remaining prompts (priority)."""
+        if self.cfg.priority.mode == "uniform":
+            return sampler._walk(domain, retired)
+        drawn = sampler._state["policy"]["drawn"]
+        for _ in range(2):
+            if sampler._state["domains"][domain]["epoch"] < 0:
+                sampler._start_epoch(domain, retired)
+                drawn[domain] = []
+            seen = set(drawn.setdefault(domain, []))
+            left = [pid for pid in sampler._order(domain, retired) if pid not in seen and pid not in retired]
+            if left:
+                pid = st.weighted_pick(left, self._priority(left), self._rng(sampler, f"pick:{domain}"))
+                drawn[domain].append(pid)
+                sampler._state["domains"][domain]["cursor"] = len(drawn[domain])
+                return pid
+            sampler._start_epoch(domain, retired)
+            drawn[domain] = []
+            if sampler._state["domains"][domain]["exhausted"]:
+                return None
+        return None
+
+    def _priority(self, candidates: list[str]) -> dict[str, float]:
+        cfg = self.cfg.priority
+        p = {}
+        for pid in candidates:
+            r = self._rates.get(pid)
+            correct, scored = (0, 0) if r is None else (
+                (r.correct, r.scored) if cfg.window == "all" else (r.last_group_correct, r.last_group_scored))
+            p[pid] = st.pass_rate_estimate(correct, scored, self.prior.get(pid), cfg.unseen_pass_rate)
+        return st.priority_weights(p, cfg)
+
+    def _refusal(self, sampler: Sampler, pid: str) -> str | None:
+        """Why `pid` is passed over this time (None: it is drawn)."""
+        if pid in self._stage_dropped:
+            return "stage_dropped"
+        if self.cfg.stages and not st.in_level(self.prior.get(pid), self.cfg.stages[self._stage(sampler)]):
+            return "out_of_level"
+        side = st.benched(self._windows.get(pid), self.cfg.bench)
+        if side is not None:
+            return f"benched_{side}"
+        streak, easy = self._streaks.get(pid, (0, False))
+        if streak:
+            prob = st.SKIPS[self.cfg.skip.mode](streak, easy, *self._p)
+            if self._rng(sampler, f"skip:{pid}").random() < prob:
+                return "skipped_easy" if easy else "skipped_hard"
+        return None
+
+    # ------------------------------------------------------------------------------------ reporting
+    def take_metrics(self, prefix: str = "curriculum/") -> dict[str, float]:
+        """Events since the last call (then reset) and the current gauges, for one metrics line."""
+        with self._lock:
+            out = {f"{prefix}{k}": float(v) for k, v in sorted(self.events.items())}
+            out.update({f"{prefix}{k}": float(v) for k, v in self.gauges.items()})
+            self.events.clear()
+        return out
+
+
+def policy_state_copy(state: Mapping[str, Any]) -> dict[str, Any]:
+    """A detached copy of the policy's part of the sampler state (JSON round trip)."""
+    return json.loads(json.dumps(state))

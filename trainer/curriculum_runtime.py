@@ -1,0 +1,115 @@
+"""The curriculum strategies inside a training run: the sampler's policy and the zero-variance modes.
+
+The loop calls three phases from here (`trainer.loop`): `refill_groups` (mode `refill` only: take
+more scored groups until the step has `prompts_per_step` informative ones), `plan_zero_variance`
+(which groups the step trains on under the mode: shrink | refill | duplicate | keep) and
+`curriculum_metrics` (what was dropped, refilled, duplicated, skipped, re-admitted and the effective
+batch, one metrics.jsonl line per step). The decisions are `curriculum.strategies` functions.
+
+Guarantees
+- With ScaleRL's defaults (mode shrink, no sampler strategy) the kept groups, their order and the
+  sampler's draws are exactly what the loop trained on before these phases existed: `build_policy`
+  returns None and `plan_zero_variance` keeps the informative groups in order.
+- Refill respects the lag rule (it takes through `take_groups`) and credits the generator's
+  admission with the groups it took beyond the step's share, so the generator produces them (DAPO's
+  extra generation cost) and the pipeline never runs dry.
+Not guaranteed: that a refill round finds enough informative groups: after `max_refill_rounds`
+rounds (or a take that waits past `refill_timeout_s`) the step trains on what it has.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any, Callable
+
+from curriculum.filters import zero_variance_filter
+from curriculum.ledger_counts import profile_prior
+from curriculum.policy import CurriculumPolicy
+from curriculum.strategies import ZERO_VARIANCE_MODES
+from scalerl_env.config import ConfigError
+from trainer.config import TrainConfig
+from trainer.rollout.messages import RolloutGroup
+
+log = logging.getLogger(__name__)
+
+
+def build_policy(cfg: TrainConfig) -> CurriculumPolicy | None:
+    """The sampler's strategy hook, or None under ScaleRL's defaults (the sampler's plain walk)."""
+    cur = cfg.curriculum
+    if cur.zero_variance_mode == "refill" and cfg.ray.enabled:
+        raise ConfigError("curriculum.zero_variance.mode=refill needs the in-process runtime (ray.enabled=false)")
+    if not cur.sampler_active:
+        return None
+    prior = profile_prior(cur.prior_ledger) if cur.prior_ledger else None
+    return CurriculumPolicy(cur, seed=cfg.pipeline.seed, prior=prior)
+
+
+def informative(groups: list[RolloutGroup]) -> list[bool]:
+    """One flag per group: its rewards are not all equal (the filter of the ScaleRL recipe)."""
+    kept = {g.group_id for g in zero_variance_filter(groups)[0]}
+    return [g.group_id in kept for g in groups]
+
+
+def credit_admission(runtime: Any, n: int) -> None:
+    """Let the generator submit `n` more groups than the admission rule's count (they replace groups a
+    refill took beyond the step's share; the outstanding count, hence the lag bound, is unchanged)."""
+    credit = getattr(runtime, "credit_admission", None)
+    if credit is not None:
+        credit(n)
+        return
+    with runtime._cv:  # trainer.rollout.runtime.LocalRuntime counts submissions in `_submitted`
+        runtime._submitted -= n
+        runtime._cv.notify_all()
+
+
+def refill_groups(run: Any, groups: list[RolloutGroup],
+                  record: Callable[[Any, list[RolloutGroup]], None]) -> list[RolloutGroup]:
+    """Mode `refill`: take (and record) more groups until `prompts_per_step` of them are informative."""
+    cur = run.cfg.curriculum
+    if cur.zero_variance_mode != "refill":
+        return groups
+    target, out = run.cfg.pipeline.prompts_per_step, list(groups)
+    for _ in range(cur.zero_variance.max_refill_rounds):
+        missing = ZERO_VARIANCE_MODES["refill"](informative(out), target, 0.0).want_more
+        if missing == 0:
+            break
+        credit_admission(run.runtime, missing)
+        try:
+            more = run.runtime.take_groups(missing, run.trainer.policy_version, cur.zero_variance.refill_timeout_s)
+        except TimeoutError:
+            log.warning("refill: no %d more scored groups within %.0f s; training on what the step has",
+                        missing, cur.zero_variance.refill_timeout_s)
+            break
+        record(run, more)
+        out += more
+    return out
+
+
+def plan_zero_variance(run: Any, groups: list[RolloutGroup]) -> tuple[list[RolloutGroup], set[int]]:
+    """The groups the step trains on under the zero-variance mode, and the zero-variance group ids.
+    Duplicates (mode duplicate) are copies with negative group ids, so each is its own group."""
+    cur = run.cfg.curriculum
+    flags = informative(groups)
+    zero_var_ids = {g.group_id for g, ok in zip(groups, flags) if not ok}
+    plan = ZERO_VARIANCE_MODES[cur.zero_variance_mode](
+        flags, run.cfg.pipeline.prompts_per_step, cur.zero_variance.duplicate_min_fraction)
+    kept = [groups[i] for i in plan.keep]
+    kept += [groups[i].model_copy(update={"group_id": -(j + 1)}) for j, i in enumerate(plan.duplicate)]
+    return kept, zero_var_ids
+
+
+def curriculum_metrics(run: Any, groups: list[RolloutGroup], kept: list[RolloutGroup]) -> dict[str, float]:
+    """The step's curriculum line: groups dropped, refilled and duplicated, whether the step was skipped,
+    the trained groups, plus the sampler policy's events (skipped, benched, re-admitted, ...) and gauges."""
+    trained = {g.group_id for g in kept if g.group_id >= 0}
+    out = {
+        "curriculum/dropped": float(sum(g.group_id not in trained for g in groups)),
+        "curriculum/refilled": float(max(0, len(groups) - run.cfg.pipeline.prompts_per_step)),
+        "curriculum/duplicated": float(sum(g.group_id < 0 for g in kept)),
+        "curriculum/skipped_step": float(bool(groups) and not kept),
+        "curriculum/trained_groups": float(len(kept)),
+    }
+    policy = getattr(run.sampler, "policy", None)
+    if policy is not None:
+        out.update(policy.take_metrics())
+    return out
