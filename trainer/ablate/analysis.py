@@ -36,6 +36,8 @@ from trainer.ablate.variants import BASELINE
 
 PAPER_MARGIN = 0.02
 """The paper's ±0.02 on A (three runs of the same recipe); the floor of the margin here."""
+POINT_SE_TARGET = 0.01
+"""A point resolves ±0.02 (about two standard errors) when its standard error is at most this."""
 
 
 @dataclass
@@ -93,6 +95,8 @@ class DomainSummary(Strict):
     fixed_A_variants: list[str] = Field(default_factory=list)
     samples_per_point: int
     max_point_se: float = Field(description="largest binomial standard error of one evaluation")
+    samples_for_margin: int = Field(
+        description="samples per evaluation that would bring that error to POINT_SE_TARGET at the observed rates")
 
 
 class Analysis(Strict):
@@ -242,9 +246,11 @@ def analyze(manifest: Manifest, out: Path, domains: list[str]) -> AnalysisResult
         runs_d = [r for r in result.report.runs if r.domain == d]
         margin, source = margin_for([r.fit["A"] for r in runs_d if r.variant == BASELINE and r.fit])
         n = [int(x) for c in curves if c.domain == d for x in c.n if x > 0]
+        var = [p * (1 - p) for c in curves if c.domain == d for p in c.rate]
         se = [math.sqrt(p * (1 - p) / k) for c in curves if c.domain == d for p, k in zip(c.rate, c.n) if k > 0]
         summary = DomainSummary(domain=d, R0=r0, margin=margin, margin_source=source,
-                                samples_per_point=min(n) if n else 0, max_point_se=max(se) if se else math.nan)
+                                samples_per_point=min(n) if n else 0, max_point_se=max(se) if se else math.nan,
+                                samples_for_margin=math.ceil(max(var, default=0.25) / POINT_SE_TARGET**2))
         base = None
         rows = []
         for name in order:

@@ -15,7 +15,7 @@ import shlex
 from pathlib import Path
 
 from scalerl_env.config import atomic_write_text
-from trainer.ablate.analysis import AnalysisResult, VariantDomain
+from trainer.ablate.analysis import POINT_SE_TARGET, AnalysisResult, VariantDomain
 from trainer.ablate.figures import plot_fixed_a, plot_heldout
 from trainer.ablate.study import Manifest
 
@@ -58,7 +58,8 @@ def render_markdown(manifest: Manifest, result: AnalysisResult, figures: dict[st
         lines += [f"## {d.domain}", "",
                   f"R0 (shared start) = {_num(d.R0)}; margin on A = ±{d.margin:.3f} ({d.margin_source}); "
                   f"{d.samples_per_point} held-out samples per evaluation, largest standard error of a point "
-                  f"{d.max_point_se:.3f}.", ""]
+                  f"{d.max_point_se:.3f} ({'resolves' if d.max_point_se <= POINT_SE_TARGET else 'does not resolve'} "
+                  f"±0.02 alone; {d.samples_for_margin} samples would).", ""]
         if d.fixed_A is not None:
             lines += [f"Fixed-A refit: A = {d.fixed_A:.3f} for {', '.join(d.fixed_A_variants)}.", ""]
         lines += ["| variant | fits/seeds | final pass rate | A | ΔA | ΔA > margin | B | ΔB | C_mid | B (A fixed) "
