@@ -69,7 +69,7 @@ $(RSTAMP): pyproject.toml
 	$(RPY) -m pip install -q "trl==1.16.0" "verl==0.9.1" "hydra-core>=1.3" "omegaconf>=2.3"
 	$(RPY) -m pip install -q -e ".[dev]"
 	$(RPY) -m pip install -q --no-deps "openrlhf==0.11.2" "antlr4-python3-runtime==4.9.3"
-	$(RPY) -c "import hydra, omegaconf, trl, verl, openrlhf.utils.agent; omegaconf.OmegaConf.create('a: 1')"
+	$(RPY) -c 'import omegaconf, trl, verl, openrlhf.utils.agent; assert omegaconf.OmegaConf.create({"a": 1, "b": "$${a}"}).b == 1'
 	touch $(RSTAMP)
 
 test-all: install vllm-env rl-env
