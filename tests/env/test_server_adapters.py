@@ -160,9 +160,9 @@ def test_get_reward_without_prompts_scores_the_whole_query(server):
 
 # ------------------------------------------------------------------ references read back from dataset columns
 # Arrow gives every row of a struct column every field of the column: fields a row lacks come back as None.
-STDIO_OBJ = {"kind": "stdio", "cases": [{"input": "1 2\n", "output": "3\n"}, {"input": "3 4\n", "output": "7\n"}]}
-FUNC_OBJ = {"kind": "functional", "entry_point": "add", "cases": [{"args": [1, 2], "expected": 3}],
-            "compare": "exact"}
+STDIO_OBJ = {"kind": "stdio", "compare": "tokens",
+             "cases": [{"input": "1 2\n", "output": "3\n"}, {"input": "3 4\n", "output": "7\n"}]}
+FUNC_OBJ = {"kind": "functional", "entry_point": "add", "cases": [{"args": [1, 2], "expected": 3}]}
 ADD_PROGRAM = "```python\ndef add(a, b):\n    return a + b\n```"
 
 
@@ -175,15 +175,15 @@ def column_rows(values: list) -> list:
 
 def test_object_specs_from_a_mixed_column_gain_none_fields():
     # The premise of the normalization: if datasets stops filling None, this test says so.
-    stdio, func = column_rows([STDIO_OBJ, {**FUNC_OBJ, "compare": None}])
+    stdio, func = column_rows([STDIO_OBJ, FUNC_OBJ])
     assert stdio["entry_point"] is None and stdio["cases"][0]["args"] is None
-    assert func["cases"][0]["input"] is None
+    assert func["compare"] is None and func["cases"][0]["input"] is None
 
 
 def test_object_specs_from_a_dataset_column_score(server):
     from scalerl_env.adapters.trl import ScaleRLReward
 
-    stdio, func = column_rows([STDIO_OBJ, {k: v for k, v in FUNC_OBJ.items() if k != "compare"}])
+    stdio, func = column_rows([STDIO_OBJ, FUNC_OBJ])
     rewards = ScaleRLReward(server.url)(prompts=["p", "p", "p"], completions=[SUM_PROGRAM, ADD_PROGRAM, "nope"],
                                         answer=[stdio, func, func])
     assert rewards == [1.0, 1.0, 0.0]
@@ -233,3 +233,25 @@ def test_adapter_error_survives_ray():
             ray.get(ray.remote(_raise_in_ray_worker).remote())
     finally:
         ray.shutdown()
+
+
+def test_object_specs_read_with_pandas(tmp_path):
+    # pandas hands back a parquet struct column with numpy arrays for lists and None-filled fields.
+    import pandas as pd
+
+    import datasets
+
+    path = tmp_path / "refs.parquet"
+    datasets.Dataset.from_list([{"ref": STDIO_OBJ}, {"ref": FUNC_OBJ}]).to_parquet(str(path))
+    stdio, func = pd.read_parquet(path)["ref"]
+    assert type(stdio["cases"]).__module__ == "numpy"  # the premise: not plain lists
+    assert reference_item("x", stdio).tests.cases[1].output == "7\n"
+    assert reference_item("x", func).tests.cases[0].args == [1, 2]
+
+
+def test_get_reward_label_with_an_unknown_field_is_422(server):
+    label = {**STDIO_OBJ, "entry_point": None, "bogus": "x"}  # None is dropped, a value is not
+    response = openrlhf_post(server.url + "/get_reward", [SUM_PROGRAM], [""], [label])
+    assert response.status_code == 422
+    assert response.json()["detail"][0]["field"] == "labels.0"
+    assert "bogus" in response.json()["detail"][0]["msg"]
