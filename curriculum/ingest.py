@@ -138,7 +138,7 @@ LINE_SCHEMA = pa.schema([
     ("id", pa.string()), ("domain", pa.string()), ("step", pa.int64()), ("policy_version", pa.int64()),
     ("sample_index", pa.int64()), ("truncated", pa.bool_()), ("completion_tokens", pa.int64()),
 ])
-_BLANK_LINE = re.compile(rb"(?:^|\n)[ \t\r\f\v]*(?:\n|$)")
+_BLANK_INSIDE = re.compile(rb"\n[ \t\r\f\v]*\n")  # a literal first character: the scan stays fast on 50 MB
 _STATUSES = pa.array([s.value for s in Status])
 _NULL_DETAILS = re.compile(rb'"details"\s*:\s*null')
 _NULL_ELAPSED = re.compile(rb'"elapsed_s"\s*:\s*null')
@@ -148,7 +148,7 @@ def bulk_table(ledger: Ledger, data: bytes, allow_unknown: bool) -> pa.Table | N
     """The attempt rows of `data` read and checked column-wise; None when anything needs the per-line
     path (a bad line, a blank line, a value pydantic would coerce): that path then decides and explains."""
     body = data[:-1] if data.endswith(b"\n") else data
-    if _BLANK_LINE.search(body):  # blank lines are skipped by the per-line path; rare, so let it
+    if _has_blank_line(body):  # blank lines are skipped by the per-line path; rare, so let it
         return None
     try:
         table = pa_json.read_json(io.BytesIO(data), parse_options=pa_json.ParseOptions(
@@ -167,6 +167,13 @@ def bulk_table(ledger: Ledger, data: bytes, allow_unknown: bool) -> pa.Table | N
         "status": table["status"], "truncated": table["truncated"], "completion_tokens": table["completion_tokens"],
         "item_id": table["id"], "elapsed_s": pc.fill_null(table["elapsed_s"], 0.0),
     })
+
+
+def _has_blank_line(body: bytes) -> bool:
+    """Any empty or whitespace-only line (one regex with a literal first character: fast on 50 MB)."""
+    end = body.find(b"\n")
+    first, last = body[:end if end >= 0 else len(body)], body[body.rfind(b"\n") + 1:]
+    return not first.strip() or not last.strip() or _BLANK_INSIDE.search(body) is not None
 
 
 def _columns_valid(table: pa.Table, data: bytes) -> bool:
