@@ -104,6 +104,14 @@ def tiny_policy(margin: float = 40.0):
     return model
 
 
+def doc_block(heading: str, lang: str) -> str:
+    """The first ```lang block under `### heading` in docs/server.md: the tests run what the docs show."""
+    from tests.support.server_harness import REPO
+
+    section = (REPO / "docs" / "server.md").read_text().split(f"### {heading}", 1)[1].split("\n### ", 1)[0]
+    return section.split(f"```{lang}\n", 1)[1].split("```", 1)[0]
+
+
 def require(module: str) -> None:
     """Import `module` for a real-library test module: an error under `make test-rl`, a skip elsewhere."""
     if os.environ.get(REQUIRE_ENV) == "1":

@@ -17,7 +17,7 @@ import pytest
 
 import scalerl_env.adapters.openrlhf as adapter
 from scalerl_env.adapters import URL_ENV
-from tests.env.rl_support import EXPECTED_REWARD, PROBLEMS, require, tiny_policy, tiny_tokenizer
+from tests.env.rl_support import EXPECTED_REWARD, PROBLEMS, doc_block, require, tiny_policy, tiny_tokenizer
 from tests.support.server_harness import shared_server
 
 require("openrlhf")
@@ -117,3 +117,11 @@ def test_object_labels_from_a_dataset_column(server):
     code = [p for p in PROBLEMS if p.domain == "code"]
     rows = [{"prompt": f"solve {p.tag}", "answer": p.reference} for p in code]
     check(rollouts(server.url + "/get_reward", rows), code)
+
+
+def test_docs_show_these_settings():
+    # The documented flags are the PromptDataset settings and the URL path used above.
+    command = " ".join(doc_block("OpenRLHF (remote reward model)", "bash").split())
+    for flag in ("--data.input_key prompt", "--data.label_key answer", "--data.apply_chat_template",
+                 "--reward.remote_url http://127.0.0.1:8000/get_reward"):
+        assert flag in command

@@ -11,12 +11,13 @@ from __future__ import annotations
 
 import pytest
 
-from tests.env.rl_support import EXPECTED_REWARD, PROBLEMS, require, tiny_policy, tiny_tokenizer
+from tests.env.rl_support import EXPECTED_REWARD, PROBLEMS, doc_block, require, tiny_policy, tiny_tokenizer
 from tests.support.server_harness import shared_server
 
 require("trl")
 pytestmark = [pytest.mark.rl, pytest.mark.timeout(900)]
 STEPS, GENERATIONS = 2, 4
+DOC_URL = "http://127.0.0.1:8000"
 
 
 @pytest.fixture(scope="module")
@@ -60,7 +61,7 @@ def train(url: str, dataset, out_dir) -> list[tuple[str, float]]:
             self.pairs += [(completion_text(c), r)
                            for c, r in zip(logs["completion"], logs["rewards"]["scalerl_reward"])]
 
-    reward = ScaleRLReward(url, reference_key="answer")
+    reward = ScaleRLReward(url, reference_key="answer")  # docs/server.md's line, its URL this server's
     args = GRPOConfig(
         output_dir=str(out_dir), use_cpu=True, max_steps=STEPS, learning_rate=1e-5, seed=0,
         per_device_train_batch_size=2 * GENERATIONS, num_generations=GENERATIONS, max_completion_length=4,
@@ -105,3 +106,9 @@ def test_grpo_plain_prompts_text_references(server, tmp_path, monkeypatch):
     pairs = train(server.url, plain_text(3000), tmp_path)
     check(pairs, PROBLEMS)
     assert ledger_count(server.url, [3000, 3001, 3002, 3003]) == len(pairs)
+
+
+def test_docs_show_this_construction():
+    block = doc_block("TRL (GRPOTrainer reward function)", "python")
+    assert f'reward = ScaleRLReward("{DOC_URL}", reference_key="answer")' in block
+    assert "reward_funcs=[reward]" in block and "train_dataset=dataset" in block

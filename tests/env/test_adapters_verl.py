@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 
 from scalerl_env.adapters import URL_ENV, AdapterInputError
-from tests.env.rl_support import PROBLEMS, VOCAB, require, tiny_tokenizer
-from tests.support.server_harness import REPO, shared_server
+from tests.env.rl_support import PROBLEMS, VOCAB, doc_block, require, tiny_tokenizer
+from tests.support.server_harness import shared_server
 
 require("verl")
 pytestmark = [pytest.mark.rl, pytest.mark.ray, pytest.mark.timeout(900)]
@@ -28,8 +28,7 @@ def documented_overrides() -> list[str]:
     """The `key=value` overrides of docs/server.md's veRL command, the adapter path resolved."""
     import scalerl_env.adapters.verl as adapter
 
-    doc = (REPO / "docs" / "server.md").read_text()
-    block = doc.split("### veRL", 1)[1].split("```bash", 1)[1].split("```", 1)[0]
+    block = doc_block("veRL (custom reward function)", "bash")
     pairs = re.findall(r"^\s*([a-z_][\w.]*)=(.+?)\s*\\?$", block, re.M)
     assert pairs, "docs/server.md has no veRL overrides"
     return [f"{k}={adapter.__file__ if v == ADAPTER_PATH else v}" for k, v in pairs]
