@@ -1,12 +1,14 @@
 """OpenRLHF adapter: the remote reward model protocol, served at `POST /get_reward`, plus a reward function.
 
-Two ways to use it from OpenRLHF (exact command lines in docs/server.md):
-- remote: `--remote_rm_url http://127.0.0.1:8000/get_reward`; OpenRLHF posts
+Two ways to use it from OpenRLHF 0.11 (exact command lines in docs/server.md):
+- remote: `--reward.remote_url http://127.0.0.1:8000/get_reward`; OpenRLHF posts
   `{"query": [...], "prompts": [...], "labels": [...]}` and reads `rewards` (for the advantage),
   `scores` (0/1, for dynamic filtering) and `extra_logs` (logged per sample).
-- local function: `--remote_rm_url /path/to/scalerl_env/adapters/openrlhf.py` makes OpenRLHF call
-  `reward_func(queries, prompts, labels, **kwargs)` in its own process; that scores over HTTP when
+- local function: `--reward.remote_url /path/to/scalerl_env/adapters/openrlhf.py` makes OpenRLHF call
+  `reward_func(queries, prompts, labels)` in its own process; that scores over HTTP when
   `SCALERL_REWARD_URL` is set, else in process.
+(OpenRLHF before 0.11 spelled the flag `--remote_rm_url`.) Labels are normalized as dataset-column
+references (see `scalerl_env.adapters`).
 
 `query` is prompt + response: the prompt is stripped when the query starts with it. When it does not
 (e.g. the chat template was re-rendered differently), the whole query is scored and

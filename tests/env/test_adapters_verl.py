@@ -100,21 +100,21 @@ def rollout(config, tokenizer):
     return batch.union(DataProto.from_dict(tensors=tensors)), [1.0 if i % 2 == 0 else 0.0 for i in range(len(texts))]
 
 
-def score(tmp_path: Path, ground_truths: list, id_base: int):
+def score(tmp_path: Path, data_file: Path):
     """(per-sample rewards the trainer would use, expected rewards, the `acc` column veRL logs)."""
     from verl.experimental.reward_loop import RewardLoopManager
     from verl.trainer.ppo.reward import extract_reward
 
     model_dir = tmp_path / "tokenizer"
     tiny_tokenizer().save_pretrained(model_dir)
-    config = verl_config(model_dir, write_parquet(tmp_path / "train.parquet", ground_truths, id_base))
+    config = verl_config(model_dir, data_file)
     batch, expected = rollout(config, tiny_tokenizer())
     scored = batch.union(RewardLoopManager(config).compute_rm_score(batch))
     reward_tensor, extra = extract_reward(scored)
     return reward_tensor.sum(dim=-1).tolist(), expected, list(extra["acc"])
 
 
-def ledger_count(url: str, ids: list[int]) -> int:
+def ledger_count(url: str, ids: list) -> int:
     from scalerl_env.client import RewardClient
 
     quoted = ", ".join(f"'{i}'" for i in ids)
@@ -123,14 +123,16 @@ def ledger_count(url: str, ids: list[int]) -> int:
 
 
 def test_text_ground_truths_math_and_code(server, cluster, tmp_path):
-    rewards, expected, acc = score(tmp_path, [(p, p.reference_text()) for p in PROBLEMS], 4000)
+    data = write_parquet(tmp_path / "train.parquet", [(p, p.reference_text()) for p in PROBLEMS], 4000)
+    rewards, expected, acc = score(tmp_path, data)
     assert rewards == expected == acc
     assert ledger_count(server.url, [4000, 4001, 4002, 4003]) == 2 * len(PROBLEMS)
 
 
 def test_object_ground_truths_mixed_stdio_functional(server, cluster, tmp_path):
     code = [p for p in PROBLEMS if p.domain == "code"]
-    rewards, expected, acc = score(tmp_path, [(p, p.reference) for p in code], 5000)
+    data = write_parquet(tmp_path / "train.parquet", [(p, p.reference) for p in code], 5000)
+    rewards, expected, acc = score(tmp_path, data)
     assert rewards == expected == acc == [1.0, 0.0, 1.0, 0.0]
     assert ledger_count(server.url, [5000, 5001]) == 2 * len(code)
 
@@ -138,4 +140,19 @@ def test_object_ground_truths_mixed_stdio_functional(server, cluster, tmp_path):
 def test_bad_ground_truth_reaches_the_trainer_named(server, cluster, tmp_path):
     bad = {"kind": "stdio", "cases": [{"input": "1\n"}]}  # a case without its expected output
     with pytest.raises(AdapterInputError, match=r"reward_model\.ground_truth.*cases\.0\.output"):
-        score(tmp_path, [(PROBLEMS[2], bad)], 6000)
+        score(tmp_path, write_parquet(tmp_path / "train.parquet", [(PROBLEMS[2], bad)], 6000))
+
+
+def test_parquet_written_by_scalerl_env(server, cluster, tmp_path):
+    # `scalerl_env.sources.verl.write_records` (behind `scalerl-env data prepare`) writes the verl schema.
+    from scalerl_env.records import ProblemRecord
+    from scalerl_env.sources.verl import write_records
+
+    records = [ProblemRecord(prompt_id=f"records-{i}", domain=p.domain, source="scalerl/test",
+                             prompt=[{"role": "user", "content": f"solve {p.tag}"}],
+                             **({"answer": p.reference} if p.domain == "math" else {"tests": p.reference}))
+               for i, p in enumerate(PROBLEMS)]
+    write_records(records, tmp_path / "train.parquet")
+    rewards, expected, acc = score(tmp_path, tmp_path / "train.parquet")
+    assert rewards == expected == acc
+    assert ledger_count(server.url, [f"records-{i}" for i in range(len(PROBLEMS))]) == 2 * len(PROBLEMS)
