@@ -184,6 +184,8 @@ def start_ranks(cfg: Any, model: nn.Module, device: str, out: Path | None = None
     devices = list(rc.devices) or None
     if use_ray and devices is None and device.startswith("cuda"):
         devices = ["cuda:0"] * rc.count  # each rank actor sees its own GPU as the first one
+    if device == "cuda":  # a process group needs the index (the engine's "cuda" is the current device)
+        device = f"cuda:{torch.cuda.current_device()}"
     rank0_device = devices[0] if devices else device
     addr = rc.master_addr or node_address(use_ray)
     port = rc.master_port or (rk.free_port(addr) if rc.count > 1 else 0)
@@ -191,8 +193,7 @@ def start_ranks(cfg: Any, model: nn.Module, device: str, out: Path | None = None
     spec = rk.RankSpec(
         rank=0, world_size=rc.count, init_method=f"tcp://{addr}:{port}", backend=backend, device=rank0_device,
         timeout_s=rc.timeout_s, idle_timeout_s=rc.idle_timeout_s, torch_threads=cfg.pipeline.torch_threads,
-        builder=f"{__name__}:architecture", builder_args={"config": json.loads(model.config.to_json_string())},
-        optim=cfg.optim, loss=cfg.loss)
+        builder=f"{__name__}:architecture", builder_args=architecture_args(model), optim=cfg.optim, loss=cfg.loss)
     r = cfg.ray
     launch = (partial(RayRanks, num_cpus=r.trainer_num_cpus, num_gpus=r.trainer_num_gpus,
                       resources=r.trainer_resources) if use_ray
@@ -200,13 +201,19 @@ def start_ranks(cfg: Any, model: nn.Module, device: str, out: Path | None = None
     return RankGroup.start(model, spec, launch=launch, devices=devices)
 
 
-def architecture(config: dict[str, Any]) -> nn.Module:
-    """Rank 0's model architecture from its Hugging Face config, in fp32 with throwaway weights (rank 0
-    broadcasts the real ones)."""
+def architecture_args(model: nn.Module) -> dict[str, Any]:
+    """What `architecture` needs to rebuild `model` on another rank: its config and parameter dtype."""
+    dtype = str(next(model.parameters()).dtype).removeprefix("torch.")
+    return {"config": json.loads(model.config.to_json_string()), "dtype": dtype}
+
+
+def architecture(config: dict[str, Any], dtype: str = "float32") -> nn.Module:
+    """Rank 0's model architecture from its Hugging Face config, with throwaway weights (rank 0
+    broadcasts the real ones); parameters in rank 0's dtype, or FSDP's gathers would not match."""
     from transformers import AutoConfig, AutoModelForCausalLM
 
     hf_config = AutoConfig.for_model(**config)
-    return AutoModelForCausalLM.from_config(hf_config, dtype=torch.float32)
+    return AutoModelForCausalLM.from_config(hf_config, dtype=getattr(torch, dtype)).to(getattr(torch, dtype))
 
 
 def _restore_rank0_state(folder: str | Path, trainer: PolicyTrainer) -> None:
