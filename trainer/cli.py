@@ -6,7 +6,8 @@ import typer
 
 from scalerl_env.cli import build_typer_app
 
-COMMAND_MODULES = ("trainer.commands.fit", "trainer.commands.train", "trainer.commands.ablate")
+COMMAND_MODULES = ("trainer.commands.fit", "trainer.commands.train", "trainer.commands.ablate",
+                   "trainer.commands.curriculum")
 
 
 def build_app() -> typer.Typer:
