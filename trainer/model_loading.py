@@ -17,6 +17,7 @@ Not guaranteed: the dequantized weights equal the original full-precision model'
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import logging
 import os
@@ -77,8 +78,15 @@ def resolve_model(model: str) -> str:
 
 
 def _file_digest(path: Path) -> str:
+    stat = path.stat()
+    return _digest(str(path.resolve()), stat.st_size, stat.st_mtime_ns)
+
+
+@functools.lru_cache(maxsize=8)
+def _digest(path: str, size: int, mtime_ns: int) -> str:
+    """sha256 prefix of the file (memoised per size and mtime: a run resolves its model several times)."""
     h = hashlib.sha256()
-    with path.open("rb") as fh:
+    with open(path, "rb") as fh:
         for chunk in iter(lambda: fh.read(1 << 22), b""):
             h.update(chunk)
     return h.hexdigest()[:16]

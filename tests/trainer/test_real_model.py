@@ -10,6 +10,7 @@ loop check the prompt rendering and that generator and trainer logprobs agree (F
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import duckdb
 import pytest
@@ -145,3 +146,18 @@ def test_generator_and_trainer_logprobs_agree(tmp_path):
             lp = token_logprobs(model, ids, temperature=cfg.optim.temperature, fp32_head=True)[len(prompt):]
         worst = max(worst, float((lp - torch.tensor(sample.logprobs)).abs().max()))
     assert worst < LOGPROB_TOL, worst
+
+
+def test_gguf_file_alias_and_folder_resolve_to_one_plain_hf_folder(tmp_path):
+    from scalerl_env.config import ConfigError
+    from trainer.model_loading import alias_file, resolve_model
+    from trainer.run_setup import check_model_path
+
+    folder = resolve_model(require_model())
+    assert resolve_model(str(alias_file(require_model()))) == folder  # the .gguf path: same cached conversion
+    assert resolve_model(folder) == folder
+    config = json.loads((Path(folder) / "config.json").read_text())
+    assert "quantization_config" not in config and config["model_type"] == "llama"
+    assert (Path(folder) / "model.safetensors").is_file() and (Path(folder) / "tokenizer.json").is_file()
+    with pytest.raises(ConfigError, match="no such folder or .gguf file"):
+        check_model_path(str(tmp_path / "missing.gguf"))
