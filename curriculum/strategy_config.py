@@ -159,3 +159,21 @@ class StrategyConfig(Strict):
         return (self.priority.mode != "uniform" or self.bench.active or self.readmission.mode != "none"
                 or self.skip.mode != "none" or self.mixing.mode != "fixed" or bool(self.stages)
                 or self.prior_ledger is not None)
+
+
+ABLATE_VARIANTS: dict[str, tuple[str, list[str]]] = {
+    "cur-refill": ("zero-variance groups replaced by more groups until the batch is full (DAPO dynamic sampling)",
+                   ["curriculum.zero_variance.mode=refill"]),
+    "cur-duplicate": ("informative groups repeated to fill the batch, or the step skipped (POLARIS)",
+                      ["curriculum.zero_variance.mode=duplicate"]),
+    "cur-learnability": ("prompts drawn by learnability p(1-p) (LILO)", ["curriculum.priority.mode=learnability"]),
+    "cur-failure": ("prompts drawn by failure rate 1-p (Kimi k1.5)", ["curriculum.priority.mode=failure"]),
+    "cur-pools": ("prompts drawn from difficulty pools (prime-rl difficulty_pool)", ["curriculum.priority.mode=pools"]),
+    "cur-greso": ("pre-rollout skipping of zero-variance streaks (GRESO)", ["curriculum.skip.mode=greso"]),
+    "cur-bench-hard": ("prompts never solved in their last 2 groups passed over",
+                       ["curriculum.bench.last_k=2", "curriculum.bench.hard_at=0.0"]),
+    "cur-probe": ("retired prompts re-admitted with probability 0.02 per draw", ["curriculum.readmission.mode=probe"]),
+    "cur-lp-mix": ("domain weights by learning progress with a UCB bonus (DUMP)",
+                   ["curriculum.mixing.mode=learning_progress"]),
+}
+"""The strategies as `scalerl ablate` variants: name -> (description, dotted `TrainConfig` overrides)."""

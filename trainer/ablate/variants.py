@@ -23,6 +23,7 @@ from pathlib import Path
 import yaml
 from pydantic import Field
 
+from curriculum.strategy_config import ABLATE_VARIANTS as CURRICULUM_TABLE
 from scalerl_env.config import ConfigError
 from scalerl_env.records import Strict
 
@@ -59,6 +60,8 @@ BUILTIN: dict[str, Variant] = {v.name: v for v in [
             description="PPO-off-policy-8 instead of PipelineRL-8"),
 ]}
 PAPER_VARIANTS = [name for name in BUILTIN if name != BASELINE]
+CURRICULUM_VARIANTS = list(CURRICULUM_TABLE)  # the curriculum strategies (docs/curriculum.md), not in the paper's set
+BUILTIN.update({name: Variant(name=name, description=d, overrides=list(o)) for name, (d, o) in CURRICULUM_TABLE.items()})
 
 
 class _UserEntry(Strict):
