@@ -12,8 +12,9 @@ Departures from the paper, all deliberate:
   and the lag rule keep moving; it is logged with `effective_batch_fraction` 0.
 - Truncated samples (still unfinished after the interruption's answer budget) are loss-masked and
   counted in `truncation_rate` (`trainer.core.length_control.training_loss_mask`), with reward as scored.
-- One trainer process and one engine (the single-machine default); Ray actors replace the runtime
-  for many (`trainer.distributed`).
+- One trainer process and one engine (the single-machine default); `--trainer-ranks N` adds
+  data-parallel trainer ranks with this process as rank 0 (`trainer.distributed.leader`), and Ray
+  actors replace the runtime for many (`trainer.distributed`).
 """
 
 from __future__ import annotations

@@ -26,7 +26,13 @@ One step = `accumulate(batch)` (forward/backward over token-budget micro-batches
   model's dtype. The LM head runs in fp32 either way unless `fp32_head` is off.
 - `policy_version` counts optimizer steps (it is what the generators tag tokens with after a push).
 
-Non-guarantees: no sequence parallelism, no activation checkpointing, single device.
+- Shards: `accumulate_shard` runs one data-parallel rank's part of a batch (`Shard`: whole samples,
+  the whole batch's aggregation weights, the micro-batch count every rank runs, padded with
+  zero-weight micro-batches); `accumulate(batch)` is the one-rank case. The logprobs are the forward
+  of the root module `logprob_model`, which `trainer.distributed.sharding` shards with FSDP2.
+
+Non-guarantees: no sequence parallelism, no activation checkpointing, one device per trainer (several
+ranks: `trainer.distributed`).
 """
 
 from __future__ import annotations
