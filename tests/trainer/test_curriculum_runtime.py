@@ -1,0 +1,77 @@
+"""The loop's zero-variance phase under each mode, on hand-made scored groups: the default keeps exactly
+what the ScaleRL filter keeps, in order; duplicates are new groups; refill takes (and records) more."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+from curriculum.filters import zero_variance_filter
+from scalerl_env.config import load_config
+from scalerl_env.records import Verdict
+from tests.support.ledger_data import problem
+from trainer.config import TrainConfig
+from trainer.curriculum_runtime import build_policy, curriculum_metrics, plan_zero_variance, refill_groups
+from trainer.engines.base import GeneratedSample
+from trainer.rollout.messages import RolloutGroup
+
+P = 4
+
+
+def rollout(gid: int, passed: int, n: int = 4) -> RolloutGroup:
+    sample = GeneratedSample(sample_index=0, token_ids=[1], logprobs=[0.0], policy_versions=[0], loss_mask=[1],
+                             finish_reason="stop")
+    return RolloutGroup(group_id=gid, problem=problem(gid, "math"), prompt_token_ids=[1], samples=[sample] * n,
+                        completions=["x"] * n, verdicts=[Verdict.of("correct" if i < passed else "wrong")
+                                                         for i in range(n)],
+                        submitted_version=0, submitted_at=0.0, finished_at=0.0)
+
+
+def fake_run(*overrides: str, more: list[list[RolloutGroup]] | None = None) -> SimpleNamespace:
+    cfg = load_config(TrainConfig, None, [f"pipeline.prompts_per_step={P}", *overrides])
+    queue = list(more or [])
+    runtime = SimpleNamespace(taken=[], credited=[], credit_admission=lambda n: runtime.credited.append(n),
+                              take_groups=lambda n, version, timeout: runtime.taken.append(n) or queue.pop(0)[:n])
+    return SimpleNamespace(cfg=cfg, runtime=runtime, trainer=SimpleNamespace(policy_version=3),
+                           sampler=SimpleNamespace(policy=build_policy(cfg)))
+
+
+GROUPS = [rollout(0, 2), rollout(1, 4), rollout(2, 0), rollout(3, 1)]  # two informative, two zero-variance
+
+
+def test_default_mode_keeps_exactly_what_the_scalerl_filter_keeps():
+    run = fake_run()
+    assert run.sampler.policy is None  # ScaleRL defaults: the sampler's plain walk
+    kept, zero_var = plan_zero_variance(run, GROUPS)
+    assert kept == zero_variance_filter(GROUPS)[0] and [g.group_id for g in kept] == [0, 3]
+    assert zero_var == {1, 2}
+    assert refill_groups(run, GROUPS, lambda *_: None) is GROUPS
+    metrics = curriculum_metrics(run, GROUPS, kept)
+    assert metrics == {"curriculum/dropped": 2.0, "curriculum/refilled": 0.0, "curriculum/duplicated": 0.0,
+                       "curriculum/skipped_step": 0.0, "curriculum/trained_groups": 2.0}
+
+
+def test_keep_and_filter_off_train_on_every_group():
+    for override in ("curriculum.zero_variance.mode=keep", "curriculum.zero_variance_filter=false"):
+        kept, zero_var = plan_zero_variance(fake_run(override), GROUPS)
+        assert kept == GROUPS and zero_var == {1, 2}
+
+
+def test_duplicate_fills_with_new_groups_or_skips():
+    run = fake_run("curriculum.zero_variance.mode=duplicate")
+    kept, _ = plan_zero_variance(run, GROUPS)  # 2 of 4 informative: more than a third
+    assert [g.group_id for g in kept] == [0, 3, -1, -2] and kept[2].verdicts == GROUPS[0].verdicts
+    assert curriculum_metrics(run, GROUPS, kept)["curriculum/duplicated"] == 2.0
+    kept, _ = plan_zero_variance(run, [rollout(0, 2), rollout(1, 4), rollout(2, 0), rollout(3, 0)])
+    assert kept == []
+
+
+def test_refill_takes_records_and_credits_the_missing_groups():
+    recorded = []
+    run = fake_run("curriculum.zero_variance.mode=refill",
+                   more=[[rollout(10, 4), rollout(11, 3)], [rollout(12, 1)]])
+    groups = refill_groups(run, GROUPS, lambda _run, gs: recorded.extend(g.group_id for g in gs))
+    assert run.runtime.taken == run.runtime.credited == [2, 1]  # 2 missing, then 1 (group 10 was zero-variance)
+    assert recorded == [10, 11, 12] and len(groups) == 7
+    kept, _ = plan_zero_variance(run, groups)
+    assert [g.group_id for g in kept] == [0, 3, 11, 12]
+    assert curriculum_metrics(run, groups, kept)["curriculum/refilled"] == 3.0
