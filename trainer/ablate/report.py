@@ -24,9 +24,10 @@ def command_line(manifest: Manifest) -> str:
     s = manifest.study
     parts = ["scalerl", "ablate", "--variants", ",".join(s.variants), "--seeds", str(s.seeds),
              "--budget", f"{s.budget_device_s:g}", "--out", s.out]
+    fraction = None if s.fit_fraction == 0.5 else s.fit_fraction  # the default is left out
     for flag, value in (("--variants-file", s.variants_file), ("--config", s.config), ("--domains", s.domains),
                         ("--model", s.model), ("--engine", s.engine), ("--ray-address", s.ray_address),
-                        ("--burn-in", s.burn_in)):
+                        ("--burn-in", s.burn_in), ("--fit-fraction", fraction)):
         if value is not None:
             parts += [flag, str(value)]
     return shlex.join(parts + list(s.overrides))

@@ -46,7 +46,9 @@ class StudySpec(Strict):
     engine: str | None = None
     overrides: list[str] = Field(default_factory=list, description="shared by every run")
     ray_address: str | None = Field(default=None, description="run the runs as Ray tasks on this cluster")
-    fit_fraction: float = Field(default=0.5, gt=0, lt=1, description="fit on compute <= this share of the budget")
+    fit_fraction: float = Field(
+        default=0.5, gt=0, le=1, description="fit on compute <= this share of the budget (the paper: half); "
+        "1 fits every point and leaves nothing to score the extrapolation on")
     burn_in: float | None = Field(default=None, ge=0, description="drop points with 0 < compute < this")
 
 

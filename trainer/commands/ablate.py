@@ -53,6 +53,7 @@ def register(app: typer.Typer) -> None:
         engine: Annotated[str | None, typer.Option(help="torch | vllm")] = None,
         ray_address: Annotated[str | None, typer.Option(help="run the runs as Ray tasks on this cluster")] = None,
         burn_in: Annotated[float | None, typer.Option(help="drop points with 0 < compute < this from fits")] = None,
+        fit_fraction: Annotated[float, typer.Option(help="fit on compute <= this share of the budget")] = 0.5,
         report_only: Annotated[bool, typer.Option("--report-only", help="fit and report finished runs only")] = False,
     ) -> None:
         from scalerl_env.config import ConfigError
@@ -64,7 +65,7 @@ def register(app: typer.Typer) -> None:
                              variants_file=str(variants_file) if variants_file else None, seeds=seeds,
                              budget_device_s=budget, out=str(folder), config=str(config) if config else None,
                              domains=domains, model=model, engine=engine, overrides=overrides or [],
-                             ray_address=ray_address, burn_in=burn_in)
+                             ray_address=ray_address, burn_in=burn_in, fit_fraction=fit_fraction)
             manifest = merge_previous(plan(spec), folder)
         except (ConfigError, ValueError) as exc:
             typer.echo(f"error: {exc}", err=True)
