@@ -10,9 +10,11 @@ Guarantees
 - With ScaleRL's defaults (mode shrink, no sampler strategy) the kept groups, their order and the
   sampler's draws are exactly what the loop trained on before these phases existed: `build_policy`
   returns None and `plan_zero_variance` keeps the informative groups in order.
-- Refill respects the lag rule (it takes through `take_groups`) and credits the generator's
-  admission with the groups it took beyond the step's share, so the generator produces them (DAPO's
-  extra generation cost) and the pipeline never runs dry.
+- Refill keeps the lag bound: it takes the oldest scored groups (`take_extra`) and credits the
+  generator's admission with as many, so the generator produces replacements (DAPO's extra generation
+  cost), the in-flight count stays what the lag rule planned, and the pipeline never runs dry.
+  `take_extra` and `credit_admission` use a runtime's `take_extra_groups` / `credit_admission` when it
+  has them, else the in-process runtime's queue and admission counter (the Ray runtime: refused).
 Not guaranteed: that a refill round finds enough informative groups: after `max_refill_rounds`
 rounds (or a take that waits past `refill_timeout_s`) the step trains on what it has.
 """
@@ -20,6 +22,7 @@ rounds (or a take that waits past `refill_timeout_s`) the step trains on what it
 from __future__ import annotations
 
 import logging
+import time
 from typing import Any, Callable
 
 from curriculum.filters import zero_variance_filter
@@ -62,6 +65,32 @@ def credit_admission(runtime: Any, n: int) -> None:
         runtime._cv.notify_all()
 
 
+def take_extra(runtime: Any, n: int, timeout_s: float) -> list[RolloutGroup]:
+    """The `n` oldest scored groups, beyond the step's share. `take_groups(n)` would judge the lag rule as
+    if every step took only `n` groups (and wait in vain); taking the oldest scored groups early only
+    moves their deadlines' work forward, so no group left behind can miss its deadline."""
+    take = getattr(runtime, "take_extra_groups", None)
+    if take is not None:
+        return take(n, timeout_s)
+    deadline = time.monotonic() + timeout_s
+    with runtime._cv:  # trainer.rollout.runtime.LocalRuntime's scored queue
+        while True:
+            if runtime._error is not None:
+                raise RuntimeError("the generation side failed") from runtime._error
+            if len(runtime._scored) >= n:
+                batch = sorted(runtime._scored, key=lambda g: (g.submitted_version, g.group_id))[:n]
+                taken = {g.group_id for g in batch}
+                runtime._scored = [g for g in runtime._scored if g.group_id not in taken]
+                for gid in taken:
+                    runtime._outstanding.pop(gid, None)
+                runtime._stats.taken_groups += n
+                return batch
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise TimeoutError(f"no {n} more scored groups within {timeout_s:.0f} s")
+            runtime._cv.wait(min(left, 1.0))
+
+
 def refill_groups(run: Any, groups: list[RolloutGroup],
                   record: Callable[[Any, list[RolloutGroup]], None]) -> list[RolloutGroup]:
     """Mode `refill`: take (and record) more groups until `prompts_per_step` of them are informative."""
@@ -75,7 +104,7 @@ def refill_groups(run: Any, groups: list[RolloutGroup],
             break
         credit_admission(run.runtime, missing)
         try:
-            more = run.runtime.take_groups(missing, run.trainer.policy_version, cur.zero_variance.refill_timeout_s)
+            more = take_extra(run.runtime, missing, cur.zero_variance.refill_timeout_s)
         except TimeoutError:
             log.warning("refill: no %d more scored groups within %.0f s; training on what the step has",
                         missing, cur.zero_variance.refill_timeout_s)

@@ -30,7 +30,7 @@ def fake_run(*overrides: str, more: list[list[RolloutGroup]] | None = None) -> S
     cfg = load_config(TrainConfig, None, [f"pipeline.prompts_per_step={P}", *overrides])
     queue = list(more or [])
     runtime = SimpleNamespace(taken=[], credited=[], credit_admission=lambda n: runtime.credited.append(n),
-                              take_groups=lambda n, version, timeout: runtime.taken.append(n) or queue.pop(0)[:n])
+                              take_extra_groups=lambda n, timeout: runtime.taken.append(n) or queue.pop(0)[:n])
     return SimpleNamespace(cfg=cfg, runtime=runtime, trainer=SimpleNamespace(policy_version=3),
                            sampler=SimpleNamespace(policy=build_policy(cfg)))
 
@@ -75,3 +75,63 @@ def test_refill_takes_records_and_credits_the_missing_groups():
     kept, _ = plan_zero_variance(run, groups)
     assert [g.group_id for g in kept] == [0, 3, 11, 12]
     assert curriculum_metrics(run, groups, kept)["curriculum/refilled"] == 3.0
+
+
+class _Engine:
+    """Finishes every submitted request at the next poll (one 1-token sample per request sample)."""
+
+    policy_version = 0
+    stats = SimpleNamespace(busy_s=0.0, idle_s=0.0, sampled_tokens=0)
+
+    def __init__(self) -> None:
+        self.queue: list = []
+
+    def submit(self, request) -> None:
+        self.queue.append(request)
+
+    def poll(self, timeout_s: float = 0.0) -> list:
+        import time
+
+        from trainer.engines.base import GeneratedGroup
+
+        out, self.queue = self.queue, []
+        if not out:
+            time.sleep(timeout_s)
+        return [GeneratedGroup(request=r, samples=rollout(0, 0).samples[:1]) for r in out]
+
+    def update_weights(self, weights, version) -> None:
+        self.policy_version = version
+
+    def close(self) -> None:
+        pass
+
+
+class _Worker:
+    def make_request(self, gid: int):
+        from trainer.engines.base import GenerationRequest
+
+        return GenerationRequest(request_id=f"g{gid}", prompt_token_ids=[1], samples_per_prompt=1)
+
+    def score(self, generated, version: int, submitted_at: float) -> RolloutGroup:
+        gid = int(generated.request.request_id[1:])
+        return rollout(gid, gid % 2).model_copy(update={"submitted_version": version})
+
+
+def test_refill_on_the_in_process_runtime_keeps_the_pipeline_fed():
+    """take_extra + credit_admission on a real LocalRuntime (PipelineRL-2): every step still gets its
+    share, the extra groups are the oldest scored ones, and the generator replaces them."""
+    from trainer.curriculum_runtime import credit_admission, take_extra
+    from trainer.rollout.runtime import LocalRuntime
+
+    runtime = LocalRuntime(_Engine(), _Worker(), mode="pipeline", k=2, prompts_per_step=P)
+    runtime.start(0)
+    try:
+        for version in range(6):
+            batch = runtime.take_groups(P, version, timeout_s=10)
+            credit_admission(runtime, 2)
+            extra = take_extra(runtime, 2, timeout_s=10)
+            assert max(g.group_id for g in batch) < min(g.group_id for g in extra)
+            runtime.push_weights({}, version + 1)
+        assert runtime.stats().taken_groups == 6 * (P + 2)
+    finally:
+        runtime.close()
