@@ -66,6 +66,8 @@ class CurriculumPolicy:
         """Read the counts the active strategies need (once per batch)."""
         ledger, cfg = sampler.ledger, self.cfg
         self._rates = ledger.pass_rates() if ledger is not None else {}
+        self._p_cache: dict[str, float] = {}
+        self._w_cache: dict[str, float] = {}
         if ledger is None:
             return
         if cfg.bench.active:
@@ -169,15 +171,21 @@ class CurriculumPolicy:
                 return None
         return None
 
-    def _priority(self, candidates: list[str]) -> dict[str, float]:
-        cfg = self.cfg.priority
-        p = {}
+    def _priority(self, candidates: list[str]) -> Mapping[str, float]:
+        """Draw weights of the candidates (p read once per batch; per-prompt weights cached for the batch
+        except for pools, whose weights depend on the pools' current sizes)."""
+        cfg, cache = self.cfg.priority, self._p_cache
         for pid in candidates:
-            r = self._rates.get(pid)
-            correct, scored = (0, 0) if r is None else (
-                (r.correct, r.scored) if cfg.window == "all" else (r.last_group_correct, r.last_group_scored))
-            p[pid] = st.pass_rate_estimate(correct, scored, self.prior.get(pid), cfg.unseen_pass_rate)
-        return st.priority_weights(p, cfg)
+            if pid not in cache:
+                r = self._rates.get(pid)
+                correct, scored = (0, 0) if r is None else (
+                    (r.correct, r.scored) if cfg.window == "all" else (r.last_group_correct, r.last_group_scored))
+                cache[pid] = st.pass_rate_estimate(correct, scored, self.prior.get(pid), cfg.unseen_pass_rate)
+        if cfg.mode == "pools":
+            return st.priority_weights({pid: cache[pid] for pid in candidates}, cfg)
+        missing = {pid: cache[pid] for pid in candidates if pid not in self._w_cache}
+        self._w_cache.update(st.priority_weights(missing, cfg))
+        return self._w_cache
 
     def _refusal(self, sampler: Sampler, pid: str) -> str | None:
         """Why `pid` is passed over this time (None: it is drawn)."""

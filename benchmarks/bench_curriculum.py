@@ -1,0 +1,73 @@
+"""What the curriculum strategies cost the sampler: ms per `next_batch(16)` with ScaleRL's defaults
+(the plain walk) and with every sampler strategy on (learnability priority, bench, GRESO, probe
+re-admission, learning-progress mixing), on a ledger the size of a long CPU-default run.
+
+    .venv/bin/python benchmarks/bench_curriculum.py [--prompts 4500] [--steps 400]
+
+Prints the timings and the load average; nothing is asserted (docs/results.md records the figures).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import statistics
+import tempfile
+import time
+from pathlib import Path
+
+from curriculum.filters import RetirementConfig
+from curriculum.ledger import Ledger
+from curriculum.policy import CurriculumPolicy
+from curriculum.sampler import Sampler
+from curriculum.strategy_config import StrategyConfig
+from scalerl_env.records import ChatMessage, ProblemRecord
+
+EVERY = {"priority": {"mode": "learnability"}, "skip": {"mode": "greso"}, "mixing": {"mode": "learning_progress"},
+         "bench": {"last_k": 2, "hard_at": 0.0}, "readmission": {"mode": "probe"}}
+
+
+def problems(n: int) -> list[ProblemRecord]:
+    return [ProblemRecord(prompt_id=f"math-{i:05d}", domain="math", source="bench", answer="1",
+                          prompt=[ChatMessage(role="user", content=f"m {i}")]) for i in range(n)]
+
+
+def fill(ledger: Ledger, pids: list[str], steps: int, rng: random.Random) -> None:
+    skill = {pid: rng.random() for pid in pids}
+    for step in range(1, steps + 1):
+        batch = rng.sample(pids, 16)
+        ledger.record_attempts([{"prompt_id": pid, "domain": "math", "step": step, "sample_index": i,
+                                 "status": "correct" if rng.random() < skill[pid] else "wrong"}
+                                for pid in batch for i in range(8)])
+
+
+def time_batches(sampler: Sampler, n: int = 30) -> float:
+    times = []
+    for _ in range(n):
+        t0 = time.perf_counter()
+        sampler.next_batch(16)
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times) * 1000
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--prompts", type=int, default=4500)
+    ap.add_argument("--steps", type=int, default=400)
+    args = ap.parse_args()
+    probs = problems(args.prompts)
+    with tempfile.TemporaryDirectory() as tmp, Ledger(Path(tmp) / "l.duckdb",
+                                                      retirement=RetirementConfig(enabled=False)) as ledger:
+        ledger.upsert_problems(probs)
+        fill(ledger, [p.prompt_id for p in probs], args.steps, random.Random(0))
+        rows = ledger.query("SELECT count(*) FROM attempts").rows[0][0]
+        plain = time_batches(Sampler(probs, weights={"math": 1}, seed=0, ledger=ledger, name="plain"))
+        policy = CurriculumPolicy(StrategyConfig.model_validate(EVERY), seed=0)
+        every = time_batches(Sampler(probs, weights={"math": 1}, seed=0, ledger=ledger, name="every", policy=policy))
+    print(f"{args.prompts} prompts, {rows} attempts: next_batch(16) median {plain:.1f} ms plain, "
+          f"{every:.1f} ms with every sampler strategy; load average {os.getloadavg()[0]:.1f}")
+
+
+if __name__ == "__main__":
+    main()
