@@ -235,13 +235,19 @@ class MathWorkerPool:
                 logger.error("cannot spawn math worker: %s", exc)
                 return None
             with self._lock:
-                self._workers[index] = worker
-                self._alive += 1
+                closed = self._closed  # close() ran while this worker was spawning: it cannot see it
+                if not closed:
+                    self._workers[index] = worker
+                    self._alive += 1
+            if closed:
+                worker.kill()
+                return None
             try:
                 hello = worker.wait_ready(STARTUP_TIMEOUT_S)
             except (WorkerDied, ValueError) as exc:
                 hello = None
-                logger.error("math worker %d failed to start (attempt %d): %s", index, attempt + 1, exc)
+                if not self._closed:  # a worker killed by close() while warming is no failure
+                    logger.error("math worker %d failed to start (attempt %d): %s", index, attempt + 1, exc)
             if hello and "ready" in hello:
                 with self._lock:
                     self._warm.add(index)
