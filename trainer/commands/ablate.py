@@ -71,10 +71,10 @@ def register(app: typer.Typer) -> None:
             typer.echo(f"error: {exc}", err=True)
             raise typer.Exit(2) from None
         folder.mkdir(parents=True, exist_ok=True)
-        write_manifest(manifest, folder)
-        if not report_only:
+        if not report_only:  # a report-only call leaves the manifest to the invocation that trains
             from trainer.ablate.runner import execute
 
+            write_manifest(manifest, folder)
             execute(manifest, folder)
         from trainer.ablate.analysis import analyze
         from trainer.ablate.report import write_report
