@@ -26,6 +26,7 @@ CHECKED_DOCS = ("docs/design.md", "docs/modules.md", "docs/development.md", "REA
 TOP = "scalerl_env|verifiers|curriculum|trainer|tests|benchmarks|examples|datasets"
 FILE_PATH = re.compile(rf"(?<![\w./-])((?:{TOP})/[\w./-]*\.(?:py|sh|yaml|jsonl|json))\b")
 DOTTED = re.compile(r"(?<![\w./-])((?:scalerl_env|verifiers|curriculum|trainer)(?:\.\w+)+)")
+FILE_SUFFIXES = {"md", "py", "yaml", "json", "jsonl", "sh", "png", "csv", "parquet", "toml"}
 MAP_LINE = re.compile(r"^- `([^`]+\.py)`", re.M)
 
 
@@ -74,7 +75,9 @@ def named_paths(text: str) -> set[str]:
 
 
 def named_dotted(text: str) -> set[str]:
-    return {m.rstrip(".") for m in DOTTED.findall(text)}
+    """Dotted module names; a file name such as `curriculum.md` is not one."""
+    names = {m.rstrip(".") for m in DOTTED.findall(text)}
+    return {n for n in names if n.rpartition(".")[2] not in FILE_SUFFIXES}
 
 
 def doc_problems(doc: str, root: Path = REPO) -> list[str]:
