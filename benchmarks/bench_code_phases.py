@@ -1,7 +1,8 @@
 """Where the milliseconds of one sandboxed execution go, phase by phase, with every layer on.
 
 Runs `--n` MBPP reference programs with their asserts (`assert` mode: program, then the rewritten
-test code, as the code verifier runs MBPP) one after another through one `Sandbox` slot with `RunRequest.trace`, and prints the median and p90 of
+test code, as the code verifier runs MBPP) one after another through one `Sandbox` slot with
+`RunRequest.trace`, and prints the median and p90 of
 each phase. Timestamps are CLOCK_MONOTONIC from the three processes involved (this parent, the fork
 server, the child), so the phases add up to the whole run:
 
@@ -113,7 +114,8 @@ def main() -> int:
           f"= {1000 / statistics.median(totals):.0f} exec/s per slot")
     for name, ms in floors(50).items():
         print(f"floor: {name:22s} {ms:8.3f} ms")
-    print(f"load average (1 min) {load_before:.2f} at start, {os.getloadavg()[0]:.2f} at end; host cpus {os.cpu_count()}")
+    print(f"load average (1 min) {load_before:.2f} at start, {os.getloadavg()[0]:.2f} at end; "
+          f"host cpus {os.cpu_count()}")
     return 1 if failed else 0
 
 

@@ -193,7 +193,8 @@ def main() -> int:
     print(f"pass_rates() 48 prompts: p50 {res['lookup_batch48_p50_ms']:.3f} ms; SQL view 48 prompts: "
           f"p50 {res['sql_view_batch48_p50_ms']:.1f} ms (target < 5 ms); open + index rebuild "
           f"{res['open_rebuild_index_s']:.2f} s")
-    print(f"load average (1 min) {res['load_start']:.2f} at start, {res['load_end']:.2f} at end; host cpus {res['cpus']}")
+    print(f"load average (1 min) {res['load_start']:.2f} at start, {res['load_end']:.2f} at end; "
+          f"host cpus {res['cpus']}")
     print(json.dumps(res))
     if args.json_out:
         args.json_out.parent.mkdir(parents=True, exist_ok=True)

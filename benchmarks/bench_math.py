@@ -105,7 +105,8 @@ def main() -> None:
           f"dedupe={math_config.dedupe}): {ours_s:8.2f} s  {len(items) / ours_s:8.1f} items/s")
     print(f"slowest item {worst:.3f} s (deadline {args.timeout_s} s); timeouts {counts.get('timeout', 0)}; "
           f"kills {info['math']['kills']}; agreement with baseline {100 * agree:.2f}%")
-    print(f"load average (1 min) {load_before:.2f} at start, {os.getloadavg()[0]:.2f} at end; host cpus {os.cpu_count()}")
+    print(f"load average (1 min) {load_before:.2f} at start, {os.getloadavg()[0]:.2f} at end; "
+          f"host cpus {os.cpu_count()}")
     print(f"ratio {ratio:.2f}x (target >= {TARGET_RATIO}x): {'PASS' if ratio >= TARGET_RATIO else 'FAIL'}")
     ok = ratio >= TARGET_RATIO and worst < args.timeout_s and counts.get("timeout", 0) == 0
     raise SystemExit(0 if ok else 1)

@@ -5,7 +5,8 @@ Per math item, in the calling thread: extract the answer (`verifiers.extract`); 
 (`verifiers.math_fast`, memoised across batches); only what is left goes to the persistent workers
 (`verifiers.pool`), unless the pool's bounded reply cache holds a sympy verdict for the same pair from an
 earlier batch (correct / wrong / unparsable only: timeouts and crashes are never cached); identical
-(reference answer, extracted answer) pairs are sent once per batch (RL groups repeat answers). Code items go to `verifiers.code.CodeVerifier(config.code).verify_many`, imported lazily;
+(reference answer, extracted answer) pairs are sent once per batch (RL groups repeat answers).
+Code items go to `verifiers.code.CodeVerifier(config.code).verify_many`, imported lazily;
 while it is unavailable they are answered `error` with the reason.
 
 Guarantees: verdicts come back in input order with `Verdict.id = item.id`; a `VerifierPool` may be

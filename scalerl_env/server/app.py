@@ -24,7 +24,6 @@ from scalerl_env.server.limits import BodyGuard
 from scalerl_env.server.routes import ROUTE_PATHS, router
 from scalerl_env.server.state import Pool, ServerState, build_version
 
-
 PROFILE_ENV = "SCALERL_SERVER_PROFILE"
 
 

@@ -96,7 +96,8 @@ def test_cli_reports_line_numbers_and_exits_2(tmp_path):
 
 
 def verdict_lines(n: int) -> list[dict]:
-    return [{"id": f"i{k}", "status": ("correct", "wrong", "error", "no_answer")[k % 4], "reward": None if k % 3 else 0.5,
+    statuses = ("correct", "wrong", "error", "no_answer")
+    return [{"id": f"i{k}", "status": statuses[k % 4], "reward": None if k % 3 else 0.5,
              "details": {"path": "fast", "extracted": str(k)} if k % 2 else {}, "elapsed_s": 0.01 * k,
              "prompt_id": f"p{1 + k % 2}", "domain": "math", "step": k // 4, "sample_index": k % 4,
              **({"truncated": True, "completion_tokens": 7} if k % 5 == 0 else {})} for k in range(n)]

