@@ -36,6 +36,8 @@ from trainer.ablate.variants import BASELINE
 
 PAPER_MARGIN = 0.02
 """The paper's ±0.02 on A (three runs of the same recipe); the floor of the margin here."""
+A_BOUND = 1.0
+"""Pass rates: A is bounded to [R0, 1]."""
 POINT_SE_TARGET = 0.01
 """A point resolves ±0.02 (about two standard errors) when its standard error is at most this."""
 
@@ -73,6 +75,7 @@ class VariantDomain(Strict):
     seeds_fitted: int
     A: float | None = None
     A_spread: float | None = Field(default=None, description="half the range over seeds")
+    A_at_bound: int = Field(default=0, description="seeds whose A sits at its bound 1: A undetermined")
     B: float | None = None
     B_spread: float | None = None
     C_mid: float | None = None
@@ -147,7 +150,7 @@ def fit_run(curve: Curve, r0: float | None, fit_until: float, burn_in: float | N
     rec = RunFit(variant=curve.variant, seed=curve.seed, domain=curve.domain, n_points=int(curve.compute.size),
                  final_pass_rate=float(curve.rate[-1]) if curve.rate.size else None)
     try:
-        fit = fit_sigmoid(curve.compute, curve.rate, r0=r0, burn_in=burn_in, fit_until=fit_until, a_max=1.0)
+        fit = fit_sigmoid(curve.compute, curve.rate, r0=r0, burn_in=burn_in, fit_until=fit_until, a_max=A_BOUND)
     except (ValueError, ArithmeticError, np.linalg.LinAlgError) as exc:  # FitError is a ValueError
         rec.error = f"{type(exc).__name__}: {exc}"
         return rec, None
@@ -183,7 +186,8 @@ def summarize_variant(variant: str, domain: str, runs: list[RunFit], n_seeds: in
     extrap, _ = _mean_spread([r.extrapolation_error for r in runs if r.extrapolation_error is not None])
     vd = VariantDomain(variant=variant, domain=domain, seeds=n_seeds, seeds_fitted=len(fitted), A=a,
                        A_spread=a_spread, B=b, B_spread=b_spread, C_mid=c_mid, extrapolation_error=extrap,
-                       final_pass_rate=final, final_pass_rate_spread=final_spread)
+                       final_pass_rate=final, final_pass_rate_spread=final_spread,
+                       A_at_bound=sum(f["A"] >= A_BOUND - 1e-6 for f in fitted))
     if base is not None and base.A is not None and a is not None:
         vd.dA, vd.dB = a - base.A, (b - base.B) if b is not None and base.B is not None else None
         vd.beyond_margin = abs(vd.dA) > margin
@@ -233,6 +237,8 @@ def analyze(manifest: Manifest, out: Path, domains: list[str]) -> AnalysisResult
     fit_until = spec.fit_fraction * spec.budget_device_s
     done = [r for r in manifest.runs if (out / r.folder / "summary.json").is_file()]
     curves = [c for r in done for c in load_curves(out / r.folder, r.variant, r.seed, domains)]
+    if spec.fit_fraction >= 1:  # every point, including the last step's overshoot of the budget
+        fit_until = max([fit_until, *(float(c.compute.max()) for c in curves if c.compute.size)])
     result = AnalysisResult(report=Analysis(budget_device_s=spec.budget_device_s, fit_until=fit_until,
                                             burn_in=spec.burn_in, domains=[], variants=[], runs=[]), curves=curves)
     order = [v.name for v in manifest.variants]

@@ -44,9 +44,10 @@ def _pm(x: float | None, spread: float | None) -> str:
 def _variant_row(v: VariantDomain) -> str:
     flag = "" if v.beyond_margin is None else ("**yes**" if v.beyond_margin else "no")
     c_mid = "–" if v.C_mid is None else f"{v.C_mid:.0f}"
+    bound = f" ({v.A_at_bound} at 1)" if v.A_at_bound else ""
     return (f"| {v.variant} | {v.seeds_fitted}/{v.seeds} | {_pm(v.final_pass_rate, v.final_pass_rate_spread)} | "
-            f"{_pm(v.A, v.A_spread)} | {_num(v.dA)} | {flag} | {_pm(v.B, v.B_spread)} | {_num(v.dB)} | {c_mid} | "
-            f"{_num(v.B_fixed)} | {_num(v.dB_fixed)} | {_num(v.extrapolation_error)} |")
+            f"{_pm(v.A, v.A_spread)}{bound} | {_num(v.dA)} | {flag} | {_pm(v.B, v.B_spread)} | {_num(v.dB)} | "
+            f"{c_mid} | {_num(v.B_fixed)} | {_num(v.dB_fixed)} | {_num(v.extrapolation_error)} |")
 
 
 def render_markdown(manifest: Manifest, result: AnalysisResult, figures: dict[str, str]) -> str:
@@ -63,7 +64,7 @@ def render_markdown(manifest: Manifest, result: AnalysisResult, figures: dict[st
                   f"±0.02 alone; {d.samples_for_margin} samples would).", ""]
         if d.fixed_A is not None:
             lines += [f"Fixed-A refit: A = {d.fixed_A:.3f} for {', '.join(d.fixed_A_variants)}.", ""]
-        lines += ["| variant | fits/seeds | final pass rate | A | ΔA | ΔA > margin | B | ΔB | C_mid | B (A fixed) "
+        lines += ["| variant | fits/runs | final pass rate | A | ΔA | ΔA > margin | B | ΔB | C_mid | B (A fixed) "
                   "| ΔB (A fixed) | extrap. error |", "|---|---|---|---|---|---|---|---|---|---|---|---|"]
         lines += [_variant_row(v) for v in rep.variants if v.domain == d.domain]
         lines.append("")

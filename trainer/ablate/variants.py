@@ -61,7 +61,8 @@ BUILTIN: dict[str, Variant] = {v.name: v for v in [
 ]}
 PAPER_VARIANTS = [name for name in BUILTIN if name != BASELINE]
 CURRICULUM_VARIANTS = list(CURRICULUM_TABLE)  # the curriculum strategies (docs/curriculum.md), not in the paper's set
-BUILTIN.update({name: Variant(name=name, description=d, overrides=list(o)) for name, (d, o) in CURRICULUM_TABLE.items()})
+BUILTIN.update({name: Variant(name=name, description=d, overrides=list(o))
+                for name, (d, o) in CURRICULUM_TABLE.items()})
 
 
 class _UserEntry(Strict):
