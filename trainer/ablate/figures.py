@@ -53,7 +53,7 @@ def plot_heldout(result: AnalysisResult, path: Path) -> Path:
         ax.set(title=f"{d}: held-out pass rate", xlabel="compute (wall s x devices)", ylabel="pass rate", ylim=(0, 1))
         ax.grid(alpha=0.3)
         ax.legend(fontsize=7, loc="upper left")
-    fig.suptitle(f"fits on compute ≤ {rep.fit_until:g} (solid, filled points), extrapolated to the budget "
+    fig.suptitle(f"fits on compute ≤ {rep.fit_until:.0f} (solid, filled points), extrapolated to the budget "
                  f"{rep.budget_device_s:g} (dashed, hollow points)", fontsize=9)
     fig.savefig(path)
     return path
