@@ -92,6 +92,10 @@ class VariantDomain(Strict):
 class DomainSummary(Strict):
     domain: str
     R0: float | None
+    R0_sd: float | None = Field(
+        default=None, description="standard deviation of the compute-0 evaluations across runs: every run "
+        "evaluates the same starting policy there, so this is the measured noise of one evaluation")
+    R0_runs: int = 0
     margin: float
     margin_source: str
     fixed_A: float | None = None
@@ -138,8 +142,13 @@ def load_curves(folder: Path, variant: str, seed: int, domains: list[str]) -> li
     return out
 
 
+def start_rates(curves: list[Curve], domain: str) -> list[float]:
+    """The compute-0 evaluations of `domain`, one per run that has one."""
+    return [float(c.rate[0]) for c in curves if c.domain == domain and c.compute.size and c.compute[0] == 0]
+
+
 def shared_r0(curves: list[Curve], domain: str) -> float | None:
-    starts = [float(c.rate[0]) for c in curves if c.domain == domain and c.compute.size and c.compute[0] == 0]
+    starts = start_rates(curves, domain)
     return float(np.mean(starts)) if starts else None
 
 
@@ -254,7 +263,9 @@ def analyze(manifest: Manifest, out: Path, domains: list[str]) -> AnalysisResult
         n = [int(x) for c in curves if c.domain == d for x in c.n if x > 0]
         var = [p * (1 - p) for c in curves if c.domain == d for p in c.rate]
         se = [math.sqrt(p * (1 - p) / k) for c in curves if c.domain == d for p, k in zip(c.rate, c.n) if k > 0]
-        summary = DomainSummary(domain=d, R0=r0, margin=margin, margin_source=source,
+        starts = start_rates(curves, d)
+        summary = DomainSummary(domain=d, R0=r0, margin=margin, margin_source=source, R0_runs=len(starts),
+                                R0_sd=float(np.std(starts, ddof=1)) if len(starts) > 1 else None,
                                 samples_per_point=min(n) if n else 0, max_point_se=max(se) if se else math.nan,
                                 samples_for_margin=math.ceil(max(var, default=0.25) / POINT_SE_TARGET**2))
         base = None

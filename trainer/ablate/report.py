@@ -58,7 +58,10 @@ def render_markdown(manifest: Manifest, result: AnalysisResult, figures: dict[st
              ""]
     for d in rep.domains:
         lines += [f"## {d.domain}", "",
-                  f"R0 (shared start) = {_num(d.R0)}; margin on A = ±{d.margin:.3f} ({d.margin_source}); "
+                  f"R0 (shared start) = {_num(d.R0)}"
+                  + (f" (sd {d.R0_sd:.3f} over {d.R0_runs} evaluations of that same policy: the measured noise "
+                     "of one evaluation)" if d.R0_sd is not None else "")
+                  + f"; margin on A = ±{d.margin:.3f} ({d.margin_source}); "
                   f"{d.samples_per_point} held-out samples per evaluation, largest standard error of a point "
                   f"{d.max_point_se:.3f} ({'resolves' if d.max_point_se <= POINT_SE_TARGET else 'does not resolve'} "
                   f"±0.02 alone; {d.samples_for_margin} samples would).", ""]
