@@ -2,9 +2,12 @@
 
 `MathWorkerPool(config)` starts `config.workers` processes (`sys.executable`, spawned fresh, never
 forked from a threaded parent), each driven by one parent thread. A request is a (gold, pred) pair;
-the driver writes it to its worker and waits at most `timeout_s`. Past that the worker is killed
-(SIGKILL) and replaced, and the request is answered `timeout`. A worker that dies on its own is
-replaced too and its request is answered `error` (the verifier failed, not the model).
+the driver takes up to `DISPATCH_BATCH` queued requests, writes them to its worker in one write (they
+fit the pipe buffer, so the write never blocks), then reads the replies in order, waiting at most
+`timeout_s` for each from the moment the previous reply came (when the worker started it). Past that
+the worker is killed (SIGKILL) and replaced, the request is answered `timeout`, and the requests of
+the batch it never started go back to the queue. A worker that dies on its own is replaced too and
+its request is answered `error` (the verifier failed, not the model).
 
 Guarantees: every submitted request resolves (answer, `timeout`, or `error`), including on `close()`;
 no request runs longer than `timeout_s` inside a worker (queueing time is not counted: the deadline
@@ -33,6 +36,8 @@ from verifiers.math_worker import SETTINGS_FIELDS
 logger = logging.getLogger(__name__)
 
 STARTUP_TIMEOUT_S = 120.0
+DISPATCH_BATCH = 16  # requests a driver sends its worker in one write (replies still come one by one)
+DISPATCH_BYTES = 60_000  # below the 64 KiB pipe buffer: the write never blocks
 MAX_START_FAILURES = 3
 _PACKAGE_ROOT = str(Path(__file__).resolve().parent.parent)
 _BOOT = "import sys; sys.path.insert(0, sys.argv.pop(1)); from verifiers.math_worker import main; main()"
@@ -59,12 +64,15 @@ class _Worker:
     def wait_ready(self, timeout_s: float) -> dict:
         return self._read_line(time.monotonic() + timeout_s)
 
-    def request(self, gold: str, pred: str, timeout_s: float) -> dict | None:
-        """The worker's reply, or None when the deadline passed (the caller kills the worker)."""
+    def send(self, lines: bytes) -> None:
+        """Write request lines (one JSON object each) in one call."""
         try:
-            self.proc.stdin.write((json.dumps({"gold": gold, "pred": pred}) + "\n").encode())
-        except (BrokenPipeError, OSError) as exc:
+            self.proc.stdin.write(lines)
+        except (BrokenPipeError, OSError, ValueError) as exc:
             raise WorkerDied(f"write failed: {exc}") from exc
+
+    def read_reply(self, timeout_s: float) -> dict | None:
+        """The next reply, or None when `timeout_s` passed first (the caller kills the worker)."""
         return self._read_line(time.monotonic() + timeout_s)
 
     def _read_line(self, deadline: float) -> dict | None:
@@ -98,10 +106,11 @@ class _Worker:
 
 
 class _Request:
-    __slots__ = ("future", "gold", "pred")
+    __slots__ = ("future", "line")
 
     def __init__(self, gold: str, pred: str):
-        self.gold, self.pred, self.future = gold, pred, Future()
+        self.line = (json.dumps({"gold": gold, "pred": pred}) + "\n").encode()
+        self.future = Future()
 
 
 class MathWorkerPool:
@@ -174,37 +183,82 @@ class MathWorkerPool:
     def _drive(self, index: int) -> None:
         worker = self._start(index)
         while True:
-            request = self._queue.get()
-            if request is None or self._closed:
-                if request is not None:
+            batch, stop = self._take_batch()
+            if stop and not batch:
+                break
+            if self._closed:
+                for request in batch:
                     request.future.set_result({"status": "error", "reason": "verifier pool closed",
                                                "elapsed_s": 0.0})
                 break
             if worker is None:
                 worker = self._start(index)
             if worker is None:
-                request.future.set_result({"status": "error", "elapsed_s": 0.0,
-                                           "reason": "math worker could not be started (see logs)"})
+                for request in batch:
+                    request.future.set_result({"status": "error", "elapsed_s": 0.0,
+                                               "reason": "math worker could not be started (see logs)"})
                 continue
-            reply, worker = self._run_one(index, worker, request)
-            request.future.set_result(reply)
+            worker, unstarted = self._run_batch(index, worker, batch)
+            for request in unstarted:  # never reached the killed worker: back in the queue, not failed
+                self._queue.put(request)
+            if stop:
+                self._queue.put(None)  # the close() sentinel taken with the batch: honour it next round
         if worker is not None:
             self._retire(index, worker)
 
-    def _run_one(self, index: int, worker: _Worker, request: _Request) -> tuple[dict, _Worker | None]:
+    def _take_batch(self) -> tuple[list[_Request], bool]:
+        """Up to DISPATCH_BATCH queued requests whose lines fit a pipe buffer (so writing them can never
+        block on a busy worker: a healthy worker has read every earlier line); (batch, close seen)."""
+        first = self._queue.get()
+        if first is None:
+            return [], True
+        batch, size = [first], len(first.line)
+        while len(batch) < DISPATCH_BATCH:
+            try:
+                request = self._queue.get_nowait()
+            except queue.Empty:
+                break
+            if request is None:
+                return batch, True
+            if size + len(request.line) > DISPATCH_BYTES:
+                self._queue.put(request)
+                break
+            batch.append(request)
+            size += len(request.line)
+        return batch, False
+
+    def _run_batch(self, index: int, worker: _Worker, batch: list[_Request]) -> tuple[_Worker | None, list]:
+        """Send the batch in one write, then read the replies in order. Each item's deadline runs from the
+        previous reply (when the worker starts it). On a kill, the items after the culprit are returned."""
         timeout_s = self.config.timeout_s
+        try:
+            worker.send(b"".join(request.line for request in batch))
+        except WorkerDied as exc:
+            self._count_kill("crash", index, worker)
+            batch[0].future.set_result({"status": "error", "reason": f"math worker crashed: {exc}",
+                                        "elapsed_s": 0.0})
+            return None, batch[1:]
+        for i, request in enumerate(batch):
+            reply, killed = self._read_reply(index, worker, timeout_s)
+            request.future.set_result(reply)
+            if killed:
+                return None, batch[i + 1:]
+        return worker, []
+
+    def _read_reply(self, index: int, worker: _Worker, timeout_s: float) -> tuple[dict, bool]:
+        """(reply, whether the worker was killed): a crash answers `error`, a missed deadline `timeout`."""
         start = time.perf_counter()
         try:
-            reply = worker.request(request.gold, request.pred, timeout_s)
+            reply = worker.read_reply(timeout_s)
         except (WorkerDied, ValueError) as exc:
             self._count_kill("crash", index, worker)
-            return ({"status": "error", "reason": f"math worker crashed: {exc}",
-                     "elapsed_s": time.perf_counter() - start}, None)
+            return {"status": "error", "reason": f"math worker crashed: {exc}",
+                    "elapsed_s": time.perf_counter() - start}, True
         if reply is None:
             self._count_kill("timeout", index, worker)
-            return ({"status": "timeout", "reason": f"hard deadline {timeout_s}s passed; worker killed",
-                     "elapsed_s": time.perf_counter() - start}, None)
-        return reply, worker
+            return {"status": "timeout", "reason": f"hard deadline {timeout_s}s passed; worker killed",
+                    "elapsed_s": time.perf_counter() - start}, True
+        return reply, False
 
     def _count_kill(self, reason: str, index: int, worker: _Worker) -> None:
         with self._lock:

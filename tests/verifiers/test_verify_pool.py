@@ -134,6 +134,18 @@ def test_hard_deadline_kills_and_replaces_the_worker():
         assert info["pids"] != [pid]
 
 
+def test_items_queued_behind_a_killed_item_are_scored_by_the_replacement():
+    """Requests go to a worker in batches; the ones after a hard-deadline kill were never started and
+    must be scored by the next worker, not failed with the culprit."""
+    cfg = VerifierConfig(math=MathConfig(workers=1, timeout_s=1.0, soft_timeout_fraction=None))
+    with VerifierPool(cfg) as p:
+        wait_ready(p)
+        after = [m(k, f"\\boxed{{(x-{k})(x+{k})}}", f"x^2-{k * k}") for k in range(1, 4)]
+        verdicts = p.verify_batch([m(0, f"\\boxed{{{TOWER}}}"), *after])
+        assert [v.status.value for v in verdicts] == ["timeout", "correct", "correct", "correct"]
+        assert p.info()["math"]["kills"] == {"timeout": 1, "crash": 0}
+
+
 def test_crashed_worker_gives_error_and_is_replaced():
     cfg = VerifierConfig(math=MathConfig(workers=1, timeout_s=30.0, soft_timeout_fraction=None))
     with VerifierPool(cfg) as p:
