@@ -228,4 +228,5 @@ def in_level(prior: float | None, stage: StageConfig) -> bool:
         return True
     if prior is None:
         return False
-    return (stage.min_prior is None or prior >= stage.min_prior) and (stage.max_prior is None or prior <= stage.max_prior)
+    above = stage.min_prior is None or prior >= stage.min_prior
+    return above and (stage.max_prior is None or prior <= stage.max_prior)

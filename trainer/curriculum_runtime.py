@@ -23,7 +23,8 @@ from __future__ import annotations
 
 import logging
 import time
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from curriculum.filters import zero_variance_filter
 from curriculum.ledger_counts import profile_prior

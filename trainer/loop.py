@@ -30,10 +30,10 @@ import numpy as np
 import torch
 
 from trainer.config import TrainConfig
-from trainer.curriculum_runtime import curriculum_metrics, plan_zero_variance, refill_groups
 from trainer.core.advantages import compute_advantages
 from trainer.core.length_control import length_metrics, training_loss_mask
 from trainer.core.update import pack_samples
+from trainer.curriculum_runtime import curriculum_metrics, plan_zero_variance, refill_groups
 from trainer.rollout.messages import RolloutGroup
 from trainer.run_log import devices_in_use
 from trainer.run_setup import LEDGER, Run, setup_run

@@ -25,7 +25,8 @@ Examples:
 
   scalerl-env data filter gsm8k.parquet --ledger runs/profile.duckdb --pass-rate 0.01:0.99 --out band.parquet
 
-  scalerl train --data math=band.parquet curriculum.prior_ledger=runs/profile.duckdb curriculum.priority.mode=learnability
+  scalerl train --data math=band.parquet curriculum.prior_ledger=runs/profile.duckdb \\
+      curriculum.priority.mode=learnability
 """
 
 
