@@ -13,6 +13,7 @@ answer read as one of
     sums           1+\\sqrt{2}, 3 - 2\\pi (sums, differences, products and quotients of the above)
     tuple          (1, \\frac{1}{2}), [2, 3\\sqrt{2}], (2,\\infty) (two or more, same brackets)
     word           \\text{east}, \\text{(C)}
+    matrix         \\begin{pmatrix} 1 \\\\ -2 \\end{pmatrix} (same shape: element by element; against a number: wrong)
     (a trailing ^\\circ and a leading \\$ are dropped first, as math-verify drops them)
 
 the value is computed exactly as a rational linear combination of `sqrt(n) * pi**k * i**j * monomial`
@@ -64,6 +65,7 @@ _TOKEN = re.compile(r"\d+(?:\.\d*)?|\.\d+|\\[dt]?frac|\\sqrt|\\pi|\\infty|[-+*/^
 _TEXT = re.compile(r"^\\(?:text|textbf|mbox)\{\s*([A-Za-z][A-Za-z ]*|\([A-Z]\))\s*\}$")
 _DEGREES = re.compile(r"\^\{?\\circ\}?$")
 INF = ("inf",)
+_PMATRIX = re.compile(r"^\\begin\{pmatrix\}(.*)\\end\{pmatrix\}$", re.DOTALL)
 
 
 def parse_simple_number(text: str) -> tuple[Fraction, bool] | None:
@@ -320,6 +322,14 @@ def read_answer(text: str) -> tuple[str, list[Value], bool] | None:
     try:
         if _TEXT.match(text.strip()):
             return "", [{("text", _TEXT.match(text.strip()).group(1)): 1}], False
+        matrix = _PMATRIX.match(text.strip())
+        if matrix:  # before _normalize, which would eat the `\\\\` row separators
+            rows = [row.split("&") for row in matrix.group(1).split("\\\\")]
+            if len({len(row) for row in rows}) != 1:
+                return None
+            cells = [_scalar(_normalize(cell)) for row in rows for cell in row]
+            shape = f"pmatrix {len(rows)}x{len(rows[0])}"
+            return shape, [v for v, _ in cells], any(d for _, d in cells)
         text = _normalize(text)
         if len(text) >= 2 and text[0] in "([" and text[-1] in ")]" and "," in text:
             inner = text[1:-1]
@@ -371,13 +381,14 @@ def fast_verdict(gold: str, pred: str) -> bool | None:
         return None
     (gb, gv, gd), (pb, pv, pd) = g, p
     try:
-        if bool(gb) != bool(pb):  # a number against a tuple or interval
-            return False if "(" in gb + pb or _plain_interval(gv if gb else pv) else None
+        if bool(gb) != bool(pb):  # a number against a tuple, an interval or a matrix
+            shape = gb or pb
+            return False if "(" in shape or "pmatrix" in shape or _plain_interval(gv if gb else pv) else None
         if gb != pb or len(gv) != len(pv):
             return None
         if gv == pv:
             return True
-        if not (_plain_interval(gv) and _plain_interval(pv)):
+        if not gb.startswith("pmatrix") and not (_plain_interval(gv) and _plain_interval(pv)):
             return None
         return False if any(_clearly_different(a, b, gd or pd) for a, b in zip(gv, pv)) else None
     except (OverflowError, ValueError):
