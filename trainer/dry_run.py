@@ -10,32 +10,17 @@ samples, the completion budget and the most tokens a step can take.
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 
 from trainer.config import TrainConfig
 from trainer.data_sources import build_data, domain_weights, effective_sources
-from trainer.rollout.problems import PromptCodec
-from trainer.rollout.prompts import ProblemPrompts, completion_budget
-
-
-def _tokenizer(cfg: TrainConfig) -> tuple[Any, list[int] | None]:
-    if cfg.model is None:
-        from trainer.tiny.model import CharTokenizer
-
-        return CharTokenizer(), None
-    from trainer.model_loading import load_tokenizer, stop_token_ids
-
-    tok = load_tokenizer(cfg.model)
-    return tok, stop_token_ids(tok, cfg.model)
+from trainer.rollout.prompts import completion_budget, prepare_prompts, run_tokenizer
 
 
 def dry_run_report(cfg: TrainConfig) -> str:
     pools = build_data(cfg)
-    tokenizer, stops = _tokenizer(cfg)
-    codec = PromptCodec(tokenizer, stops)
-    encode = ProblemPrompts(codec, cfg.prompts)
+    codec, _, _ = prepare_prompts(cfg, run_tokenizer(cfg), pools, drop=False)
+    encode = codec.problem_encoder
     budget = completion_budget(cfg, codec)
     p = cfg.pipeline
     lines = [f"model: {cfg.model or 'built-in tiny model'}   template: {'on' if encode.templated else 'off'}   "

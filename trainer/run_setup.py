@@ -26,14 +26,14 @@ from trainer.config import TrainConfig
 from trainer.core.checkpoint import latest_checkpoint, load_model_weights
 from trainer.core.update import PolicyTrainer
 from trainer.curriculum_runtime import build_policy
+from trainer.data_sources import build_data, domain_weights
 from trainer.distributed.components import make_components
 from trainer.distributed.leader import RankGroup, start_ranks
 from trainer.engines.device import resolve_device
-from trainer.data_sources import build_data, domain_weights
 from trainer.rollout.problems import DomainPool, PromptCodec
-from trainer.rollout.prompts import prepare_prompts
-from trainer.rollout.sample_log import RolloutLog
+from trainer.rollout.prompts import prepare_prompts, run_tokenizer
 from trainer.rollout.runtime import LocalRuntime
+from trainer.rollout.sample_log import RolloutLog
 from trainer.rollout.worker import Rollouts
 from trainer.run_log import ComputeClock, RunLog, truncate_after
 from trainer.tiny.model import CharTokenizer, build_tiny_model
@@ -147,9 +147,10 @@ def setup_run(cfg: TrainConfig, out: Path, *, resume: bool = False) -> Run:
     torch.set_num_threads(cfg.pipeline.torch_threads)
     ckpt = prepare_folder(cfg, out, resume)
     pools = build_data(cfg)  # a malformed data file stops the run here, before the model loads
-    model, tokenizer = load_policy(cfg, pools)
+    # too-long prompts leave the pools before the model loads (and before the tiny model's warm start)
+    codec, pools, skipped = prepare_prompts(cfg, run_tokenizer(cfg), pools)
+    model, _ = load_policy(cfg, pools)
     model.to(device)
-    codec, pools, skipped = prepare_prompts(cfg, tokenizer, pools)
     ranks = start_ranks(cfg, model, device, out)
     trainer = ranks.trainer
     extra: dict[str, Any] = {}

@@ -148,3 +148,28 @@ def test_rollout_log_bounds_lines_and_names_the_likely_cause(tmp_path, caplog):
     assert len(warnings) == 1 and warnings[0].startswith("math:") and "the budget" in warnings[0]
     lines = [json.loads(x) for x in (tmp_path / "rollouts.jsonl").read_text().splitlines()]
     assert len(lines) == 9 and [r["domain"] for r in lines[:3]] == ["math", "code", "math"]
+
+
+def test_tiny_model_trains_on_prepared_real_files(tmp_path):
+    """The built-in model (no warm start: it has never seen GSM8K) through 2 steps on GSM8K + MBPP prepared
+    by the data layer: ledger rows of both domains with the files' ids; prompts too long are counted."""
+    import duckdb
+
+    from scalerl_env.sources.verl import read_records
+    from tests.support.real_model import prepared_files
+    from trainer.run_log import read_metrics
+
+    files = prepared_files(tmp_path, limit=30)
+    out = tmp_path / "run"
+    result = CliRunner().invoke(build_app(), [
+        "train", "--data", f"math={files['math']}", "--data", f"code={files['code']}", "--max-steps", "2",
+        "--out", str(out), "warm_start.enabled=false", "engine.max_seq_len=600", "tiny.max_position_embeddings=1024",
+        "pipeline.prompts_per_step=2", "pipeline.samples_per_prompt=2", "pipeline.max_time_s=null",
+        "validation.min_evaluations_per_domain=2", "data.holdout_max_prompts=2", "logging.progress=lines"])
+    assert result.exit_code == 0, result.output + repr(result.exception)
+    ids = {d: {r.prompt_id for r in read_records(p)[0]} for d, p in files.items()}
+    with duckdb.connect(str(out / "ledger.duckdb"), read_only=True) as db:
+        rows = db.execute("SELECT prompt_id, domain FROM attempts").fetchall()
+    assert {d for _, d in rows} == {"math", "code"} and all(p in ids[d] for p, d in rows)
+    step = read_metrics(out / "metrics.jsonl", "step")[-1]
+    assert step["data/skipped_long_prompts/code"] > 0  # MBPP prompts with their tests exceed 600 characters

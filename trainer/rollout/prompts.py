@@ -106,14 +106,27 @@ def prompt_metrics(skipped: Mapping[str, int]) -> dict[str, Any]:
     return {f"data/skipped_long_prompts/{dom}": n for dom, n in skipped.items()}
 
 
-def prepare_prompts(cfg: TrainConfig, tokenizer: Any, pools: Mapping[str, DomainPool]
+def prepare_prompts(cfg: TrainConfig, tokenizer: Any, pools: Mapping[str, DomainPool], *, drop: bool = True
                     ) -> tuple[PromptCodec, dict[str, DomainPool], dict[str, int]]:
     """The run's codec (stop ids from the tokenizer and generation config, the template as its problem
-    encoder) and the pools without the prompts too long for the budget."""
+    encoder) and the pools without the prompts too long for the budget (unchanged when not `drop`)."""
     from trainer.model_loading import stop_token_ids
 
     codec = PromptCodec(tokenizer, None if cfg.model is None else stop_token_ids(tokenizer, cfg.model))
     encode = ProblemPrompts(codec, cfg.prompts)
     codec.problem_encoder = encode
+    if not drop:
+        return codec, dict(pools), {}
     kept, skipped = drop_long_prompts(pools, encode, cfg)
     return codec, kept, skipped
+
+
+def run_tokenizer(cfg: TrainConfig) -> Any:
+    """The run's tokenizer without its model: the tiny character tokenizer, or `cfg.model`'s."""
+    if cfg.model is None:
+        from trainer.tiny.model import CharTokenizer
+
+        return CharTokenizer()
+    from trainer.model_loading import load_tokenizer
+
+    return load_tokenizer(cfg.model)
