@@ -51,9 +51,12 @@ def cache_root() -> Path:
 
 
 def cache_key(model_cfg: TinyModelConfig, ws: WarmStartConfig, problems: Sequence[ProblemRecord]) -> str:
+    """Identifies the trained weights: every input of `supervised_phase`, problems in the order given
+    (the order decides which targets are made wrong and how batches are drawn)."""
     digest = hashlib.sha256()
-    digest.update(json.dumps([model_cfg.model_dump(), ws.model_dump(exclude={"cache"}), RECIPE_VERSION], sort_keys=True).encode())
-    for p in sorted(problems, key=lambda p: p.prompt_id):
+    settings = [model_cfg.model_dump(), ws.model_dump(exclude={"cache"}), RECIPE_VERSION]
+    digest.update(json.dumps(settings, sort_keys=True).encode())
+    for p in problems:
         digest.update(f"{p.prompt_id}\x00{p.metadata.get('solution', '')}\x00".encode())
     return digest.hexdigest()[:20]
 
@@ -74,10 +77,15 @@ def warm_start(model_cfg: TinyModelConfig, ws: WarmStartConfig, problems: Sequen
         shutil.rmtree(tmp)
     save_tiny(tmp, model, tok)
     folder.parent.mkdir(parents=True, exist_ok=True)
-    if folder.exists():  # another process finished first; keep theirs
-        shutil.rmtree(tmp)
-    else:
+    if not folder.exists():
         tmp.rename(folder)
+    elif ws.cache:  # another process with the same key finished first: the same weights, keep theirs
+        shutil.rmtree(tmp)
+    else:  # cache off: this call's weights replace the cached ones
+        old = folder.parent / f"~{folder.name}.old.{os.getpid()}"
+        folder.rename(old)
+        tmp.rename(folder)
+        shutil.rmtree(old)
     return folder
 
 
@@ -121,7 +129,8 @@ def supervised_phase(model: Any, tok: CharTokenizer, problems: Sequence[ProblemR
     weights = [ws.domain_weights.get(d, 1.0) for d in domains]
     rng = random.Random(ws.seed + 1)
     opt = torch.optim.AdamW(model.parameters(), lr=ws.lr, weight_decay=0.0)
-    sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: min(1.0, (s + 1) / 20) * max(0.1, 1 - s / max(ws.steps, 1)))
+    sched = torch.optim.lr_scheduler.LambdaLR(
+        opt, lambda s: min(1.0, (s + 1) / 20) * max(0.1, 1 - s / max(ws.steps, 1)))
     model.train()
     loss = torch.tensor(float("nan"))
     for step in range(ws.steps):

@@ -10,7 +10,7 @@ from tests.support.tiny_policy import SMALL_MODEL
 from trainer.tiny import warm_start as ws_module
 from trainer.tiny.config import TinyModelConfig, WarmStartConfig
 from trainer.tiny.model import CharTokenizer, build_tiny_model
-from trainer.tiny.warm_start import cache_key, supervised_phase, warm_start
+from trainer.tiny.warm_start import cache_key, warm_start
 
 WS = WarmStartConfig(steps=2, batch_size=4, batch_size_by_domain={"code": 2})
 PROBLEMS = list(generate("math", seed=0, count=6, level=0)) + list(generate("code", seed=0, count=3, level=0))
@@ -72,21 +72,13 @@ def test_a_problem_change_changes_the_key(change):
     assert key(problems=problems) != key()
 
 
-def test_problem_order_gives_the_same_key_and_the_same_weights():
-    """The key ignores the order of the problems (it sorts them), so the weights must not depend on it:
-    otherwise a cached folder made from one order is reused for another order whose fresh training
-    gives other weights (e.g. `domains: [code, math]` after `[math, code]`), and a run depends on the
-    cache's state."""
+def test_problem_order_is_part_of_the_key():
+    """The order of the problems decides the wrong targets and the batches, so the weights depend on it:
+    a folder trained from one order must not be reused for another (e.g. `domains: [code, math]` after
+    `[math, code]`), or a run would depend on the cache's state."""
     reordered = PROBLEMS[::-1]
-    assert key(problems=reordered) == key()
-    tok = CharTokenizer()
-    weights = []
-    for problems in (PROBLEMS, reordered):
-        model = build_tiny_model(SMALL_MODEL, tok)
-        supervised_phase(model, tok, problems, WS)
-        weights.append(model.state_dict())
-    differ = [name for name in weights[0] if not torch.equal(weights[0][name], weights[1][name])]
-    assert differ == [], f"same cache key, different weights in {len(differ)} tensors"
+    assert key(problems=reordered) != key()
+    assert key(problems=list(PROBLEMS)) == key()
 
 
 @pytest.fixture
