@@ -9,7 +9,9 @@ import pytest
 
 from scalerl_env.records import ChatMessage, ProblemRecord, make_prompt_id
 from tests.support.tiny_policy import SMALL_MODEL, scripted_tiny_model, small_train_config
-from trainer.rollout.problems import PromptCodec, build_pools
+from trainer.config import TrainConfig
+from trainer.data_sources import build_data
+from trainer.rollout.problems import PromptCodec
 from trainer.tiny.model import CharTokenizer, build_tiny_model
 from trainer.validation import evaluate
 from verifiers import VerifierPool
@@ -26,8 +28,9 @@ def verifier():
 
 @pytest.fixture(scope="module")
 def holdout():
-    """Three procedural held-out problems per domain (`trainer.rollout.problems.build_pools`)."""
-    pools = build_pools(["math", "code"], level=0, count=40, seed=0, holdout_fraction=0.1, holdout_max_prompts=3)
+    """Three procedural held-out problems per domain (`trainer.data_sources.build_data`)."""
+    pools = build_data(TrainConfig.model_validate({"data": {"generated_per_domain": 40, "holdout_fraction": 0.1,
+                                                            "holdout_max_prompts": 3}}))
     return {d: pool.holdout for d, pool in pools.items()}
 
 

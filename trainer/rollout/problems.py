@@ -1,9 +1,7 @@
-"""Training pools and held-out sets from `scalerl_env.sources.generators`, and prompt encoding.
+"""The pool of one domain (training and held-out problems), and prompt encoding.
 
-Pools: per domain, `generate(domain, seed, count, level)` deduplicated by `prompt_id`; a seeded
-`holdout_fraction` of the distinct prompts (at most `holdout_max_prompts`) is held out and never
-trained on (not in the RL pool, not in the warm start). Level 0 has few distinct prompts (math ~900,
-code 90), so held-out code problems are few and each is evaluated several times.
+Pools are built by `trainer.data_sources.build_data` (files or the procedural generator, split with the
+data layer's splitter).
 
 `PromptCodec` turns chat messages into prompt token ids and token ids back into text: the tiny
 model's character tokenizer with its own prompt format, or a Hugging Face tokenizer's chat template.
@@ -12,7 +10,6 @@ Token ids go end to end; text is decoded only for the verifiers.
 
 from __future__ import annotations
 
-import random
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -25,26 +22,6 @@ from trainer.tiny.model import CharTokenizer, render_prompt
 class DomainPool:
     train: list[ProblemRecord]
     holdout: list[ProblemRecord]
-
-
-def build_pools(domains: Sequence[str], *, level: int, count: int, seed: int, holdout_fraction: float,
-                holdout_max_prompts: int) -> dict[str, DomainPool]:
-    """Distinct generated problems per domain, split into train and held-out (deterministic)."""
-    from scalerl_env.sources.generators import generate
-
-    pools = {}
-    for domain in domains:
-        unique: dict[str, ProblemRecord] = {}
-        for rec in generate(domain, seed=seed, count=count, level=level):
-            unique.setdefault(rec.prompt_id, rec)
-        ids = sorted(unique)
-        n_hold = min(holdout_max_prompts, max(1, round(holdout_fraction * len(ids))))
-        hold = set(random.Random(f"holdout/{domain}/{seed}").sample(ids, n_hold))
-        pools[domain] = DomainPool(train=[unique[i] for i in ids if i not in hold],
-                                   holdout=[unique[i] for i in ids if i in hold])
-        if not pools[domain].train:
-            raise ValueError(f"domain {domain}: no training problems left after holding out {n_hold}")
-    return pools
 
 
 class PromptCodec:

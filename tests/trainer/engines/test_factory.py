@@ -97,9 +97,12 @@ def test_only_the_factory_constructs_a_torch_engine():
 
 
 def build_pools_math():
-    from trainer.rollout.problems import build_pools
+    from trainer.config import TrainConfig
+    from trainer.data_sources import build_data
 
-    return build_pools(["math"], level=0, count=20, seed=0, holdout_fraction=0.1, holdout_max_prompts=2)["math"].holdout
+    cfg = TrainConfig.model_validate({"domains": ["math"], "data": {"generated_per_domain": 20,
+                                                                    "holdout_fraction": 0.1, "holdout_max_prompts": 2}})
+    return build_data(cfg)["math"].holdout
 
 
 class FakeVerifier:
