@@ -11,7 +11,7 @@ RPY    := $(RVENV)/bin/python
 RSTAMP := $(RVENV)/.installed
 export OMP_WAIT_POLICY ?= PASSIVE
 
-.PHONY: install demo test test-all bench lint clean vllm-env test-main test-vllm rl-env test-rl
+.PHONY: install demo test test-all bench lint docs clean vllm-env test-main test-vllm rl-env test-rl
 
 install: $(STAMP)
 
@@ -82,6 +82,11 @@ bench: install
 
 lint: install
 	$(VENV)/bin/ruff check .
+
+# Regenerate what is generated from the config models (a test fails when they drift).
+docs: install
+	$(PY) -m trainer.config_docs
+	$(VENV)/bin/scalerl train --print-config > tests/trainer/snapshots/default_config.yaml
 
 clean:
 	rm -rf $(VENV) $(VVENV) $(RVENV) .pytest_cache runs

@@ -44,7 +44,8 @@ def workload(problems: int, samples: int, truncated: float, seed: int) -> list[d
             if r < truncated:
                 text = row["solution"].split("\\boxed")[0][:200]
             elif r < truncated + (1 - truncated) * p:
-                text = row["solution"] if rng.random() < 0.5 else f"Working it out, we get $\\boxed{{{row['answer']}}}$."
+                boxed = f"Working it out, we get $\\boxed{{{row['answer']}}}$."
+                text = row["solution"] if rng.random() < 0.5 else boxed
             else:
                 text = f"After some algebra the result is $\\boxed{{{rng.choice(distractors)}}}$."
             items.append({"id": f"{pi}-{s}", "domain": "math", "completion": text, "answer": row["answer"]})

@@ -1,4 +1,5 @@
-"""Reward-server overhead: the same items through `scalerl-env serve` (HTTP, N client threads with keep-alive connections)
+"""Reward-server overhead: the same items through `scalerl-env serve` (HTTP, N client threads with keep-alive
+connections)
 and through the in-process batch API (`VerifierPool.verify_batch`, N concurrent threads).
 
 Workload: RL-shaped groups. Math groups are MATH-500 problems x --samples completions (the
@@ -242,7 +243,8 @@ def main() -> None:
     print(f"load average (1 min) {load_before:.2f} at start, {load_after:.2f} at end; host cpus {os.cpu_count()}")
     if not args.no_profile:
         print(profile_round(groups, args.workers, args.concurrency))
-    print(f"ratio server/in-process {ratio:.2f} (target >= {TARGET_RATIO}): {'PASS' if ratio >= TARGET_RATIO else 'FAIL'}")
+    verdict = "PASS" if ratio >= TARGET_RATIO else "FAIL"
+    print(f"ratio server/in-process {ratio:.2f} (target >= {TARGET_RATIO}): {verdict}")
     raise SystemExit(0 if ratio >= TARGET_RATIO and same else 1)
 
 

@@ -86,7 +86,8 @@ def _summary(errors: list[str], what: str) -> str:
     return f"{len(errors)} {what}:\n" + "\n".join(errors[:MAX_REPORTED]) + more
 
 
-def _resolve_domains(ledger: Ledger, path: Path, lines: list[tuple[int, VerdictLine]], allow_unknown: bool) -> list[str]:
+def _resolve_domains(ledger: Ledger, path: Path, lines: list[tuple[int, VerdictLine]],
+                     allow_unknown: bool) -> list[str]:
     known = ledger.problem_domains([line.prompt_id for _, line in lines])
     errors, domains = [], []
     for lineno, line in lines:

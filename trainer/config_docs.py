@@ -27,7 +27,8 @@ def sections() -> list[tuple[str, str, type]]:
     from scalerl_env.server.config import ServerConfig
     from trainer.config import TrainConfig
 
-    return [("`scalerl train`", "`TrainConfig` (`trainer/config.py`); `verifier.*` is the verifier pool's", TrainConfig),
+    return [("`scalerl train`", "`TrainConfig` (`trainer/config.py`); `verifier.*` is the verifier pool's",
+             TrainConfig),
             ("`scalerl-env serve`", "`ServerConfig` (`scalerl_env/server/config.py`), `--config FILE.yaml`",
              ServerConfig)]
 

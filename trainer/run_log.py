@@ -83,7 +83,8 @@ class RunLog:
         if use_rich:
             from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
-            self._progress = Progress(TextColumn("[bold]train"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
+            self._progress = Progress(TextColumn("[bold]train"), BarColumn(),
+                                      TextColumn("{task.completed}/{task.total}"),
                                       TimeElapsedColumn(), TextColumn("{task.fields[info]}"))
             self._progress.start()
             self._task = self._progress.add_task("train", total=total_steps, info="")

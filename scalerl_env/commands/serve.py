@@ -11,7 +11,8 @@ EXAMPLE = """Serve rewards on loopback port 8000, recording verdicts with a prom
 
   scalerl-env serve --port 8000 --workers 4 --ledger runs/ledger.duckdb
 
-Then: curl -s localhost:8000/v1/verify -H 'content-type: application/json' -d '{"items": [{"domain": "math", "completion": "\\\\boxed{2}", "answer": "2"}]}'
+Then: curl -s localhost:8000/v1/verify -H 'content-type: application/json' -d '{"items": [{"domain": "math",
+"completion": "\\\\boxed{2}", "answer": "2"}]}'
 """
 
 
@@ -44,5 +45,5 @@ def register(app: typer.Typer) -> None:
             cfg = ServerConfig.model_validate(tree)
         except (ConfigError, ValueError) as exc:
             typer.echo(f"serve: {exc}", err=True)
-            raise typer.Exit(2)
+            raise typer.Exit(2) from None
         run_server(cfg)

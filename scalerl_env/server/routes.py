@@ -74,7 +74,7 @@ async def get_reward(body: RewardRequest, request: Request) -> Response:
     try:
         items = openrlhf.request_items(body)
     except AdapterInputError as exc:
-        raise RequestValidationError([{"loc": ("body", *exc.loc), "msg": exc.msg, "type": "value_error"}])
+        raise RequestValidationError([{"loc": ("body", *exc.loc), "msg": exc.msg, "type": "value_error"}]) from None
     _reject_surrogates(items, lambda i, name: ("query", i) if name == "completion" else ("labels", i))
     verdicts = await _state(request).score(items)
     return _json(openrlhf.reward_response(verdicts, prompts_stripped=openrlhf.stripped_flags(body)))
@@ -138,7 +138,7 @@ def _reject_surrogates(items: Sequence[VerifyItem], loc: Callable[[int, str], tu
                     text.encode("utf-8")
                 except UnicodeEncodeError as exc:
                     raise RequestValidationError([{"loc": ("body", *loc(i, name)), "type": "unicode_error",
-                                                   "msg": f"lone surrogate at character {exc.start}"}])
+                                                   "msg": f"lone surrogate at character {exc.start}"}]) from None
 
 
 def _plain(value: Any) -> Any:

@@ -150,7 +150,8 @@ class ServerState:
             verdicts = await asyncio.wait_for(asyncio.shield(future), timeout=limits.request_deadline_s)
         except asyncio.TimeoutError:
             self.metrics.rejected.labels(reason="deadline").inc()
-            raise HTTPException(504, f"not scored within limits.request_deadline_s={limits.request_deadline_s}")
+            raise HTTPException(
+                504, f"not scored within limits.request_deadline_s={limits.request_deadline_s}") from None
         except Exception as exc:
             logger.exception("scoring a batch of %d items failed", n)
             self.metrics.rejected.labels(reason="internal").inc()

@@ -14,7 +14,8 @@ def make_v1(path) -> None:
     con = duckdb.connect(str(path))
     con.execute(V1_DDL)
     con.execute("INSERT INTO ledger_meta VALUES ('schema_version', '1')")
-    rows = [("a", "math", 1, "correct", True)] * 9 + [("a", "math", 1, "wrong", False), ("b", "code", 2, "wrong", False)]
+    rows = [("a", "math", 1, "correct", True)] * 9
+    rows += [("a", "math", 1, "wrong", False), ("b", "code", 2, "wrong", False)]
     con.executemany("INSERT INTO attempts (prompt_id, domain, step, reward, status, correct) "
                     "VALUES (?, ?, ?, 0, ?, ?)", rows)
     con.close()
@@ -27,7 +28,8 @@ def test_an_older_file_migrates_and_keeps_its_history(tmp_path):
         Ledger(path, read_only=True)
     with Ledger(path) as ledger:
         assert ledger.migrated_from == 1
-        assert ledger.query("SELECT value FROM ledger_meta WHERE key = 'schema_version'").rows == [[str(SCHEMA_VERSION)]]
+        version = ledger.query("SELECT value FROM ledger_meta WHERE key = 'schema_version'").rows
+        assert version == [[str(SCHEMA_VERSION)]]
         rates = ledger.pass_rates()
         assert (rates["a"].attempts, rates["a"].correct, rates["b"].correct) == (10, 9, 0)
         assert ledger.retired_ids() == {"a"}  # 9/10 = 0.9 meets the rule, decided right after migrating
@@ -46,7 +48,8 @@ def test_a_newer_file_is_refused_and_left_unchanged(tmp_path):
         with pytest.raises(LedgerSchemaError, match=f"schema version {SCHEMA_VERSION + 1}"):
             Ledger(path, read_only=read_only)
     con = duckdb.connect(str(path), read_only=True)
-    assert con.execute("SELECT value FROM ledger_meta WHERE key='schema_version'").fetchone() == (str(SCHEMA_VERSION + 1),)
+    version = con.execute("SELECT value FROM ledger_meta WHERE key='schema_version'").fetchone()
+    assert version == (str(SCHEMA_VERSION + 1),)
     con.close()
 
 

@@ -148,7 +148,8 @@ def test_schema_error_is_422_naming_the_field(server):
 
 
 def test_malformed_json_is_422_with_the_offset(server):
-    response = httpx.post(server.url + "/v1/verify", content=b'{"items": [', headers={"content-type": "application/json"})
+    response = httpx.post(server.url + "/v1/verify", content=b'{"items": [',
+                          headers={"content-type": "application/json"})
     assert response.status_code == 422
     error = response.json()["detail"][0]
     assert error["field"] == "body" and "character 11" in error["msg"]

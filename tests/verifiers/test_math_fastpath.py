@@ -132,7 +132,8 @@ def test_fast_path_defers_what_it_cannot_decide_exactly(gold, pred):
     ("1.25", "4", False), ("0.15", "\\frac{5}{13}", False),
     ("\\begin{pmatrix} -2 \\\\ 7 \\end{pmatrix}", "\\begin{pmatrix}-2\\\\7\\end{pmatrix}", True),
     ("\\begin{pmatrix} -2 \\\\ 7 \\end{pmatrix}", "\\begin{pmatrix} -2 \\\\ 8 \\end{pmatrix}", False),
-    ("\\begin{pmatrix} -2 \\\\ 7 \\end{pmatrix}", "5", False), ("\\begin{pmatrix} 1 \\\\ 2 \\end{pmatrix}", "(1,2)", None),
+    ("\\begin{pmatrix} -2 \\\\ 7 \\end{pmatrix}", "5", False),
+    ("\\begin{pmatrix} 1 \\\\ 2 \\end{pmatrix}", "(1,2)", None),
 ])
 def test_fast_path_examples(gold, pred, expected):
     assert fast_verdict(gold, pred) is expected

@@ -149,7 +149,8 @@ def policy_loss(
     full batch's weights sliced to the micro-batch for exact gradient accumulation.
     Metrics (floats): `loss`, `tokens/loss` and `tokens/total` (counts), `ratio/mean|min|max` over
     unmasked tokens, `clip_frac` (tokens whose ratio is capped/clipped; veRL `pg_clipfrac`, TRL
-    `clip_ratio/region_mean`), `clip_frac/low|high` (clipped tokens whose own ratio is below / above 1), `kl/k1` (mean of
+    `clip_ratio/region_mean`), `clip_frac/low|high` (clipped tokens whose own ratio is below / above 1), `kl/k1`
+    (mean of
     log π_gen − log π_train, veRL `ppo_kl`) and `kl/k3` (mean of ρ − 1 − log ρ, always ≥ 0),
     `advantage/mean` over unmasked tokens.
     """

@@ -267,8 +267,9 @@ class TorchEngine(ThreadedEngine):
         elif req.interruption is not None and not s.interrupted and s.sampled >= req.interruption.think_budget_tokens:
             s.interrupted, s.sampled = True, 0
             s.forced.extend(req.interruption.phrase_token_ids)
-        elif req.interruption is not None and s.interrupted and not forced \
-                and s.sampled >= req.interruption.answer_budget_tokens or req.interruption is None and s.sampled >= req.sampling.max_new_tokens:
+        elif (req.interruption is not None and s.interrupted and not forced
+              and s.sampled >= req.interruption.answer_budget_tokens
+              or req.interruption is None and s.sampled >= req.sampling.max_new_tokens):
             reason = "length"
         if reason is not None:
             s.group.samples[s.index] = GeneratedSample(

@@ -1,7 +1,8 @@
 """Inside one sandboxed child: apply the isolation layers, then run the program (standard library only).
 
 Order matters and is fixed: read the job → own session (cgroups: inherited from the slot's server) → chroot
-into the read-only root, whose /work is a tmpfs the server keeps empty between runs → rlimits → drop to the slot's uid → parent-death signal → scrubbed
+into the read-only root, whose /work is a tmpfs the server keeps empty between runs → rlimits → drop to the slot's
+uid → parent-death signal → scrubbed
 environment → seccomp (which forbids undoing any of the above) → run.
 
 Modes: `stdio` runs the program as `__main__`; `functional` calls `entry_point` per case and writes each

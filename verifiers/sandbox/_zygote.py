@@ -3,7 +3,8 @@
 A small, long-lived, single-threaded process holding no models or data. At start it enters its own
 network, IPC, UTS and mount namespaces (so every child has no network and cannot see host IPC), builds a
 read-only root (bind mounts of /usr, /lib*, /bin and the Python install, a few /dev nodes, an empty
-/work) on a private tmpfs, builds a seccomp filter and moves itself into its slot's cgroups (one server per slot). Then, per request from
+/work) on a private tmpfs, builds a seccomp filter and moves itself into its slot's cgroups (one server per slot).
+Then, per request from
 the parent (over a SOCK_SEQPACKET socket, file descriptors passed with SCM_RIGHTS), it clones one child
 into a fresh PID + mount namespace (see `_child`), watches it with a pidfd, kills it at its wall-clock
 deadline or on request, reaps it and reports exit status, CPU time and cgroup OOM kills.

@@ -1,7 +1,8 @@
 """Parent side of the sandbox: starts the fork servers, sends them runs, drains output, enforces caps.
 
 `Sandbox.run(request)` is thread-safe; at most `slots` runs are in flight, one per slot. Each slot has
-its own fork server, uid and cgroups (the server joins its cgroups once; children inherit them). Output is drained concurrently from stdout, stderr and the result channel
+its own fork server, uid and cgroups (the server joins its cgroups once; children inherit them). Output is drained
+concurrently from stdout, stderr and the result channel
 with byte caps (over the cap: the run is killed, reason `output`). The fork server enforces the wall
 deadline; the parent keeps a backstop (deadline + grace) after which the server is presumed broken,
 killed and restarted, and the run reported as a sandbox error. Every failure of the sandbox itself is
