@@ -114,6 +114,9 @@ def merge_previous(manifest: Manifest, out: Path) -> Manifest:
                               f"plans {run.overrides}; use another --out or remove that run folder")
         if prev is not None:
             run.wall_s, run.steps, run.load_avg, run.error = prev.wall_s, prev.steps, prev.load_avg, prev.error
+            run.status = "failed" if prev.status == "failed" else run.status
+        if run_state(out / run.folder) == "finished":
+            run.status = "finished"
     return manifest
 
 
