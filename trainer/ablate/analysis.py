@@ -60,6 +60,8 @@ class RunFit(Strict):
     domain: str
     n_points: int
     final_pass_rate: float | None = None
+    late_pass_rate: float | None = Field(
+        default=None, description="mean of the evaluations in the last third of the budget (less noisy than the last)")
     fit: dict | None = Field(default=None, description="SigmoidFit.to_dict() of the half-budget fit")
     error: str | None = None
     extrapolation_error: float | None = None
@@ -87,6 +89,8 @@ class VariantDomain(Strict):
     extrapolation_error: float | None = None
     final_pass_rate: float | None = None
     final_pass_rate_spread: float | None = None
+    late_pass_rate: float | None = None
+    late_pass_rate_spread: float | None = None
 
 
 class DomainSummary(Strict):
@@ -152,12 +156,15 @@ def shared_r0(curves: list[Curve], domain: str) -> float | None:
     return float(np.mean(starts)) if starts else None
 
 
-def fit_run(curve: Curve, r0: float | None, fit_until: float, burn_in: float | None) -> tuple[RunFit, object]:
+def fit_run(curve: Curve, r0: float | None, fit_until: float, burn_in: float | None,
+            late_from: float = math.inf) -> tuple[RunFit, object]:
     """The half-budget fit of one curve, scored on the points after the fit window."""
     from trainer.fit.sigmoid import fit_sigmoid
 
+    late = curve.rate[curve.compute >= late_from]
     rec = RunFit(variant=curve.variant, seed=curve.seed, domain=curve.domain, n_points=int(curve.compute.size),
-                 final_pass_rate=float(curve.rate[-1]) if curve.rate.size else None)
+                 final_pass_rate=float(curve.rate[-1]) if curve.rate.size else None,
+                 late_pass_rate=float(late.mean()) if late.size else None)
     try:
         fit = fit_sigmoid(curve.compute, curve.rate, r0=r0, burn_in=burn_in, fit_until=fit_until, a_max=A_BOUND)
     except (ValueError, ArithmeticError, np.linalg.LinAlgError) as exc:  # FitError is a ValueError
@@ -192,10 +199,12 @@ def summarize_variant(variant: str, domain: str, runs: list[RunFit], n_seeds: in
     b, b_spread = _mean_spread([f["B"] for f in fitted])
     c_mid, _ = _mean_spread([f["C_mid"] for f in fitted])
     final, final_spread = _mean_spread([r.final_pass_rate for r in runs if r.final_pass_rate is not None])
+    late, late_spread = _mean_spread([r.late_pass_rate for r in runs if r.late_pass_rate is not None])
     extrap, _ = _mean_spread([r.extrapolation_error for r in runs if r.extrapolation_error is not None])
     vd = VariantDomain(variant=variant, domain=domain, seeds=n_seeds, seeds_fitted=len(fitted), A=a,
                        A_spread=a_spread, B=b, B_spread=b_spread, C_mid=c_mid, extrapolation_error=extrap,
-                       final_pass_rate=final, final_pass_rate_spread=final_spread,
+                       final_pass_rate=final, final_pass_rate_spread=final_spread, late_pass_rate=late,
+                       late_pass_rate_spread=late_spread,
                        A_at_bound=sum(f["A"] >= A_BOUND - 1e-6 for f in fitted))
     if base is not None and base.A is not None and a is not None:
         vd.dA, vd.dB = a - base.A, (b - base.B) if b is not None and base.B is not None else None
@@ -254,7 +263,7 @@ def analyze(manifest: Manifest, out: Path, domains: list[str]) -> AnalysisResult
     for d in domains:
         r0 = shared_r0(curves, d)
         for c in (c for c in curves if c.domain == d):
-            rec, fit = fit_run(c, r0, fit_until, spec.burn_in)
+            rec, fit = fit_run(c, r0, fit_until, spec.burn_in, late_from=spec.budget_device_s * 2 / 3)
             result.report.runs.append(rec)
             if fit is not None:
                 result.fits[(c.variant, c.seed, d)] = fit

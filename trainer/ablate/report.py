@@ -46,6 +46,7 @@ def _variant_row(v: VariantDomain) -> str:
     c_mid = "–" if v.C_mid is None else f"{v.C_mid:.0f}"
     bound = f" ({v.A_at_bound} at 1)" if v.A_at_bound else ""
     return (f"| {v.variant} | {v.seeds_fitted}/{v.seeds} | {_pm(v.final_pass_rate, v.final_pass_rate_spread)} | "
+            f"{_pm(v.late_pass_rate, v.late_pass_rate_spread)} | "
             f"{_pm(v.A, v.A_spread)}{bound} | {_num(v.dA)} | {flag} | {_pm(v.B, v.B_spread)} | {_num(v.dB)} | "
             f"{c_mid} | {_num(v.B_fixed)} | {_num(v.dB_fixed)} | {_num(v.extrapolation_error)} |")
 
@@ -67,8 +68,8 @@ def render_markdown(manifest: Manifest, result: AnalysisResult, figures: dict[st
                   f"±0.02 alone; {d.samples_for_margin} samples would).", ""]
         if d.fixed_A is not None:
             lines += [f"Fixed-A refit: A = {d.fixed_A:.3f} for {', '.join(d.fixed_A_variants)}.", ""]
-        lines += ["| variant | fits/runs | final pass rate | A | ΔA | ΔA > margin | B | ΔB | C_mid | B (A fixed) "
-                  "| ΔB (A fixed) | extrap. error |", "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+        lines += ["| variant | fits/runs | final pass rate | last third | A | ΔA | ΔA > margin | B | ΔB | C_mid "
+                  "| B (A fixed) | ΔB (A fixed) | extrap. error |", "|---" * 13 + "|"]
         lines += [_variant_row(v) for v in rep.variants if v.domain == d.domain]
         lines.append("")
     failures = [r for r in rep.runs if r.error]
