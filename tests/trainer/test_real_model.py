@@ -23,7 +23,7 @@ from trainer.cli import build_app
 from trainer.run_log import read_metrics
 
 pytestmark = pytest.mark.timeout(900)
-LOGPROB_TOL = 2e-3  # fp32 KV-cache decoding vs one packed forward: measured max |diff| ~1e-5
+LOGPROB_TOL = 2e-3  # fp32 KV-cache decoding vs one packed forward: measured max |diff| 2.7e-5 (2 x 16 tokens)
 
 
 def short_args(files, out, engine="torch"):
@@ -145,6 +145,7 @@ def test_generator_and_trainer_logprobs_agree(tmp_path):
         with torch.no_grad():
             lp = token_logprobs(model, ids, temperature=cfg.optim.temperature, fp32_head=True)[len(prompt):]
         worst = max(worst, float((lp - torch.tensor(sample.logprobs)).abs().max()))
+    print(f"max |engine - trainer| logprob: {worst:.2e}")
     assert worst < LOGPROB_TOL, worst
 
 
