@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import logging
 import threading
+from array import array
 from collections.abc import Mapping
 from typing import Any
 
@@ -53,7 +54,7 @@ class ProblemPrompts:
     def __init__(self, codec: PromptCodec, prompts: PromptsConfig) -> None:
         self.codec, self.prompts = codec, prompts
         self.templated = template_applies(prompts, codec)
-        self._cache: dict[str, list[int]] = {}
+        self._cache: dict[str, array] = {}  # 4 bytes a token: a list of ints costs ~36 (Polaris-size pools)
         self._lock = threading.Lock()
 
     def __call__(self, problem: ProblemRecord) -> list[int]:
@@ -61,7 +62,7 @@ class ProblemPrompts:
             hit = self._cache.get(problem.prompt_id)
         if hit is None:
             messages = render_messages(problem, self.prompts) if self.templated else problem.prompt
-            hit = self.codec.encode_prompt(messages)
+            hit = array("i", self.codec.encode_prompt(messages))
             with self._lock:
                 self._cache[problem.prompt_id] = hit
         return list(hit)
