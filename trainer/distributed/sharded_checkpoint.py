@@ -18,6 +18,7 @@ summation order of the gradient reduction changes; parameters agree to float tol
 
 from __future__ import annotations
 
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -46,7 +47,9 @@ def load_sharded(folder: str | Path, trainer: PolicyTrainer) -> None:
 
     model_sd, optim_sd = get_state_dict(trainer.logprob_model, trainer.optimizer)
     state = {"model": model_sd, "optim": optim_sd}
-    dcp.load(state, checkpoint_id=str(Path(folder) / SHARDED))
+    with warnings.catch_warnings():  # one rank without a process group is the intended single-process load
+        warnings.filterwarnings("ignore", message="torch.distributed is disabled")
+        dcp.load(state, checkpoint_id=str(Path(folder) / SHARDED))
     set_state_dict(trainer.logprob_model, trainer.optimizer, model_state_dict=state["model"],
                    optim_state_dict=state["optim"])
 
