@@ -135,3 +135,16 @@ def test_refill_on_the_in_process_runtime_keeps_the_pipeline_fed():
         assert runtime.stats().taken_groups == 6 * (P + 2)
     finally:
         runtime.close()
+
+
+def test_a_profile_ledger_becomes_the_samplers_prior(tmp_path):
+    from curriculum.filters import RetirementConfig
+    from curriculum.ledger import Ledger
+
+    path = tmp_path / "profile.duckdb"
+    with Ledger(path, retirement=RetirementConfig(enabled=False)) as led:
+        led.record_attempts([{"prompt_id": pid, "domain": "math", "sample_index": i,
+                              "status": "correct" if i < n else "wrong"}
+                             for pid, n in (("a", 2), ("b", 8)) for i in range(8)])
+    run = fake_run(f"curriculum.prior_ledger={path}", "curriculum.priority.mode=learnability")
+    assert run.sampler.policy.prior == {"a": 0.25, "b": 1.0}
