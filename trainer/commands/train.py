@@ -119,6 +119,11 @@ def register(app: typer.Typer) -> None:
             cfg = build_config(config, overrides or [], domains=domains, model=model, engine=engine,
                                max_steps=max_steps, resume=resume, ray=ray, ray_address=ray_address,
                                trainer_ranks=trainer_ranks, preset=preset, data=data, heldout=heldout)
+            if model is not None and preset is None and config is None and resume is None:
+                log.warning("--model without --preset or --config keeps the tiny model's budgets (%d + %d "
+                            "tokens, engine.max_seq_len %d); for a real model start from --preset small-cpu",
+                            cfg.length.think_budget_max_tokens, cfg.length.answer_budget_tokens,
+                            cfg.engine.max_seq_len)
             if dry_run:
                 from trainer.dry_run import dry_run_report
 
