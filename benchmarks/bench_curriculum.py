@@ -3,6 +3,13 @@
 re-admission, learning-progress mixing), on a ledger the size of a long CPU-default run.
 
     .venv/bin/python benchmarks/bench_curriculum.py [--prompts 4500] [--steps 400]
+    .venv/bin/python benchmarks/bench_curriculum.py --simulate [--steps 150]
+
+`--simulate`: what the sampler strategies do to the groups a run generates, without a model: 300
+prompts with fixed true pass rates (a third never solved, a sixth always solved, the rest uniform in
+(0, 1)), 16 prompts x 8 Bernoulli samples per step, ScaleRL retirement on, several epochs; prints the
+share of informative (non-zero-variance) groups and the prompts skipped. The policy does not learn, so
+this measures the selection rules only.
 
 Prints the timings and the load average; nothing is asserted (docs/results.md records the figures).
 """
@@ -51,11 +58,46 @@ def time_batches(sampler: Sampler, n: int = 30) -> float:
     return statistics.median(times) * 1000
 
 
+SIMULATED = {"baseline": {}, "learnability": {"priority": {"mode": "learnability"}},
+             "failure": {"priority": {"mode": "failure"}}, "pools": {"priority": {"mode": "pools"}},
+             "learnability+r": {"priority": {"mode": "learnability", "replacement": True}},
+             "failure+r": {"priority": {"mode": "failure", "replacement": True}},
+             "pools+r": {"priority": {"mode": "pools", "replacement": True}},
+             "greso": {"skip": {"mode": "greso"}}, "bench-hard": {"bench": {"last_k": 2, "hard_at": 0.0}}}
+
+
+def simulate(name: str, strategies: dict, steps: int, tmp: Path) -> str:
+    rng = random.Random(0)
+    probs = problems(300)
+    truth = {p.prompt_id: (0.0 if i % 3 == 0 else 1.0 if i % 6 == 1 else rng.random()) for i, p in enumerate(probs)}
+    policy = CurriculumPolicy(StrategyConfig.model_validate(strategies), seed=0) if strategies else None
+    informative = groups = 0
+    with Ledger(tmp / f"{name}.duckdb") as ledger:
+        sampler = Sampler(probs, weights={"math": 1}, seed=0, ledger=ledger, policy=policy)
+        for step in range(1, steps + 1):
+            rows = []
+            for p in sampler.next_batch(16):
+                outcome = [rng.random() < truth[p.prompt_id] for _ in range(8)]
+                informative += len(set(outcome)) > 1
+                groups += 1
+                rows += [{"prompt_id": p.prompt_id, "domain": "math", "step": step, "sample_index": i,
+                          "status": "correct" if ok else "wrong"} for i, ok in enumerate(outcome)]
+            ledger.record_attempts(rows)
+        events = {} if policy is None else {k: int(v) for k, v in policy.events.items()}
+    return f"{name:15} informative groups {informative / groups:.3f} of {groups}; passed over {events}"
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--prompts", type=int, default=4500)
     ap.add_argument("--steps", type=int, default=400)
+    ap.add_argument("--simulate", action="store_true")
     args = ap.parse_args()
+    if args.simulate:
+        with tempfile.TemporaryDirectory() as tmp:
+            for name, strategies in SIMULATED.items():
+                print(simulate(name, strategies, args.steps, Path(tmp)))
+        return
     probs = problems(args.prompts)
     with tempfile.TemporaryDirectory() as tmp, Ledger(Path(tmp) / "l.duckdb",
                                                       retirement=RetirementConfig(enabled=False)) as ledger:

@@ -153,6 +153,8 @@ class CurriculumPolicy:
         epoch's remaining prompts (priority)."""
         if self.cfg.priority.mode == "uniform":
             return sampler._walk(domain, retired)
+        if self.cfg.priority.replacement:
+            return self._with_replacement(sampler, domain, retired)
         drawn = sampler._state["policy"]["drawn"]
         for _ in range(2):
             if sampler._state["domains"][domain]["epoch"] < 0:
@@ -170,6 +172,16 @@ class CurriculumPolicy:
             if sampler._state["domains"][domain]["exhausted"]:
                 return None
         return None
+
+    def _with_replacement(self, sampler: Sampler, domain: str, retired: Mapping[str, int]) -> str | None:
+        """A weighted pick among every active prompt of the domain (no epoch bookkeeping beyond the first)."""
+        if sampler._state["domains"][domain]["epoch"] < 0:
+            sampler._start_epoch(domain, retired)
+        active = [pid for pid in sampler._ids[domain] if pid not in retired]
+        if not active:
+            sampler._start_epoch(domain, retired)  # marks the domain exhausted
+            return None
+        return st.weighted_pick(active, self._priority(active), self._rng(sampler, f"pick:{domain}"))
 
     def _priority(self, candidates: list[str]) -> Mapping[str, float]:
         """Draw weights of the candidates (p read once per batch; per-prompt weights cached for the batch

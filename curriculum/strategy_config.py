@@ -51,6 +51,9 @@ class PriorityConfig(Strict):
     mode: PriorityMode = Field(
         default="uniform", description="uniform: seeded shuffle (ScaleRL); learnability: weight p(1-p); failure: "
         "weight 1-p; pools: the pool weights below split over each pool's prompts")
+    replacement: bool = Field(
+        default=False, description="false: without replacement within an epoch (the weights order each epoch); true: "
+        "every draw weighs all active prompts, so favoured prompts recur within an epoch (as LILO and Kimi sample)")
     window: Literal["all", "group"] = Field(
         default="all", description="pass rate p over every sample of the prompt, or its latest group")
     unseen_pass_rate: float = Field(
@@ -167,6 +170,8 @@ ABLATE_VARIANTS: dict[str, tuple[str, list[str]]] = {
     "cur-duplicate": ("informative groups repeated to fill the batch, or the step skipped (POLARIS)",
                       ["curriculum.zero_variance.mode=duplicate"]),
     "cur-learnability": ("prompts drawn by learnability p(1-p) (LILO)", ["curriculum.priority.mode=learnability"]),
+    "cur-learnability-r": ("prompts drawn by learnability p(1-p), with replacement (recurring within an epoch)",
+                           ["curriculum.priority.mode=learnability", "curriculum.priority.replacement=true"]),
     "cur-failure": ("prompts drawn by failure rate 1-p (Kimi k1.5)", ["curriculum.priority.mode=failure"]),
     "cur-pools": ("prompts drawn from difficulty pools (prime-rl difficulty_pool)", ["curriculum.priority.mode=pools"]),
     "cur-greso": ("pre-rollout skipping of zero-variance streaks (GRESO)", ["curriculum.skip.mode=greso"]),

@@ -158,3 +158,13 @@ def test_resume_from_the_ledger_gives_the_same_order_with_strategies(tmp_path):
             s = Sampler(PROBLEMS, weights=WEIGHTS, seed=5, ledger=led, policy=policy(**cfg))
             got += draws(s, stop - start, ledger=led, step0=start)
     assert got == expected
+
+
+def test_priority_with_replacement_repeats_the_favoured_prompts(tmp_path):
+    with Ledger(tmp_path / "l.duckdb", retirement=RetirementConfig(enabled=False)) as led:
+        for i, pid in enumerate(MATH):
+            group(led, pid, 1, 4 if i < 5 else 0)  # five prompts at p = 0.5, the rest never solved
+        s = Sampler(PROBLEMS, weights={"math": 1}, seed=0, ledger=led,
+                    policy=policy(priority={"mode": "learnability", "replacement": True, "floor": 0.001}))
+        drawn = Counter(pid for batch in draws(s, 3, 10) for pid in batch)
+        assert sum(drawn[pid] for pid in MATH[:5]) >= 25  # 30 draws: the learnable five come back again and again
