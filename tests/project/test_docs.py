@@ -75,8 +75,9 @@ def named_paths(text: str) -> set[str]:
 
 
 def named_dotted(text: str) -> set[str]:
-    """Dotted module names; a file name such as `curriculum.md` is not one."""
-    names = {m.rstrip(".") for m in DOTTED.findall(text)}
+    """Dotted module names; a file name such as `curriculum.md` and a config override such as
+    `curriculum.priority.mode=learnability` are not."""
+    names = {m.group(1).rstrip(".") for m in DOTTED.finditer(text) if not text.startswith("=", m.end())}
     return {n for n in names if n.rpartition(".")[2] not in FILE_SUFFIXES}
 
 
@@ -120,7 +121,7 @@ def test_the_checks_find_a_missing_module_and_a_missing_name(tmp_path):
     (tmp_path / "docs").mkdir()
     (tmp_path / "docs" / "design.md").write_text(
         "`trainer/core/update.py`, `trainer.core.update.PolicyTrainer.step`, `trainer/core/policy.py`,\n"
-        "`trainer.core.losses`, `trainer.core.update.pack`.\n")
+        "`trainer.core.losses`, `trainer.core.update.pack`; `trainer.pipeline.k=4` is an override.\n")
     (tmp_path / "docs" / "modules.md").write_text("- `trainer/core/update.py` — x\n- `trainer/gone.py` — y\n")
     assert doc_problems("docs/design.md", tmp_path) == [
         "docs/design.md: trainer/core/policy.py does not exist",
