@@ -5,9 +5,10 @@ kept) and splits off a held-out set. A row that fails is reported as a `RowError
 row number, reason) and the run goes on. `check_records` scores every record's gold completion
 (`metadata["solution"]`) with `verifiers.verify_batch` and reports those not `correct`.
 
-Held-out split: the `n` records with the smallest sha256(f"{seed}:{prompt_id}") — independent of row
-order and of the other rows' presence, so a problem's side of the split never changes between runs
-(the paper holds out 1,000 prompts for validation).
+Held-out split, the one splitter of the project (`data prepare`, the verl import, and the trainer's
+split of training files and of generated problems all call `split_holdout`): the `n` records with the
+smallest sha256(f"{seed}:{prompt_id}") — independent of row order, so a problem's side of the split
+does not depend on how the file was shuffled (the paper holds out 1,000 prompts for validation).
 """
 
 from __future__ import annotations
@@ -110,6 +111,37 @@ def _plan_rows(manifest: SourceManifest, files, configs, split: str, cache_dir: 
             yield config, RowError(manifest.name, f"{manifest.hub.path}[{config}:{split}]", 0, str(exc))
     if plan and len(failures) == len(plan):
         raise DataLoadError(f"{manifest.name}: no config could be loaded ({failures[0]})")
+
+
+def prepare_verl(files: list[Path], *, limit: int | None = None, holdout: int = 0, holdout_seed: int = 0
+                 ) -> PrepareResult:
+    """Records of verl parquet files (ours or foreign), first of each prompt id kept, split like `prepare`."""
+    from .verl import read_records
+
+    if not files:
+        raise DataLoadError("verl: pass the parquet file(s) with --data-files")
+    result, seen = PrepareResult(), set()
+    for path in files:
+        if not Path(path).is_file():
+            raise DataLoadError(f"verl: no such file {path}")
+        records, errors = read_records(path)
+        result.errors += errors
+        for record in records:
+            if limit is not None and result.rows_read >= limit:
+                break
+            result.rows_read += 1
+            if record.prompt_id in seen:
+                result.duplicates += 1
+                continue
+            seen.add(record.prompt_id)
+            result.records.append(record)
+    result.records, result.heldout = split_holdout(result.records, holdout, seed=holdout_seed)
+    return result
+
+
+def holdout_count(total: int, fraction: float, max_prompts: int) -> int:
+    """How many of `total` distinct prompts a fractional split holds out: at least one, at most `max_prompts`."""
+    return min(max_prompts, max(1, round(fraction * total)))
 
 
 def holdout_key(prompt_id: str, seed: int) -> str:

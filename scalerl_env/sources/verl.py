@@ -9,7 +9,7 @@ difficulty_prior, metadata}. `ground_truth` is the math answer, or for code our 
 Guarantees: `read_records(write_records(rs))` gives back `rs` exactly; writes are atomic (temp file,
 then rename). Foreign verl files (e.g. verl's own `examples/data_preprocess/gsm8k.py` output) import:
 the domain comes from `ability`, the answer from `ground_truth`, `{"inputs", "outputs"}` code tests go
-through E2's APPS converter, and the id is recomputed from source + the last user message.
+through the APPS converter (`verifiers.converters`), and the id is recomputed from source + the last user message.
 Rows that do not import are reported (`RowError`), never fatal.
 """
 
@@ -132,3 +132,49 @@ def _foreign_tests(truth: Any):
     from .adapters import converter
 
     return converter("from_apps")({"input_output": json.dumps(data)})
+
+
+class RecordFileError(ValueError):
+    """A problem file that must not be trained on: names the file, the 1-based row and the field at fault."""
+
+    def __init__(self, path: str | Path, row: int, field: str, message: str) -> None:
+        self.path, self.row, self.field = str(path), row, field
+        super().__init__(f"{path} row {row}, field {field}: {message}")
+
+
+_FIELDS = {"answer": "extra_info.answer", "tests": "extra_info.tests", "domain": "ability", "prompt": "prompt",
+           "prompt_id": "extra_info.prompt_id", "source": "data_source"}
+
+
+def load_record_file(path: str | Path, domain: str | None = None) -> list[ProblemRecord]:
+    """Every record of a verl parquet file, or `RecordFileError` at the first row that does not import
+    (missing answer, code without tests, unknown `ability`, a domain other than `domain`) or when the
+    file is not a readable parquet. For training, where a skipped row would silently shrink the data;
+    `read_records` is the lenient reader that reports bad rows and goes on."""
+    path = Path(path)
+    if not path.is_file():
+        raise RecordFileError(path, 0, "(file)", "no such file")
+    try:
+        rows = pq.read_table(path).to_pylist()
+    except (OSError, pa.ArrowException) as exc:
+        raise RecordFileError(path, 0, "(file)", f"not a readable parquet file ({exc})") from None
+    records = []
+    for number, row in enumerate(rows, start=1):
+        ability = str(row.get("ability") or "")
+        if not ("code" in ability.lower() or "math" in ability.lower()):
+            raise RecordFileError(path, number, "ability", f"unknown domain {ability!r} (expected math or code)")
+        try:
+            record = from_verl_row(row)
+        except ValidationError as exc:
+            err = exc.errors()[0]
+            field = _FIELDS.get(str(err["loc"][0]) if err["loc"] else "", "")
+            if not field:  # the record-level rule: math needs an answer, code needs tests
+                field = "extra_info.tests" if "tests" in err["msg"] else "extra_info.answer"
+            raise RecordFileError(path, number, field, err["msg"]) from None
+        except (ValueError, TypeError, KeyError) as exc:
+            field = "reward_model.ground_truth" if "ground_truth" in str(exc) else "prompt"
+            raise RecordFileError(path, number, field, f"{exc.__class__.__name__}: {exc}") from None
+        if domain is not None and record.domain != domain:
+            raise RecordFileError(path, number, "ability", f"a {record.domain} problem in a {domain} source")
+        records.append(record)
+    return records
