@@ -72,7 +72,8 @@ def prepare_cmd(
 
     try:
         if source == "verl":
-            result = _import_verl(data_files or [], limit, holdout, holdout_seed)
+            result = prep.prepare_verl(list(data_files or []), limit=limit, holdout=holdout,
+                                       holdout_seed=holdout_seed)
         else:
             manifest = load_manifest(source)
             if instruction is not None:
@@ -85,34 +86,8 @@ def prepare_cmd(
                                   limit=limit, holdout=holdout, holdout_seed=holdout_seed)
     except (ManifestError, DataLoadError, LookupError) as exc:
         typer.echo(f"error: {exc}", err=True)
-        raise typer.Exit(2)
+        raise typer.Exit(2) from None
     _write_outputs(result, out, holdout_out, errors_out)
-
-
-def _import_verl(files: list[Path], limit: int | None, holdout: int, seed: int):
-    from scalerl_env.sources.loading import DataLoadError
-    from scalerl_env.sources.prepare import PrepareResult, split_holdout
-    from scalerl_env.sources.verl import read_records
-
-    if not files:
-        raise DataLoadError("verl: pass the parquet file(s) with --data-files")
-    result, seen = PrepareResult(), set()
-    for path in files:
-        if not Path(path).is_file():
-            raise DataLoadError(f"verl: no such file {path}")
-        records, errors = read_records(path)
-        result.errors += errors
-        for record in records:
-            if limit is not None and result.rows_read >= limit:
-                break
-            result.rows_read += 1
-            if record.prompt_id in seen:
-                result.duplicates += 1
-                continue
-            seen.add(record.prompt_id)
-            result.records.append(record)
-    result.records, result.heldout = split_holdout(result.records, holdout, seed=seed)
-    return result
 
 
 def _write_outputs(result, out: Path, holdout_out: Path | None, errors_out: Path | None) -> None:
