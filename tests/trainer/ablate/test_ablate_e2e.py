@@ -11,11 +11,15 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 import yaml
 from typer.testing import CliRunner
 
 from trainer.cli import build_app
 from trainer.run_log import read_metrics
+
+# The first test of a cold machine that runs the CPU default pays its warm start (~5 min on idle 2 cores).
+pytestmark = pytest.mark.timeout(2400)
 
 BUDGET = 14.0
 SHRINK = ["pipeline.prompts_per_step=4", "pipeline.samples_per_prompt=4", "validation.every_steps=3",

@@ -36,6 +36,7 @@ def test_devices_in_use() -> None:
     assert devices_in_use(cpus) == 4  # CPU actors: each generator and the trainer is one device
 
 
+@pytest.mark.timeout(2400)  # may pay the CPU default's warm start on a cold machine
 def test_idle_generator_accrues_wall_times_devices(tmp_path: Path) -> None:
     from trainer.loop import train
 

@@ -70,8 +70,14 @@ def test_truncated_samples_are_masked_and_counted():
 
 def test_dapo_overlong_penalty_matches_its_formula():
     cfg = LengthConfig(mode="penalty", max_response_tokens=100, penalty_buffer_tokens=20)
-    assert length_penalty(80, cfg) == 0.0
-    assert length_penalty(90, cfg) == pytest.approx(-0.5)
-    assert length_penalty(100, cfg) == pytest.approx(-1.0)
-    assert length_penalty(101, cfg) == -1.0
-    assert length_penalty(101, LengthConfig(max_response_tokens=100, penalty_buffer_tokens=20)) == 0.0
+    assert length_penalty(80, cfg, 128) == 0.0
+    assert length_penalty(90, cfg, 128) == pytest.approx(-0.5)
+    assert length_penalty(100, cfg, 128) == pytest.approx(-1.0)
+    assert length_penalty(101, cfg, 128) == -1.0
+    assert length_penalty(101, LengthConfig(max_response_tokens=100, penalty_buffer_tokens=20), 128) == 0.0
+
+
+def test_penalty_budget_defaults_to_the_sampling_budget_and_a_fifth_of_it():
+    cfg = LengthConfig(mode="penalty")
+    assert cfg.penalty_budget(50) == (50, 10)
+    assert length_penalty(40, cfg, 50) == 0.0 and length_penalty(45, cfg, 50) == pytest.approx(-0.5)
