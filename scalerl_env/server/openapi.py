@@ -1,6 +1,6 @@
 """Write the server's OpenAPI document: `python -m scalerl_env.server.openapi [openapi.json]`.
 
-The committed `openapi.json` is checked against the app by `tests/test_server_api.py`; rerun this
+The committed `openapi.json` is checked against the app by `tests/env/test_server_api.py`; rerun this
 after changing a route or model.
 """
 
