@@ -77,11 +77,7 @@ def prepare(
         except Exception as exc:  # noqa: BLE001 - hostile rows: any failure is reported, never fatal
             result.errors.append(RowError(manifest.name, origin, number, f"{type(exc).__name__}: {exc}"))
             continue
-        if record.prompt_id in seen:
-            result.duplicates += 1
-            continue
-        seen.add(record.prompt_id)
-        result.records.append(record)
+        _add_first(result, seen, record)
     result.records, result.heldout = split_holdout(result.records, holdout, seed=holdout_seed)
     for error in result.errors:
         logger.warning("skipped %s", error)
@@ -130,13 +126,18 @@ def prepare_verl(files: list[Path], *, limit: int | None = None, holdout: int = 
             if limit is not None and result.rows_read >= limit:
                 break
             result.rows_read += 1
-            if record.prompt_id in seen:
-                result.duplicates += 1
-                continue
-            seen.add(record.prompt_id)
-            result.records.append(record)
+            _add_first(result, seen, record)
     result.records, result.heldout = split_holdout(result.records, holdout, seed=holdout_seed)
     return result
+
+
+def _add_first(result: PrepareResult, seen: set[str], record: ProblemRecord) -> None:
+    """Keep the first record of each prompt id; later ones only count as duplicates."""
+    if record.prompt_id in seen:
+        result.duplicates += 1
+        return
+    seen.add(record.prompt_id)
+    result.records.append(record)
 
 
 def holdout_count(total: int, fraction: float, max_prompts: int) -> int:
