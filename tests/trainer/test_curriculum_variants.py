@@ -2,19 +2,9 @@
 
 from __future__ import annotations
 
+from tests.support.config_diff import changed_keys
 from trainer.ablate.study import StudySpec, build_run_config
 from trainer.ablate.variants import BASELINE, CURRICULUM_VARIANTS, PAPER_VARIANTS, overrides_for, resolve
-
-
-def _changed(a: dict, b: dict, prefix: str = "") -> set[str]:
-    out = set()
-    for key in a.keys() | b.keys():
-        va, vb = a.get(key), b.get(key)
-        if isinstance(va, dict) and isinstance(vb, dict):
-            out |= _changed(va, vb, f"{prefix}{key}.")
-        elif va != vb:
-            out.add(f"{prefix}{key}")
-    return out
 
 
 def test_curriculum_variants_resolve_and_change_only_the_curriculum() -> None:
@@ -24,6 +14,6 @@ def test_curriculum_variants_resolve_and_change_only_the_curriculum() -> None:
     base = build_run_config(spec, []).model_dump(mode="json")
     for variant in resolve(CURRICULUM_VARIANTS)[1:]:
         cfg = build_run_config(spec, overrides_for(variant))
-        changed = _changed(base, cfg.model_dump(mode="json"))
+        changed = changed_keys(base, cfg.model_dump(mode="json"))
         assert changed and all(k.startswith("curriculum.") for k in changed), (variant.name, changed)
         assert cfg.curriculum.sampler_active or cfg.curriculum.zero_variance_mode != "shrink", variant.name

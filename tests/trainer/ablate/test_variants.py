@@ -7,20 +7,9 @@ from pathlib import Path
 import pytest
 
 from scalerl_env.config import ConfigError
+from tests.support.config_diff import changed_keys
 from trainer.ablate.study import StudySpec, build_run_config, plan
 from trainer.ablate.variants import BASELINE, PAPER_VARIANTS, load_user_variants, overrides_for, resolve
-
-
-def _diff(a: dict, b: dict, prefix: str = "") -> set[str]:
-    out = set()
-    for key in a.keys() | b.keys():
-        va, vb = a.get(key), b.get(key)
-        if isinstance(va, dict) and isinstance(vb, dict):
-            out |= _diff(va, vb, f"{prefix}{key}.")
-        elif va != vb:
-            out.add(f"{prefix}{key}")
-    return out
-
 
 EXPECTED = {
     "loo-dapo": {"loss.name"},
@@ -39,7 +28,7 @@ def test_each_paper_variant_changes_exactly_its_component() -> None:
     base = build_run_config(spec, [])
     for variant in resolve(PAPER_VARIANTS):
         cfg = build_run_config(spec, overrides_for(variant))
-        changed = _diff(base.model_dump(mode="json"), cfg.model_dump(mode="json"))
+        changed = changed_keys(base.model_dump(mode="json"), cfg.model_dump(mode="json"))
         assert changed == EXPECTED.get(variant.name, set()), variant.name
 
 
