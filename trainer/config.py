@@ -215,6 +215,3 @@ class TrainConfig(Strict):
             self.engine = self.engine.model_copy(update={"temperature": self.optim.temperature})
         elif self.optim.temperature != self.engine.temperature:
             self.optim = self.optim.model_copy(update={"temperature": self.engine.temperature})
-
-    def domain_weight(self, domain: str) -> float:
-        return self.data.domain_weights.get(domain, 1.0)

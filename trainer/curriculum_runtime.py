@@ -13,8 +13,8 @@ Guarantees
 - Refill keeps the lag bound: it takes the oldest scored groups (`take_extra`) and credits the
   generator's admission with as many, so the generator produces replacements (DAPO's extra generation
   cost), the in-flight count stays what the lag rule planned, and the pipeline never runs dry.
-  `take_extra` and `credit_admission` use a runtime's `take_extra_groups` / `credit_admission` when it
-  has them, else the in-process runtime's queue and admission counter (the Ray runtime: refused).
+  `take_extra` and `credit_admission` call the in-process runtime's `take_extra_groups` /
+  `credit_admission` (refill is refused with Ray).
 Not guaranteed: that a refill round finds enough informative groups: after `max_refill_rounds`
 rounds (or a take that waits past `refill_timeout_s`) the step trains on what it has.
 """
@@ -22,7 +22,6 @@ rounds (or a take that waits past `refill_timeout_s`) the step trains on what it
 from __future__ import annotations
 
 import logging
-import time
 from collections.abc import Callable
 from typing import Any
 
@@ -57,39 +56,14 @@ def informative(groups: list[RolloutGroup]) -> list[bool]:
 def credit_admission(runtime: Any, n: int) -> None:
     """Let the generator submit `n` more groups than the admission rule's count (they replace groups a
     refill took beyond the step's share; the outstanding count, hence the lag bound, is unchanged)."""
-    credit = getattr(runtime, "credit_admission", None)
-    if credit is not None:
-        credit(n)
-        return
-    with runtime._cv:  # trainer.rollout.runtime.LocalRuntime counts submissions in `_submitted`
-        runtime._submitted -= n
-        runtime._cv.notify_all()
+    runtime.credit_admission(n)
 
 
 def take_extra(runtime: Any, n: int, timeout_s: float) -> list[RolloutGroup]:
     """The `n` oldest scored groups, beyond the step's share. `take_groups(n)` would judge the lag rule as
     if every step took only `n` groups (and wait in vain); taking the oldest scored groups early only
     moves their deadlines' work forward, so no group left behind can miss its deadline."""
-    take = getattr(runtime, "take_extra_groups", None)
-    if take is not None:
-        return take(n, timeout_s)
-    deadline = time.monotonic() + timeout_s
-    with runtime._cv:  # trainer.rollout.runtime.LocalRuntime's scored queue
-        while True:
-            if runtime._error is not None:
-                raise RuntimeError("the generation side failed") from runtime._error
-            if len(runtime._scored) >= n:
-                batch = sorted(runtime._scored, key=lambda g: (g.submitted_version, g.group_id))[:n]
-                taken = {g.group_id for g in batch}
-                runtime._scored = [g for g in runtime._scored if g.group_id not in taken]
-                for gid in taken:
-                    runtime._outstanding.pop(gid, None)
-                runtime._stats.taken_groups += n
-                return batch
-            left = deadline - time.monotonic()
-            if left <= 0:
-                raise TimeoutError(f"no {n} more scored groups within {timeout_s:.0f} s")
-            runtime._cv.wait(min(left, 1.0))
+    return runtime.take_extra_groups(n, timeout_s)
 
 
 def refill_groups(run: Any, groups: list[RolloutGroup],

@@ -91,7 +91,21 @@ class LocalRuntime(Runtime):
             self._threads.append(t)
 
     def take_groups(self, n: int, trainer_version: int, timeout_s: float) -> list[RolloutGroup]:
-        must = must_take_version(self.mode, self.k, trainer_version)
+        return self._take(n, must_take_version(self.mode, self.k, trainer_version), timeout_s)
+
+    def take_extra_groups(self, n: int, timeout_s: float) -> list[RolloutGroup]:
+        """The `n` oldest scored groups beyond the step's share (a curriculum refill). No lag wait: taking
+        the oldest groups early only moves their deadlines' work forward, so none left behind misses its."""
+        return self._take(n, None, timeout_s)
+
+    def credit_admission(self, n: int) -> None:
+        """Let the generator submit `n` more groups than the admission rule counts (they replace groups
+        taken by `take_extra_groups`; the outstanding count, hence the lag bound, is unchanged)."""
+        with self._cv:
+            self._submitted -= n
+            self._cv.notify_all()
+
+    def _take(self, n: int, must: int | None, timeout_s: float) -> list[RolloutGroup]:
         deadline = time.monotonic() + timeout_s
         with self._cv:
             while True:
