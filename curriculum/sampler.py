@@ -11,11 +11,18 @@
   that sorts first. A domain whose active set becomes empty leaves the mix; when none is left,
   `SamplerExhausted` is raised.
 - Deterministic: the same problems, weights, seed and retirement sequence give the same batches.
-- Resumable: with a ledger, the state (per-domain epoch, cursor and retirement watermark, mixing
-  credits, batch count) is committed to `sampler_state` after every `next_batch`, and epoch starts to
-  `epochs`. A new Sampler on the same ledger continues where the last one stopped: the permutation is
-  rebuilt from the seed and the watermark (retirements with sequence number ≤ watermark were excluded
-  when the epoch started). The state is also available as `state_dict()` for trainer checkpoints.
+- Resumable: with a ledger, the state (per-domain epoch, cursor and retirement watermark, a mixed
+  domain's source walk positions, mixing credits, batch count) is committed to `sampler_state` after
+  every `next_batch`, and epoch starts to `epochs`. A new Sampler on the same ledger continues where
+  the last one stopped: the permutation is rebuilt from the seed and the watermark (retirements with
+  sequence number ≤ watermark were excluded when the epoch started). The state is also available as
+  `state_dict()` for trainer checkpoints.
+
+Sources: with `sources=` (domain -> source label -> weight) and `source_of=` (prompt id -> label), a
+domain with two or more positive-weight sources draws from them by weight (`curriculum.source_mix`:
+each epoch selects every source's share, then shuffles the selection as above); a zero-weight
+source's problems are never drawn. A domain with one source (or without `sources`) walks exactly as
+described above.
 
 Strategies: with `policy=` (a `curriculum.policy.CurriculumPolicy`) the policy chooses the domain
 weights of each batch and the next prompt of a domain (priority, bench rules, re-admission, GRESO
@@ -33,12 +40,14 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import math
 import random
 from collections.abc import Mapping, Sequence
 from collections.abc import Set as AbstractSet
 from typing import Any
 
 from curriculum.ledger import Ledger
+from curriculum.source_mix import SourceMix
 from scalerl_env.records import ProblemRecord
 
 logger = logging.getLogger(__name__)
@@ -57,7 +66,8 @@ class Sampler:
     def __init__(
         self, problems: Sequence[ProblemRecord], *, weights: Mapping[str, float], seed: int,
         ledger: Ledger | None = None, holdout_ids: AbstractSet[str] = frozenset(), name: str = "train",
-        resume: bool = True, policy: Any = None,
+        resume: bool = True, policy: Any = None, sources: Mapping[str, Mapping[str, float]] | None = None,
+        source_of: Mapping[str, str] | None = None,
     ) -> None:
         self.ledger, self.name, self.seed, self.policy = ledger, name, int(seed), policy
         self.weights = self._check_weights(problems, weights)
@@ -67,8 +77,12 @@ class Sampler:
                 raise ValueError(f"duplicate prompt_id {p.prompt_id!r} in problems")
             self._by_id[p.prompt_id] = p
         self.holdout_ids = frozenset(holdout_ids)
-        self._ids = {d: sorted(p.prompt_id for p in problems if p.domain == d and p.prompt_id not in self.holdout_ids)
-                     for d in self.weights}
+        self.source_of, sources = dict(source_of or {}), sources or {}
+        by_source = self._check_sources(problems, sources)
+        self._ids = {d: sorted(pid for srcs in by_source[d].values() for pid in srcs) for d in self.weights}
+        # a domain with two or more weighted sources mixes them by weight (curriculum.source_mix)
+        self.mixes = {d: SourceMix(self.seed, d, {s: w for s, w in sources[d].items() if w > 0}, by_source[d])
+                      for d in self.weights if len(by_source[d]) > 1}
         self._own_retired: dict[str, int] = {}
         self._orders: dict[str, list[str]] = {}
         self._new_epochs: list[tuple] = []
@@ -98,14 +112,43 @@ class Sampler:
             logger.info("domains without weight are not sampled: %s", unmixed)
         return out
 
+    def _check_sources(self, problems: Sequence[ProblemRecord], sources: Mapping[str, Mapping[str, float]]
+                       ) -> dict[str, dict[str, list[str]]]:
+        """Training ids per domain per source with a positive weight (one unnamed source per domain
+        without `sources`); a zero-weight source's problems are never drawn."""
+        out: dict[str, dict[str, list[str]]] = {d: {} for d in self.weights}
+        for d, ws in sources.items():
+            for s, w in ws.items():
+                if not w >= 0 or math.isinf(w):
+                    raise ValueError(f"source weight for {d}/{s!r} must be a finite number >= 0, got {w}")
+        for p in problems:
+            if p.domain not in out or p.prompt_id in self.holdout_ids:
+                continue
+            ws = sources.get(p.domain) or None
+            label = self.source_of.get(p.prompt_id, "") if ws else ""
+            if ws is not None and label not in ws:
+                raise ValueError(f"problem {p.prompt_id!r} ({p.domain}) has source {label!r}, not one of {sorted(ws)}")
+            if ws is None or ws[label] > 0:
+                out[p.domain].setdefault(label, []).append(p.prompt_id)
+        return out
+
     def _fingerprint(self) -> dict[str, str]:
-        return {d: hashlib.sha256("\n".join(ids).encode()).hexdigest()[:16] for d, ids in self._ids.items()}
+        """Hash of each domain's ids (and, for a mixed domain, of each id's source and the weights)."""
+        out = {}
+        for d, ids in self._ids.items():
+            mix = self.mixes.get(d)
+            text = "\n".join(ids) if mix is None else json.dumps(
+                [[f"{pid}\t{self.source_of[pid]}" for pid in ids], mix.weights], sort_keys=True)
+            out[d] = hashlib.sha256(text.encode()).hexdigest()[:16]
+        return out
 
     def _fresh_state(self) -> dict[str, Any]:
         state = {"version": STATE_VERSION, "seed": self.seed, "weights": self.weights,
                  "fingerprint": self._fingerprint(), "batches": 0, "credit": {d: 0.0 for d in self.weights},
                  "domains": {d: {"epoch": -1, "cursor": 0, "watermark": 0, "exhausted": False} for d in self.weights},
                  "own_retired": {}}
+        for d, mix in self.mixes.items():
+            state["domains"][d]["sources"] = mix.fresh_state()
         if self.policy is not None:
             state["policy"] = self.policy.fresh_state()
         return state
@@ -113,6 +156,7 @@ class Sampler:
     # ------------------------------------------------------------------------------------------ state
     def state_dict(self) -> dict[str, Any]:
         state = dict(self._state)
+        state["domains"] = json.loads(json.dumps(state["domains"]))  # detached: a mixed domain's walks nest
         state["own_retired"] = dict(self._own_retired)
         if "policy" in state:
             state["policy"] = json.loads(json.dumps(state["policy"]))
@@ -129,7 +173,7 @@ class Sampler:
         if "policy" in mine:  # a run started without strategies may resume with them
             self._state["policy"] = json.loads(json.dumps(state.get("policy", mine["policy"])))
         self._state["credit"] = dict(state["credit"])
-        self._state["domains"] = {d: dict(v) for d, v in state["domains"].items()}
+        self._state["domains"] = json.loads(json.dumps(state["domains"]))
         self._own_retired = dict(state.get("own_retired", {}))
         self._orders = {}
 
@@ -149,15 +193,24 @@ class Sampler:
         st = self._state["domains"][domain]
         order = self._orders.get(domain)
         if order is None:
-            wm = st["watermark"]
-            order = [pid for pid in self._ids[domain] if retired.get(pid, wm + 1) > wm]
+            active = self._active_at(st["watermark"], retired)
+            mix = self.mixes.get(domain)
+            order = [pid for pid in self._ids[domain] if active(pid)] if mix is None else mix.selection(
+                st["sources"], active)
             random.Random(f"{self.seed}:{domain}:{st['epoch']}").shuffle(order)
             self._orders[domain] = order
         return order
 
+    @staticmethod
+    def _active_at(watermark: int, retired: Mapping[str, int]):
+        """Whether a prompt was active when an epoch with this watermark started."""
+        return lambda pid: retired.get(pid, watermark + 1) > watermark
+
     def _start_epoch(self, domain: str, retired: Mapping[str, int]) -> list[str]:
         st = self._state["domains"][domain]
         st.update(epoch=st["epoch"] + 1, cursor=0, watermark=max(retired.values(), default=0))
+        if domain in self.mixes:
+            self.mixes[domain].advance(st["sources"], self._active_at(st["watermark"], retired))
         self._orders.pop(domain, None)
         order = self._order(domain, retired)
         self._new_epochs.append((domain, st["epoch"], len(order), sum(1 for p in self._ids[domain] if p in retired)))
@@ -221,6 +274,11 @@ class Sampler:
             self.ledger.save_sampler_state(self.name, self.state_dict(), self._new_epochs)
         self._new_epochs = []
         return batch
+
+    @property
+    def batches(self) -> int:
+        """Batches drawn so far (resumed runs included): the clock of `curriculum.stages`."""
+        return int(self._state["batches"])
 
     def epochs(self) -> dict[str, int]:
         """Current epoch of each domain (-1 before its first draw)."""

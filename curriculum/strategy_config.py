@@ -123,7 +123,12 @@ class MixingConfig(Strict):
 
 
 class StageConfig(Strict):
-    """One stage of a schedule: it lasts until the sampler has drawn `until_batch` batches."""
+    """One stage of a schedule: it lasts until the sampler has drawn `until_batch` batches.
+
+    The length budgets (None: the run's own `length.*` / `engine.max_new_tokens`) apply to every request
+    started while the stage is current; a request in flight at a stage boundary keeps the budget it
+    started with. They are resolved and checked against `engine.max_seq_len` by the trainer
+    (`trainer.core.length_control.stage_length`, `TrainConfig`)."""
 
     until_batch: int | None = Field(default=None, ge=1, description="None: the last stage, to the end")
     min_prior: float | None = Field(default=None, ge=0, le=1, description="level: prior pass rate >= this")
@@ -131,6 +136,15 @@ class StageConfig(Strict):
     drop_above: float | None = Field(
         default=None, ge=0, le=1, description="after this stage, bench prompts whose pass rate over the stage's "
         "samples is above this (POLARIS re-filtering: 0.9)")
+    think_budget_min_tokens: int | None = Field(
+        default=None, ge=1, description="interrupt mode: the stage's length.think_budget_min_tokens (None = the run's)")
+    think_budget_max_tokens: int | None = Field(
+        default=None, ge=1, description="interrupt mode: the stage's length.think_budget_max_tokens (None = the run's)")
+    answer_budget_tokens: int | None = Field(
+        default=None, ge=1, description="interrupt mode: the stage's length.answer_budget_tokens (None = the run's)")
+    max_new_tokens: int | None = Field(
+        default=None, ge=1, description="penalty/none mode: the stage's engine.max_new_tokens, also the penalty's "
+        "default L_max (None = the run's)")
 
 
 class StrategyConfig(Strict):

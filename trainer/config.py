@@ -25,9 +25,10 @@ from typing import Literal
 from pydantic import Field, field_validator, model_validator
 
 from curriculum.filters import RetirementConfig
-from curriculum.strategy_config import StrategyConfig
+from curriculum.strategy_config import StageConfig, StrategyConfig
 from scalerl_env.records import DOMAINS, Strict
 from trainer.core.config import AdvantageConfig, LengthConfig, LossConfig, OptimConfig
+from trainer.core.length_control import output_budget, stage_length
 from trainer.data_config import PromptsConfig, RolloutLogConfig, SourceConfig
 from trainer.distributed.config import RayConfig, TrainerRanksConfig
 from trainer.engines.config import EngineConfig
@@ -199,7 +200,32 @@ class TrainConfig(Strict):
         if length.mode == "penalty" and (length.max_response_tokens or 0) > self.engine.max_new_tokens:
             raise ValueError(f"length.max_response_tokens={length.max_response_tokens} exceeds engine.max_new_tokens="
                              f"{self.engine.max_new_tokens}: sampling stops first, so the penalty would never apply")
+        for i, stage in enumerate(self.curriculum.stages):
+            self._stage_budgets(i, stage)
         return self
+
+    def _stage_budgets(self, i: int, stage: StageConfig) -> None:
+        """A stage's resolved budgets are ordered and leave room for a prompt in `engine.max_seq_len` (the
+        phrase counted as one token; `trainer.rollout.prompts` checks again with the tokenizer's lengths)."""
+        length, max_new = stage_length(self.length, self.engine.max_new_tokens, stage)
+
+        def src(name: str) -> str:
+            own = "engine" if name == "max_new_tokens" else "length"
+            return f"curriculum.stages[{i}].{name}" if getattr(stage, name) is not None else f"{own}.{name}"
+
+        lo, hi = length.think_budget_min_tokens, length.think_budget_max_tokens
+        if lo > hi:
+            raise ValueError(f"{src('think_budget_min_tokens')}={lo} exceeds {src('think_budget_max_tokens')}={hi}")
+        if length.mode == "penalty" and (length.max_response_tokens or 0) > max_new:
+            raise ValueError(f"length.max_response_tokens={length.max_response_tokens} exceeds "
+                             f"{src('max_new_tokens')}={max_new}: sampling stops first, so the penalty would never "
+                             "apply in that stage")
+        budget = output_budget(length, max_new, phrase_tokens=1)
+        if budget >= self.engine.max_seq_len:
+            names = ("think_budget_max_tokens", "answer_budget_tokens") if length.mode == "interrupt" else (
+                "max_new_tokens",)
+            raise ValueError(f"curriculum.stages[{i}]: completion budget {budget} ({' + '.join(map(src, names))}) "
+                             f"leaves no room for a prompt in engine.max_seq_len={self.engine.max_seq_len}")
 
     def _one_temperature(self) -> None:
         """The trainer's logprobs must be taken at the temperature the engine sampled at, or the

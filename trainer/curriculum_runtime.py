@@ -4,7 +4,8 @@ The loop calls three phases from here (`trainer.loop`): `refill_groups` (mode `r
 more scored groups until the step has `prompts_per_step` informative ones), `plan_zero_variance`
 (which groups the step trains on under the mode: shrink | refill | duplicate | keep) and
 `curriculum_metrics` (what was dropped, refilled, duplicated, skipped, re-admitted and the effective
-batch, one metrics.jsonl line per step). The decisions are `curriculum.strategies` functions.
+batch, with `curriculum.stages` the current stage's length budgets; one metrics.jsonl line per step).
+The decisions are `curriculum.strategies` functions.
 
 Guarantees
 - With ScaleRL's defaults (mode shrink, no sampler strategy) the kept groups, their order and the
@@ -31,6 +32,7 @@ from curriculum.policy import CurriculumPolicy
 from curriculum.strategies import ZERO_VARIANCE_MODES
 from scalerl_env.config import ConfigError
 from trainer.config import TrainConfig
+from trainer.core.length_control import stage_length
 from trainer.rollout.messages import RolloutGroup
 
 log = logging.getLogger(__name__)
@@ -116,4 +118,21 @@ def curriculum_metrics(run: Any, groups: list[RolloutGroup], kept: list[RolloutG
     policy = getattr(run.sampler, "policy", None)
     if policy is not None:
         out.update(policy.take_metrics())
+    if run.cfg.curriculum.stages and "curriculum/stage" in out:
+        out.update(stage_budget_metrics(run.cfg, int(out["curriculum/stage"])))
+    return out
+
+
+def stage_budget_metrics(cfg: TrainConfig, stage: int) -> dict[str, float]:
+    """The length budgets of requests started in `stage` (logged for the sampler's current stage, next to
+    `curriculum/stage`): the thinking and answer budgets in interrupt mode, else the sampling budget (and
+    the penalty's L_max in penalty mode)."""
+    length, max_new = stage_length(cfg.length, cfg.engine.max_new_tokens, cfg.curriculum.stages[stage])
+    if length.mode == "interrupt":
+        return {"curriculum/budget/think_min": float(length.think_budget_min_tokens),
+                "curriculum/budget/think_max": float(length.think_budget_max_tokens),
+                "curriculum/budget/answer": float(length.answer_budget_tokens)}
+    out = {"curriculum/budget/max_new_tokens": float(max_new)}
+    if length.mode == "penalty":
+        out["curriculum/budget/penalty_l_max"] = float(length.penalty_budget(max_new)[0])
     return out

@@ -14,6 +14,7 @@ from __future__ import annotations
 import logging
 import os
 import shutil
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -21,7 +22,10 @@ from typing import Any
 import torch
 
 from curriculum.sampler import Sampler
+from curriculum.strategies import stage_index
+from curriculum.strategy_config import StageConfig
 from scalerl_env.config import ConfigError, write_resolved
+from scalerl_env.records import ProblemRecord
 from trainer.config import TrainConfig
 from trainer.core.checkpoint import latest_checkpoint, load_model_weights
 from trainer.core.update import PolicyTrainer
@@ -166,7 +170,8 @@ def setup_run(cfg: TrainConfig, out: Path, *, resume: bool = False) -> Run:
     sampler = Sampler(problems, weights=domain_weights(cfg), seed=cfg.pipeline.seed,
                       ledger=ledger, holdout_ids=holdout_ids, policy=build_policy(cfg))
     verifier = parts.verifier(cfg.verifier)
-    rollouts = Rollouts(cfg, codec, _drawer(sampler, cfg.pipeline.prompts_per_step), verifier, seed=cfg.pipeline.seed)
+    draw = BatchDrawer(sampler, cfg.pipeline.prompts_per_step, cfg.curriculum.stages)
+    rollouts = Rollouts(cfg, codec, draw, verifier, seed=cfg.pipeline.seed, stage=draw.stage)
     engine = parts.engine(model, codec.eos_token_id, device=device, policy_version=trainer.policy_version,
                           seed=cfg.pipeline.seed + trainer.step_count)
     p = cfg.pipeline
@@ -182,13 +187,21 @@ def setup_run(cfg: TrainConfig, out: Path, *, resume: bool = False) -> Run:
                device, state, ranks, samples)
 
 
-def _drawer(sampler: Sampler, batch: int):
-    """One problem at a time from batches of the sampler (one ledger commit per batch, not per problem)."""
-    buffer: list = []
+class BatchDrawer:
+    """One problem at a time from batches of the sampler (one ledger commit per batch, not per problem),
+    and the curriculum stage of the batch the last problem came from (the stage the sampler's policy
+    drew it under). Callers serialize calls (`Rollouts` holds its lock around draw and stage)."""
 
-    def draw():
-        if not buffer:
-            buffer.extend(sampler.next_batch(batch))
-        return buffer.pop(0)
+    def __init__(self, sampler: Sampler, batch: int, stages: Sequence[StageConfig]) -> None:
+        self.sampler, self.batch, self.stages = sampler, batch, stages
+        self._buffer: list = []
+        self._stage = 0
 
-    return draw
+    def __call__(self) -> ProblemRecord:
+        if not self._buffer:
+            self._stage = stage_index(self.sampler.batches, self.stages)
+            self._buffer.extend(self.sampler.next_batch(self.batch))
+        return self._buffer.pop(0)
+
+    def stage(self) -> int:
+        return self._stage

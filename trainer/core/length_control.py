@@ -23,6 +23,10 @@ verifier's verdicts (pass rates and retirement stay about correctness). `penalty
 `all` (DAPO) or `correct` (only samples scored correct are penalized, so a long wrong answer is not
 ranked below a short wrong one).
 
+Curriculum stages (`curriculum.stages`) may set their own budgets: `stage_length` resolves the
+settings of a request started in a stage (the stage's value where set, the run's elsewhere), and the
+penalty's L_max follows the `max_new_tokens` the sample was generated under (its request's).
+
 Departure: in `penalty` mode truncated samples are still loss-masked when `mask_truncated` is true
 (the default for both modes); set it false for DAPO's setting where they train with R_len = −1.
 Non-guarantee: the engine enforces the plan; this module only plans and accounts.
@@ -34,8 +38,30 @@ import random
 from collections.abc import Sequence
 from typing import Any
 
+from curriculum.strategy_config import StageConfig
 from trainer.core.config import LengthConfig
 from trainer.engines.base import GeneratedSample, InterruptionPlan
+
+STAGE_LENGTH_FIELDS = ("think_budget_min_tokens", "think_budget_max_tokens", "answer_budget_tokens")
+"""The `length.*` budgets a curriculum stage may override (`max_new_tokens` overrides `engine.*`)."""
+
+
+def stage_length(length: LengthConfig, max_new_tokens: int, stage: StageConfig | None) -> tuple[LengthConfig, int]:
+    """The length settings and sampling budget of a request started in `stage`: the stage's budgets where
+    it sets them, the run's (`length`, `max_new_tokens`) elsewhere. No stage, or a stage without budgets:
+    the run's own objects, unchanged. Not validated here (`TrainConfig` checks every stage)."""
+    if stage is None:
+        return length, max_new_tokens
+    update = {f: getattr(stage, f) for f in STAGE_LENGTH_FIELDS if getattr(stage, f) is not None}
+    return (length.model_copy(update=update) if update else length), stage.max_new_tokens or max_new_tokens
+
+
+def output_budget(length: LengthConfig, max_new_tokens: int, phrase_tokens: int) -> int:
+    """Most output tokens a sample can have under these settings (`GenerationRequest.output_budget` of
+    its request): thinking budget + interruption phrase + answer budget, or `max_new_tokens`."""
+    if length.mode == "interrupt":
+        return length.think_budget_max_tokens + phrase_tokens + length.answer_budget_tokens
+    return max_new_tokens
 
 
 def _uniform_int(rng: Any, low: int, high: int) -> int:

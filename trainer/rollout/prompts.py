@@ -6,9 +6,9 @@ appended to the last user message unless the record already carries one (its `ma
 `data prepare` writes prompts with the instruction in them, the generators write bare `34+52=`).
 `ProblemPrompts` encodes every problem once with the tokenizer's chat template (memoised by prompt id).
 
-`drop_long_prompts` removes the problems whose prompt plus the completion budget does not fit
-`engine.max_seq_len`: they are logged and counted (`data/skipped_long_prompts/<domain>` in the run's
-first metrics record), never silently truncated.
+`drop_long_prompts` removes the problems whose prompt plus the completion budget (the largest of the
+run's own and its curriculum stages') does not fit `engine.max_seq_len`: they are logged and counted
+(`data/skipped_long_prompts/<domain>` in the run's first metrics record), never silently truncated.
 Not guaranteed: that the template suits every model; override `prompts.*` for models that need another.
 """
 
@@ -23,6 +23,7 @@ from typing import Any
 from scalerl_env.config import ConfigError
 from scalerl_env.records import ProblemRecord
 from trainer.config import TrainConfig
+from trainer.core.length_control import output_budget, stage_length
 from trainer.data_config import PromptsConfig
 from trainer.rollout.problems import DomainPool, PromptCodec
 
@@ -75,30 +76,38 @@ class ProblemPrompts:
 
 def completion_budget(cfg: TrainConfig, codec: PromptCodec | None = None) -> int:
     """Most tokens a completion may take (what the engine checks): thinking budget + interruption phrase +
-    answer budget, or `engine.max_new_tokens`. Without a codec the phrase counts one token per character."""
-    if cfg.length.mode == "interrupt":
-        phrase = cfg.length.interruption_phrase
-        n_phrase = len(codec.encode(phrase)) if codec is not None else len(phrase)
-        return cfg.length.think_budget_max_tokens + n_phrase + cfg.length.answer_budget_tokens
-    return cfg.engine.max_new_tokens
+    answer budget, or `engine.max_new_tokens`; with `curriculum.stages` the largest over the stages and
+    the run's own (held-out validation and `curriculum profile` sample with the run's own), so a prompt
+    kept fits whichever stage draws it. Without a codec the phrase counts one token per character."""
+    return largest_budget(cfg, codec)[0]
+
+
+def largest_budget(cfg: TrainConfig, codec: PromptCodec | None = None) -> tuple[int, str]:
+    """`completion_budget` and where it comes from (`length.*` or `curriculum.stages[i]`), for errors."""
+    phrase = cfg.length.interruption_phrase
+    n_phrase = len(codec.encode(phrase)) if codec is not None else len(phrase)
+    stages = [("length.*", None)] + [(f"curriculum.stages[{i}]", s) for i, s in enumerate(cfg.curriculum.stages)]
+    budgets = [(output_budget(*stage_length(cfg.length, cfg.engine.max_new_tokens, s), n_phrase), name)
+               for name, s in stages]
+    return max(budgets, key=lambda b: b[0])  # the first of equal budgets: the run's own
 
 
 def drop_long_prompts(pools: Mapping[str, DomainPool], encode: ProblemPrompts, cfg: TrainConfig
                       ) -> tuple[dict[str, DomainPool], dict[str, int]]:
     """Pools without the problems whose prompt does not fit, and the count dropped per domain."""
-    budget = completion_budget(cfg, encode.codec)
+    budget, source = largest_budget(cfg, encode.codec)
     out, skipped = {}, {}
     for dom, pool in pools.items():
         train = [p for p in pool.train if len(encode(p)) + budget <= cfg.engine.max_seq_len]
         held = [p for p in pool.holdout if len(encode(p)) + budget <= cfg.engine.max_seq_len]
         skipped[dom] = len(pool.train) + len(pool.holdout) - len(train) - len(held)
         if skipped[dom]:
-            log.warning("%s: %d prompts skipped: prompt + %d completion tokens exceed engine.max_seq_len=%d",
-                        dom, skipped[dom], budget, cfg.engine.max_seq_len)
+            log.warning("%s: %d prompts skipped: prompt + %d completion tokens (%s) exceed engine.max_seq_len=%d",
+                        dom, skipped[dom], budget, source, cfg.engine.max_seq_len)
         if not train or not held:
             raise ConfigError(f"{dom}: every {'training' if not train else 'held-out'} prompt is longer than "
                              f"engine.max_seq_len={cfg.engine.max_seq_len} minus the completion budget "
-                             f"{budget}; raise engine.max_seq_len or lower the budgets")
+                             f"{budget} of {source}; raise engine.max_seq_len or lower the budgets")
         out[dom] = DomainPool(train=train, holdout=held)
     return out, skipped
 

@@ -1,7 +1,10 @@
 """The generation-side work around the engine: build requests from sampled problems, score results.
 
 `Rollouts.make_request(group_id)` draws the next problem (thread-safe), encodes its prompt, and plans
-the interruption (`plan_interruption`, seeded per group). `Rollouts.score(...)` decodes each
+the interruption (`plan_interruption`, seeded per group) under the length budgets of the curriculum
+stage the problem was drawn in (`stage()`, read with the draw; the run's own budgets without stages).
+The request carries those budgets to the end: a group in flight across a stage boundary keeps them,
+and its length penalty takes L_max from its own request. `Rollouts.score(...)` decodes each
 sample's token ids (text only for the verifiers; training keeps the ids) and verifies the whole group
 in one `verify_batch` call (identical completions are scored once by the pool).
 
@@ -24,7 +27,7 @@ from typing import Any
 
 from scalerl_env.records import ProblemRecord, Verdict
 from trainer.config import TrainConfig
-from trainer.core.length_control import length_penalties, plan_interruption
+from trainer.core.length_control import length_penalties, plan_interruption, stage_length
 from trainer.engines.base import GeneratedGroup, GenerationRequest, SamplingParams
 from trainer.rollout.messages import RolloutGroup
 from trainer.rollout.problems import PromptCodec
@@ -52,8 +55,11 @@ class Rollouts:
     """Implements `trainer.rollout.runtime.RolloutWorker`."""
 
     def __init__(self, cfg: TrainConfig, codec: PromptCodec, draw: Callable[[], ProblemRecord], verifier: Any,
-                 *, seed: int) -> None:
+                 *, seed: int, stage: Callable[[], int] | None = None) -> None:
         self.cfg, self.codec, self.draw, self.verifier = cfg, codec, draw, verifier
+        self._stage = stage
+        stages = cfg.curriculum.stages
+        self._budgets = [stage_length(cfg.length, cfg.engine.max_new_tokens, s) for s in stages or [None]]
         self._problems: dict[int, tuple[ProblemRecord, list[int]]] = {}
         self._lock = threading.Lock()
         self._seed = seed
@@ -65,22 +71,23 @@ class Rollouts:
         with self._lock:
             yield
 
-    def sampling(self) -> SamplingParams:
+    def sampling(self, max_new_tokens: int | None = None) -> SamplingParams:
         e = self.cfg.engine
-        return SamplingParams(temperature=e.temperature, max_new_tokens=e.max_new_tokens,
+        return SamplingParams(temperature=e.temperature, max_new_tokens=max_new_tokens or e.max_new_tokens,
                               stop_token_ids=self.codec.stop_token_ids)
 
     def make_request(self, group_id: int) -> GenerationRequest:
         with self._lock:
             problem = self.draw()
+            stage = self._stage() if self._stage is not None else 0
+        length, max_new_tokens = self._budgets[stage]
         prompt_ids = self.codec.encode_problem(problem)
-        plan = plan_interruption(self.cfg.length, random.Random(f"{self._seed}/{group_id}"),
-                                 phrase_token_ids=self._phrase)
+        plan = plan_interruption(length, random.Random(f"{self._seed}/{group_id}"), phrase_token_ids=self._phrase)
         with self._lock:
             self._problems[group_id] = (problem, prompt_ids)
         return GenerationRequest(
             request_id=f"g{group_id}", prompt_token_ids=prompt_ids,
-            samples_per_prompt=self.cfg.pipeline.samples_per_prompt, sampling=self.sampling(),
+            samples_per_prompt=self.cfg.pipeline.samples_per_prompt, sampling=self.sampling(max_new_tokens),
             interruption=plan, metadata={"prompt_id": problem.prompt_id, "domain": problem.domain},
         )
 
@@ -93,7 +100,7 @@ class Rollouts:
         penalties = None
         if self.cfg.length.mode == "penalty":
             penalties = length_penalties(generated.samples, [v.correct for v in verdicts], self.cfg.length,
-                                         self.cfg.engine.max_new_tokens)
+                                         generated.request.sampling.max_new_tokens)
         return RolloutGroup(
             group_id=group_id, problem=problem, prompt_token_ids=prompt_ids, samples=generated.samples,
             completions=completions, verdicts=verdicts, submitted_version=submitted_version,

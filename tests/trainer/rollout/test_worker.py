@@ -8,7 +8,7 @@ import pytest
 from scalerl_env.config import load_config
 from scalerl_env.records import ChatMessage, ProblemRecord
 from trainer.config import TrainConfig
-from trainer.engines.base import GeneratedGroup, GeneratedSample, GenerationRequest, SamplingParams
+from trainer.engines.base import GeneratedGroup, GeneratedSample, GenerationRequest
 from trainer.rollout.problems import PromptCodec
 from trainer.rollout.worker import Rollouts
 from trainer.tiny.model import CharTokenizer
@@ -34,7 +34,7 @@ def scored(verifier, overrides: list[str], texts: list[str]):
                                policy_versions=[0] * len(t), loss_mask=[1] * len(t), finish_reason="stop")
                for i, t in enumerate(texts)]
     group = GeneratedGroup(request=GenerationRequest(request_id=request.request_id, prompt_token_ids=[1],
-                                                     samples_per_prompt=len(texts), sampling=SamplingParams()),
+                                                     samples_per_prompt=len(texts), sampling=request.sampling),
                            samples=samples)
     return rollouts.score(group, submitted_version=0, submitted_at=0.0)
 
