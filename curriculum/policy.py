@@ -10,6 +10,9 @@ the re-admission queue, a draw counter — travels inside the sampler state).
 Guarantees
 - Without replacement within an epoch: a prompt is drawn (or passed over) at most once per epoch of
   its domain; retired and held-out prompts are never drawn, except retired ones re-admitted on purpose.
+- A domain with several weighted sources (`curriculum.source_mix`) keeps their shares under every
+  priority: without replacement the weights order the epoch's selection; with replacement each draw
+  picks the source by its weight first, then a prompt of that source by priority.
 - A prompt passed over (skipped, benched, outside the stage's level) is counted in `events`; when a
   whole pass over the domain is refused, the last candidate is drawn anyway (`forced`), so a batch
   always fills while the domain has active prompts.
@@ -181,6 +184,12 @@ class CurriculumPolicy:
         if not active:
             sampler._start_epoch(domain, retired)  # marks the domain exhausted
             return None
+        mix = sampler.mixes.get(domain)
+        if mix is not None:  # the source by its weight first, so priorities never shift the source shares
+            live = {sampler.source_of[pid] for pid in active}
+            source = st.weighted_pick([s for s in mix.weights if s in live], mix.weights,
+                                      self._rng(sampler, f"source:{domain}"))
+            active = [pid for pid in active if sampler.source_of[pid] == source]
         return st.weighted_pick(active, self._priority(active), self._rng(sampler, f"pick:{domain}"))
 
     def _priority(self, candidates: list[str]) -> Mapping[str, float]:
