@@ -156,7 +156,9 @@ class StrategyConfig(Strict):
     readmission: ReadmissionConfig = Field(default_factory=ReadmissionConfig)
     skip: SkipConfig = Field(default_factory=SkipConfig)
     mixing: MixingConfig = Field(default_factory=MixingConfig)
-    stages: list[StageConfig] = Field(default_factory=list, description="empty: one stage, no levels")
+    stages: list[StageConfig] = Field(
+        default_factory=list, description="empty: one stage, no levels, the run's own length budgets; each stage: "
+        "until_batch, min_prior/max_prior, drop_above, length budgets (docs/curriculum.md)")
     prior_ledger: str | None = Field(
         default=None, description="a profile ledger (`scalerl curriculum profile`): its pass rates are the prior p "
         "of prompts without samples, and the levels of `stages`")
