@@ -31,7 +31,8 @@ def ledger(tmp_path_factory):
         sampler = Sampler(PROBLEMS, weights={"math": 1, "code": 1}, seed=0, ledger=led, policy=policy)
         for step in range(1, 13):
             led.record_attempts([{"prompt_id": p.prompt_id, "domain": p.domain, "step": step, "sample_index": i,
-                                  "status": "correct" if rng.random() < skill[p.prompt_id] else "wrong"}
+                                  "status": "correct" if rng.random() < skill[p.prompt_id] else "wrong",
+                                  "completion_tokens": (8 if step <= 6 else 16) + i, "truncated": i == 7}
                                  for p in sampler.next_batch(8) for i in range(8)])
         yield led
 

@@ -55,3 +55,21 @@ def test_duplicate_fills_or_skips_each_step(tmp_path):
         else:
             assert r["curriculum/trained_groups"] == P
             assert r["curriculum/duplicated"] == r["curriculum/dropped"]
+
+
+def test_stage_length_budgets_switch_at_the_stage_boundary(tmp_path):
+    """Synchronous (k = 0), so step s trains exactly the groups of the sampler's batch s - 1: the first two
+    steps were generated under stage 0's 4-token thinking budget, the rest under the run's own 40-48."""
+    phrase = len(TrainConfig().length.interruption_phrase)
+    stages = ("curriculum.stages=[{until_batch: 2, think_budget_min_tokens: 4, think_budget_max_tokens: 4, "
+              "answer_budget_tokens: 4}, {}]")
+    steps, _ = run(tmp_path, "stages", ["pipeline.k=0", "pipeline.max_steps=4", stages])
+    with duckdb.connect(str(tmp_path / "stages" / "ledger.duckdb"), read_only=True) as con:
+        longest = dict(con.execute("SELECT step, max(completion_tokens) FROM attempts GROUP BY step").fetchall())
+    assert longest[1] <= 4 + phrase + 4 and longest[2] <= 4 + phrase + 4
+    assert max(longest[3], longest[4]) > 4 + phrase + 4, "the run's own budget lets completions grow"
+    for r in steps:
+        think = {0: 4.0, 1: 48.0}[int(r["curriculum/stage"])]
+        assert r["curriculum/budget/think_max"] == think and "curriculum/budget/answer" in r
+    assert steps[0]["curriculum/budget/think_max"] == 4.0 and steps[-1]["curriculum/budget/think_max"] == 48.0
+    assert steps[0]["length/interrupted_rate"] > steps[-1]["length/interrupted_rate"]

@@ -7,6 +7,8 @@ stages that set no budget) the requests are exactly today's."""
 from __future__ import annotations
 
 import random
+import re
+from pathlib import Path
 
 import pytest
 
@@ -137,3 +139,12 @@ def test_the_logged_budgets_are_the_stages():
     assert stage_budget_metrics(penalty, 0) == {"curriculum/budget/max_new_tokens": 10.0,
                                                 "curriculum/budget/penalty_l_max": 10.0}
     assert stage_budget_metrics(penalty, 1)["curriculum/budget/max_new_tokens"] == 64.0
+
+
+def test_the_documented_stage_schedule_is_a_valid_config(tmp_path):
+    doc = (Path(__file__).resolve().parents[3] / "docs" / "curriculum.md").read_text()
+    (block,) = [b for b in re.findall(r"```yaml\n(.*?)```", doc, flags=re.DOTALL) if "stages:" in b]
+    (tmp_path / "stages.yaml").write_text(block)
+    cfg = load_config(TrainConfig, tmp_path / "stages.yaml", [])
+    assert [s.think_budget_max_tokens for s in cfg.curriculum.stages] == [7000, 14000, None]
+    assert completion_budget(cfg) < cfg.engine.max_seq_len
