@@ -8,6 +8,9 @@ wins over a shared override and every run stops at the same compute. The study's
   fixed, so runs of one variant differ only by sampling and order, and variants only by the variant.
 - `pipeline.budget_device_s=<budget>` with `max_time_s=null` and a step limit out of reach: the RL
   phase stops when wall time x devices in use reaches the budget (`trainer.run_log.ComputeClock`).
+- `validation.min_evaluations_per_domain=<eval_samples>` (default 2,500): the binomial standard error
+  of one evaluation is then at most sqrt(0.25 / 2500) = 0.01, half the paper's ±0.02 margin on A, so
+  a difference the margin flags is not one evaluation's noise.
 
 `DIR/manifest.json` lists every run with its overrides and status; it is rewritten atomically after
 each run. A run whose folder holds `summary.json` is finished and skipped; a run with a checkpoint
@@ -30,6 +33,7 @@ from trainer.ablate.variants import Variant, load_user_variants, overrides_for, 
 
 MANIFEST = "manifest.json"
 STEP_LIMIT = 10**9  # the budget, not a step count, ends every run
+EVAL_SAMPLES = 2500  # standard error of a point <= 0.01 at any pass rate (see the module docstring)
 
 
 class StudySpec(Strict):
@@ -46,6 +50,9 @@ class StudySpec(Strict):
     engine: str | None = None
     overrides: list[str] = Field(default_factory=list, description="shared by every run")
     ray_address: str | None = Field(default=None, description="run the runs as Ray tasks on this cluster")
+    eval_samples: int = Field(
+        default=EVAL_SAMPLES, ge=1, description="held-out samples per domain per evaluation in every run "
+        "(validation.min_evaluations_per_domain); 2,500 puts a point's standard error at <= 0.01")
     fit_fraction: float = Field(
         default=0.5, gt=0, le=1, description="fit on compute <= this share of the budget (the paper: half); "
         "1 fits every point and leaves nothing to score the extrapolation on")
@@ -61,6 +68,7 @@ class RunEntry(Strict):
     error: str | None = None
     wall_s: float | None = None
     steps: int | None = None
+    worker: str | None = Field(default=None, description="host:pid of the process that trained the run")
     load_avg: float | None = Field(
         default=None, description="machine load (1-min average) at the start and end of the run, averaged: "
         "a wall-time budget buys less work on a busier machine")
@@ -72,9 +80,9 @@ class Manifest(Strict):
     runs: list[RunEntry]
 
 
-def study_overrides(seed: int, budget: float) -> list[str]:
-    return [f"pipeline.seed={seed}", f"pipeline.budget_device_s={budget}", "pipeline.max_time_s=null",
-            f"pipeline.max_steps={STEP_LIMIT}"]
+def study_overrides(seed: int, spec: StudySpec) -> list[str]:
+    return [f"pipeline.seed={seed}", f"pipeline.budget_device_s={spec.budget_device_s}", "pipeline.max_time_s=null",
+            f"pipeline.max_steps={STEP_LIMIT}", f"validation.min_evaluations_per_domain={spec.eval_samples}"]
 
 
 def build_run_config(spec: StudySpec, overrides: list[str]):
@@ -95,7 +103,7 @@ def plan(spec: StudySpec) -> Manifest:
     # given a larger --seeds later) has compared every variant at least once
     for seed in range(spec.seeds):
         for v in variants:
-            ov = [*spec.overrides, *overrides_for(v), *study_overrides(seed, spec.budget_device_s)]
+            ov = [*spec.overrides, *overrides_for(v), *study_overrides(seed, spec)]
             build_run_config(spec, ov)  # validate now, not an hour into the study
             runs.append(RunEntry(variant=v.name, seed=seed, folder=f"runs/{v.name}/seed{seed}", overrides=ov))
     return Manifest(study=spec, variants=variants, runs=runs)

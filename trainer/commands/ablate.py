@@ -15,6 +15,8 @@ from typing import Annotated
 
 import typer
 
+from trainer.ablate.study import EVAL_SAMPLES
+
 ALL = "baseline,loo-dapo,loo-savg,loo-plan,loo-batch,loo-fp32,loo-lp,loo-8op"
 
 HELP = f"""Leave-one-out study of the ScaleRL recipe: every variant and seed gets the same compute budget
@@ -51,7 +53,11 @@ def register(app: typer.Typer) -> None:
         domains: Annotated[str | None, typer.Option(help="comma-separated: math,code (default both)")] = None,
         model: Annotated[str | None, typer.Option(help="HF folder or cached hub id; default: tiny model")] = None,
         engine: Annotated[str | None, typer.Option(help="torch | vllm")] = None,
-        ray_address: Annotated[str | None, typer.Option(help="run the runs as Ray tasks on this cluster")] = None,
+        ray_address: Annotated[str | None, typer.Option(
+            help="run the runs as Ray tasks on this cluster ('auto', an address, or 'local' to start one)")] = None,
+        eval_samples: Annotated[int, typer.Option(
+            min=1, help="held-out samples per domain per evaluation (2,500: a point's standard error <= 0.01)")
+        ] = EVAL_SAMPLES,
         burn_in: Annotated[float | None, typer.Option(help="drop points with 0 < compute < this from fits")] = None,
         fit_fraction: Annotated[float, typer.Option(help="fit on compute <= this share of the budget")] = 0.5,
         report_only: Annotated[bool, typer.Option("--report-only", help="fit and report finished runs only")] = False,
@@ -65,7 +71,8 @@ def register(app: typer.Typer) -> None:
                              variants_file=str(variants_file) if variants_file else None, seeds=seeds,
                              budget_device_s=budget, out=str(folder), config=str(config) if config else None,
                              domains=domains, model=model, engine=engine, overrides=overrides or [],
-                             ray_address=ray_address, burn_in=burn_in, fit_fraction=fit_fraction)
+                             ray_address=ray_address, eval_samples=eval_samples, burn_in=burn_in,
+                             fit_fraction=fit_fraction)
             manifest = merge_previous(plan(spec), folder)
         except (ConfigError, ValueError) as exc:
             typer.echo(f"error: {exc}", err=True)

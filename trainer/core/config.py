@@ -20,11 +20,14 @@ DEFAULT_PHRASE = "Okay, time is up. Let me stop thinking and formulate a final a
 class LossConfig(Strict):
     """The ablation switches of the loss; defaults are the paper's.
 
-    Clip ranges of the alternatives, as their sources publish them (what `scalerl ablate`'s
-    `loo-dapo` uses): DAPO ε_low 0.2 / ε_high 0.28 (Yu et al. 2025, arXiv 2503.14476, "clip-higher");
-    GSPO 3e-4 / 4e-4 on the length-normalized sequence ratio (Zheng et al. 2025, arXiv 2507.18071).
-    ScaleRL's Fig. 19-20 sweep these ranges for stability; the values it settled on were not checked
-    against the paper here, so these are the source papers' values."""
+    Clip ranges of the alternatives are the values the ScaleRL paper (arXiv 2510.13786) ran them with,
+    which is what `scalerl ablate`'s `loo-dapo` and a `loss.name=gspo` run use:
+    - DAPO ε_low 0.2 / ε_high 0.26: its DAPO recipe (Appendix A.17, tuned in A.18.1 / Fig. 19a, where
+      ε_high moves the asymptote A itself; DAPO's own paper, arXiv 2503.14476, uses 0.28).
+    - GSPO 3e-3 / 5e-3 on the length-normalized sequence ratio: Appendix A.18.3 / Fig. 20, where the
+      GSPO paper's 1e-4 scale (3e-4 / 4e-4, arXiv 2507.18071) did not work as well and 5e-3 upper
+      was slightly better than 4e-3.
+    - CISPO ε_max 5: A.18.2 / Fig. 19b found {4, 5, 8} indistinguishable, lower clip 0 (none here)."""
 
     name: Literal["cispo", "dapo", "gspo", "grpo"] = Field(
         default="cispo", description="policy loss (ScaleRL uses CISPO)"
@@ -34,9 +37,9 @@ class LossConfig(Strict):
     )
     eps_max: float = Field(default=5.0, gt=0, description="CISPO cap on the stop-gradient ratio")
     eps_low: float = Field(default=0.2, ge=0, lt=1, description="PPO-style lower clip (dapo, grpo)")
-    eps_high: float = Field(default=0.28, ge=0, description="DAPO clip-higher upper clip")
-    gspo_eps_low: float = Field(default=3e-4, ge=0, lt=1, description="GSPO lower clip (sequence ratio)")
-    gspo_eps_high: float = Field(default=4e-4, ge=0, description="GSPO upper clip (sequence ratio)")
+    eps_high: float = Field(default=0.26, ge=0, description="DAPO clip-higher upper clip")
+    gspo_eps_low: float = Field(default=3e-3, ge=0, lt=1, description="GSPO lower clip (sequence ratio)")
+    gspo_eps_high: float = Field(default=5e-3, ge=0, description="GSPO upper clip (sequence ratio)")
 
 
 class AdvantageConfig(Strict):

@@ -28,7 +28,7 @@ SHRINK = ["pipeline.prompts_per_step=4", "pipeline.samples_per_prompt=4", "valid
 
 def _invoke(out: Path):
     args = ["ablate", "--variants", "baseline,loo-dapo", "--seeds", "1", "--budget", str(BUDGET), "--out", str(out),
-            *SHRINK]
+            "--eval-samples", "128", *SHRINK]
     result = CliRunner().invoke(build_app(), args)
     assert result.exit_code == 0, result.output + repr(result.exception)
     return result
@@ -48,6 +48,7 @@ def test_ablate_two_variants_report_and_resume(tmp_path: Path) -> None:
         cfg = yaml.safe_load((folder / "config.yaml").read_text())
         losses[run["variant"]] = cfg["loss"]["name"]
         assert cfg["pipeline"]["seed"] == 0 and cfg["pipeline"]["budget_device_s"] == BUDGET
+        assert cfg["validation"]["min_evaluations_per_domain"] == 128
         vals = read_metrics(folder / "metrics.jsonl", "validation")
         assert vals[0]["compute_device_s"] == 0 and len(vals) >= 2
     assert losses == {"baseline": "cispo", "loo-dapo": "dapo"}
