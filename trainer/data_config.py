@@ -19,7 +19,9 @@ class SourceConfig(Strict):
     domain: Domain
     kind: Literal["files", "generator"] = "files"
     files: list[str] = Field(default_factory=list, description="verl parquet files (kind = files)")
-    weight: float = Field(default=1.0, ge=0, description="mixing weight; a domain's weight is its sources' sum")
+    weight: float = Field(default=1.0, ge=0, allow_inf_nan=False,
+                          description="mixing weight: the source's share of its domain's draws is its share of the "
+                          "domain's source weights; a domain's weight is its sources' sum")
     limit: int | None = Field(default=None, ge=1, description="keep the first N distinct problems of the source")
     level: int = Field(default=0, ge=0, description="generator difficulty (kind = generator)")
     count: int = Field(default=3000, ge=1, description="generated, then deduplicated (kind = generator)")

@@ -14,9 +14,14 @@ Guarantees:
   (`holdout_count(n, data.holdout_fraction, data.holdout_max_prompts)` of them, seed `data.seed`) —
   the same splitter as `data prepare --holdout`, so the split never depends on row order.
 - Deterministic: the same files and config give the same pools in the same order (resume relies on it).
-Not guaranteed: per-source mixing within a domain. The sampler mixes domains; a domain's weight is
-the sum of its sources' weights (or `data.domain_weights[domain]`), and within a domain every distinct
-problem is drawn once per epoch, so sources mix in proportion to their sizes.
+- Mixing: a domain's weight is the sum of its sources' weights (or `data.domain_weights[domain]`);
+  within a domain each source's share of the draws is its weight's share of the domain's
+  (`curriculum.source_mix`), whatever the sources' sizes; a zero-weight source is never drawn for
+  training. A prompt id found in two sources of a domain belongs to the first (the record kept).
+  Each pool carries every problem's source label (`source_labels`: the file name, or `generator`)
+  for the sampler, the `draws/<domain>/<source>` step metrics and `rollouts.jsonl`.
+Not guaranteed: exact shares when a source runs out of active problems (retired) or a strategy passes
+over prompts; to mix files in proportion to their sizes, list them in one source.
 """
 
 from __future__ import annotations
@@ -31,7 +36,7 @@ from trainer.config import TrainConfig
 from trainer.data_config import SourceConfig
 from trainer.rollout.problems import DomainPool
 
-__all__ = ["DataFileError", "build_data", "domain_weights", "effective_sources"]
+__all__ = ["DataFileError", "build_data", "domain_weights", "effective_sources", "source_labels"]
 
 
 class DataFileError(ConfigError):
@@ -71,12 +76,27 @@ def check_sources(cfg: TrainConfig) -> None:
         raise ConfigError(f"data.heldout names domains not trained: {extra}")
 
 
+def source_labels(sources: list[SourceConfig]) -> list[str]:
+    """A name per source, unique within its domain: the first file's name (`+N` more files), or
+    `generator`; a repeated name gets `#2`, `#3`, ..."""
+    labels: list[str] = []
+    seen: dict[tuple[str, str], int] = {}
+    for s in sources:
+        base = "generator" if s.kind == "generator" else Path(s.files[0]).name + (
+            f"+{len(s.files) - 1}" if len(s.files) > 1 else "")
+        n = seen[(s.domain, base)] = seen.get((s.domain, base), 0) + 1
+        labels.append(base if n == 1 else f"{base}#{n}")
+    return labels
+
+
 def domain_weights(cfg: TrainConfig) -> dict[str, float]:
     out = {}
     for dom in cfg.domains:
         explicit = cfg.data.domain_weights.get(dom)
-        out[dom] = explicit if explicit is not None else sum(s.weight for s in effective_sources(cfg)
-                                                              if s.domain == dom)
+        summed = sum(s.weight for s in effective_sources(cfg) if s.domain == dom)
+        if explicit and not summed:
+            raise ConfigError(f"data.domain_weights.{dom} is {explicit} but every data.sources weight of {dom} is 0")
+        out[dom] = explicit if explicit is not None else summed
     if not any(w > 0 for w in out.values()):
         raise ConfigError(f"every domain weight is 0: {out}")
     return out
@@ -107,8 +127,17 @@ def build_data(cfg: TrainConfig) -> dict[str, DomainPool]:
     check_sources(cfg)
     d = cfg.data
     pools = {}
+    sources = effective_sources(cfg)
+    labels = source_labels(sources)
     for dom in cfg.domains:
-        train = _distinct([r for s in effective_sources(cfg) if s.domain == dom for r in load_source(s)])
+        mine = [(label, s) for label, s in zip(labels, sources) if s.domain == dom]
+        source_of: dict[str, str] = {}
+        records = []
+        for label, s in mine:
+            for r in load_source(s):
+                source_of.setdefault(r.prompt_id, label)  # the first source, like the record `_distinct` keeps
+                records.append(r)
+        train = _distinct(records)
         if dom in d.heldout:
             held = _distinct([r for path in d.heldout[dom] for r in _load_file(path, dom)])
             held_ids = {r.prompt_id for r in held}
@@ -120,5 +149,6 @@ def build_data(cfg: TrainConfig) -> dict[str, DomainPool]:
             raise ConfigError(f"domain {dom}: no training problems left after holding out {len(held)}")
         if not held:
             raise ConfigError(f"domain {dom}: the held-out set is empty")
-        pools[dom] = DomainPool(train=train, holdout=held)
+        pools[dom] = DomainPool(train=train, holdout=held, source_of=source_of,
+                                source_weights={label: s.weight for label, s in mine})
     return pools

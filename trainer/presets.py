@@ -11,6 +11,8 @@ flags (`--model`, `--data`, ...) → dotted overrides. The class defaults *are* 
 - `paper`: the paper's settings for a GPU run: 48 prompts x 16 samples, AdamW 5e-7 with 100 warm-up
   steps, eps 1e-15, weight decay 0.01, thinking budget 10k-12k tokens + 2k answer after the paper's
   interruption phrase, PipelineRL k = 8, bf16 on CUDA, 1,000 held-out prompts per domain.
+`--model` (a real model) without `--preset` and without `--config` on a cpu engine implies `small-cpu`'s
+values except `model` (`model_preset_values`), so its samples are not cut at the tiny model's budgets.
 Not guaranteed: that `small-cpu` learns within any given time on a loaded machine (docs/results.md,
 "Real models", has what was measured).
 """
@@ -51,6 +53,17 @@ PRESETS: dict[str, dict[str, Any]] = {
         "checkpoint": {"every_steps": 100},
     },
 }
+
+
+IMPLIED_BY_MODEL = "small-cpu"
+"""The preset whose values `--model` alone implies on a cpu engine (`trainer.commands.train.build_config`)."""
+
+
+def model_preset_values() -> dict[str, Any]:
+    """`IMPLIED_BY_MODEL`'s values without `model` (that stays the user's `--model`)."""
+    values = preset_values(IMPLIED_BY_MODEL)
+    values.pop("model", None)
+    return values
 
 
 def preset_values(name: str | None) -> dict[str, Any]:

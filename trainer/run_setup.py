@@ -167,8 +167,10 @@ def setup_run(cfg: TrainConfig, out: Path, *, resume: bool = False) -> Run:
     problems = [p for pool in pools.values() for p in pool.train] + [p for pool in pools.values() for p in pool.holdout]
     ledger.upsert_problems(problems)
     holdout_ids = {p.prompt_id for pool in pools.values() for p in pool.holdout}
+    source_of = {pid: label for pool in pools.values() for pid, label in pool.source_of.items()}
     sampler = Sampler(problems, weights=domain_weights(cfg), seed=cfg.pipeline.seed,
-                      ledger=ledger, holdout_ids=holdout_ids, policy=build_policy(cfg))
+                      ledger=ledger, holdout_ids=holdout_ids, policy=build_policy(cfg),
+                      sources={dom: pool.source_weights for dom, pool in pools.items()}, source_of=source_of)
     verifier = parts.verifier(cfg.verifier)
     draw = BatchDrawer(sampler, cfg.pipeline.prompts_per_step, cfg.curriculum.stages)
     rollouts = Rollouts(cfg, codec, draw, verifier, seed=cfg.pipeline.seed, stage=draw.stage)
@@ -182,7 +184,8 @@ def setup_run(cfg: TrainConfig, out: Path, *, resume: bool = False) -> Run:
                          float(extra.get("busy_s", 0.0)))
     run_log = RunLog(out, cfg.logging, total_steps=p.max_steps, config_dict=cfg.model_dump(mode="json"))
     state = RunState(elapsed_s=float(extra.get("elapsed_s", 0.0)))
-    samples = RolloutLog(out, cfg.rollout_log, skipped=skipped, resume_step=trainer.step_count if ckpt else None)
+    samples = RolloutLog(out, cfg.rollout_log, skipped=skipped, resume_step=trainer.step_count if ckpt else None,
+                         source_of=source_of)
     return Run(cfg, out, model, codec, trainer, runtime, rollouts, ledger, sampler, verifier, pools, run_log, clock,
                device, state, ranks, samples)
 

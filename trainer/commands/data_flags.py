@@ -1,7 +1,9 @@
 """`--data DOMAIN=FILE[,FILE...]` and `--heldout DOMAIN=FILE[,FILE...]` of `scalerl train` as dotted overrides.
 
-Each `--data` is one source (`data.sources`, weight 1); repeated flags add sources in order and replace
-the YAML file's list. Without `--domains` the trained domains become those named by `--data`, in order.
+Each `--data` is one source (`data.sources`); repeated flags add sources in order and replace the YAML
+file's list. A trailing `@WEIGHT` sets the source's mixing weight (default 1): `--data math=a.parquet@3
+--data math=b.parquet` draws 75 % / 25 % of math from them. Without `--domains` the trained domains
+become those named by `--data`, in order.
 """
 
 from __future__ import annotations
@@ -23,10 +25,24 @@ def _split(flag: str, text: str) -> tuple[str, list[str]]:
     return domain, paths
 
 
+def _source(text: str) -> dict:
+    """One `--data DOMAIN=FILE[,FILE...][@WEIGHT]` as a `data.sources` entry."""
+    head, at, tail = text.rpartition("@")
+    source: dict = {}
+    if at:
+        try:
+            source["weight"] = float(tail)
+        except ValueError:
+            raise ConfigError(f"--data {text!r}: the weight after '@' must be a number, got {tail!r}") from None
+        text = head
+    domain, files = _split("--data", text)
+    return {"domain": domain, "files": files, **source}
+
+
 def data_overrides(data: list[str], heldout: list[str], *, domains_given: bool) -> list[str]:
     out = []
     if data:
-        sources = [dict(zip(("domain", "files"), _split("--data", text))) for text in data]
+        sources = [_source(text) for text in data]
         out.append("data.sources=" + json.dumps(sources))
         if not domains_given:
             out.append("domains=" + json.dumps(list(dict.fromkeys(s["domain"] for s in sources))))

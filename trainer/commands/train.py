@@ -2,8 +2,9 @@
 
 Configuration: `TrainConfig` defaults → `--config FILE.yaml` → the flags below → dotted overrides
 (`loss.eps_max=4 pipeline.k=4`). With no `--model` it runs the built-in CPU default (tiny model, warm
-start, procedural level-0 math and code). Bad configurations stop before any work with exit code 2
-and a message naming the key.
+start, procedural level-0 math and code). `--model` without `--preset` and `--config` on a cpu engine
+takes `--preset small-cpu`'s values (all but `model`), logged in one line. Bad configurations stop
+before any work with exit code 2 and a message naming the key.
 """
 
 from __future__ import annotations
@@ -30,6 +31,10 @@ Examples:
 
   scalerl train --model ./my-hf-model --config run.yaml --out runs/big
 
+  scalerl train --model smollm2-135m-instruct     # on cpu: --preset small-cpu's budgets, this model
+
+  scalerl train --data math=polaris.parquet@3 --data math=gsm8k.parquet   # 75 % / 25 % of math draws
+
   scalerl train --resume runs/try --max-steps 400
 
   scalerl train --print-config pipeline.k=4       # the resolved configuration, then exit
@@ -45,11 +50,12 @@ def build_config(config: Path | None, overrides: list[str], *, domains: str | No
                  ray_address: str | None = None, trainer_ranks: int | None = None, preset: str | None = None,
                  data: list[str] | None = None, heldout: list[str] | None = None):
     """The resolved `TrainConfig`: defaults → preset → YAML → flags → overrides (on resume: the run's own
-    config.yaml, then flags and overrides)."""
+    config.yaml, then flags and overrides). `model` without `preset`, `config` or `resume` on a cpu
+    engine: `model_preset_values()` (small-cpu's, all but the model) in place of the preset."""
     from scalerl_env.config import ConfigError, load_config
     from trainer.commands.data_flags import data_overrides
     from trainer.config import TrainConfig
-    from trainer.presets import preset_values
+    from trainer.presets import IMPLIED_BY_MODEL, model_preset_values, preset_values
 
     if resume is not None:
         if config is not None:
@@ -75,6 +81,20 @@ def build_config(config: Path | None, overrides: list[str], *, domains: str | No
     if ray_address is not None:
         flags.append(f"ray.address={json.dumps(ray_address)}")
     cfg = load_config(TrainConfig, config, [*flags, *overrides], base=preset_values(preset))
+    if model is not None and preset is None and config is None:
+        from trainer.engines.device import resolve_device
+
+        if resolve_device(cfg.engine.device) == "cpu":
+            cfg = load_config(TrainConfig, None, [*flags, *overrides], base=model_preset_values())
+            log.info("--model without --preset or --config on cpu: using --preset %s's values (budgets %d-%d + %d "
+                     "tokens, engine.max_seq_len %d) with model %s", IMPLIED_BY_MODEL,
+                     cfg.length.think_budget_min_tokens, cfg.length.think_budget_max_tokens,
+                     cfg.length.answer_budget_tokens, cfg.engine.max_seq_len, cfg.model)
+        else:
+            log.warning("--model without --preset or --config keeps the tiny model's budgets (%d + %d tokens, "
+                        "engine.max_seq_len %d); for a real model on %s start from --preset paper",
+                        cfg.length.think_budget_max_tokens, cfg.length.answer_budget_tokens,
+                        cfg.engine.max_seq_len, cfg.engine.device)
     if cfg.engine.name == "vllm":
         try:
             import vllm  # noqa: F401 - installed by `make vllm-env` (.venv-vllm)
@@ -93,7 +113,9 @@ def register(app: typer.Typer) -> None:
     def train(
         overrides: Annotated[list[str] | None, typer.Argument(help="dotted overrides, e.g. pipeline.k=4")] = None,
         domains: Annotated[str | None, typer.Option(help="comma-separated: math,code (default both)")] = None,
-        model: Annotated[str | None, typer.Option(help="HF folder or cached hub id; default: tiny model")] = None,
+        model: Annotated[str | None, typer.Option(
+            help="HF folder, cached hub id, .gguf file or smollm2-135m-instruct; default: the tiny model. Without "
+                 "--preset/--config on a cpu engine it takes --preset small-cpu's values (all but the model)")] = None,
         engine: Annotated[str | None, typer.Option(help="torch | vllm")] = None,
         config: Annotated[Path | None, typer.Option("--config", help="YAML file of TrainConfig values")] = None,
         out: Annotated[Path | None, typer.Option(help="run folder (default runs/train-<time>)")] = None,
@@ -105,9 +127,11 @@ def register(app: typer.Typer) -> None:
             help="data-parallel trainer ranks, FSDP2 (trainer_ranks.count); resume may change it")] = None,
         print_config: Annotated[bool, typer.Option(
             "--print-config", help="print the fully resolved configuration as YAML and exit")] = False,
-        preset: Annotated[str | None, typer.Option(help="tiny-cpu (default) | small-cpu | paper")] = None,
+        preset: Annotated[str | None, typer.Option(
+            help="tiny-cpu (default; small-cpu with --model on cpu) | small-cpu | paper")] = None,
         data: Annotated[list[str] | None, typer.Option(
-            help="DOMAIN=FILE[,FILE...]: train on prepared parquet files (repeatable)")] = None,
+            help="DOMAIN=FILE[,FILE...][@WEIGHT]: train on prepared parquet files (repeatable; one source each, "
+                 "mixed within the domain by WEIGHT, default 1)")] = None,
         heldout: Annotated[list[str] | None, typer.Option(
             help="DOMAIN=FILE[,FILE...]: held-out files (default: split from the training data)")] = None,
         dry_run: Annotated[bool, typer.Option(
@@ -119,11 +143,6 @@ def register(app: typer.Typer) -> None:
             cfg = build_config(config, overrides or [], domains=domains, model=model, engine=engine,
                                max_steps=max_steps, resume=resume, ray=ray, ray_address=ray_address,
                                trainer_ranks=trainer_ranks, preset=preset, data=data, heldout=heldout)
-            if model is not None and preset is None and config is None and resume is None:
-                log.warning("--model without --preset or --config keeps the tiny model's budgets (%d + %d "
-                            "tokens, engine.max_seq_len %d); for a real model start from --preset small-cpu",
-                            cfg.length.think_budget_max_tokens, cfg.length.answer_budget_tokens,
-                            cfg.engine.max_seq_len)
             if dry_run:
                 from trainer.dry_run import dry_run_report
 

@@ -11,7 +11,7 @@ Token ids go end to end; text is decoded only for the verifiers.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from scalerl_env.records import ProblemRecord
@@ -22,6 +22,10 @@ from trainer.tiny.model import CharTokenizer, render_prompt
 class DomainPool:
     train: list[ProblemRecord]
     holdout: list[ProblemRecord]
+    # which `data.sources` entry each problem came from (`trainer.data_sources.source_labels`), and
+    # each source's mixing weight: the sampler mixes a domain's sources by these weights
+    source_of: dict[str, str] = field(default_factory=dict)
+    source_weights: dict[str, float] = field(default_factory=dict)
 
 
 class PromptCodec:

@@ -18,6 +18,7 @@ import logging
 import threading
 from array import array
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any
 
 from scalerl_env.config import ConfigError
@@ -108,7 +109,7 @@ def drop_long_prompts(pools: Mapping[str, DomainPool], encode: ProblemPrompts, c
             raise ConfigError(f"{dom}: every {'training' if not train else 'held-out'} prompt is longer than "
                              f"engine.max_seq_len={cfg.engine.max_seq_len} minus the completion budget "
                              f"{budget} of {source}; raise engine.max_seq_len or lower the budgets")
-        out[dom] = DomainPool(train=train, holdout=held)
+        out[dom] = replace(pool, train=train, holdout=held)
     return out, skipped
 
 

@@ -2,11 +2,13 @@
 warning when a domain's samples are nearly all unreadable for several steps.
 
 Each line: `kind` (train | validation), `step` (the step that trains on it; for validation the step
-validated), `prompt_id` (joins the ledger's `attempts.prompt_id`), `domain`, `sample_index`, `completion`
-(cut to `rollout_log.max_chars`), `status`, `reward`, `truncated`, `finish_reason`,
+validated), `prompt_id` (joins the ledger's `attempts.prompt_id`), `domain`, `source` (the `data.sources`
+entry's label, `trainer.data_sources.source_labels`; null for a held-out file's problem), `sample_index`,
+`completion` (cut to `rollout_log.max_chars`), `status`, `reward`, `truncated`, `finish_reason`,
 `completion_tokens`, `policy_versions` ([first, last] version that produced its tokens).
 Per step at most `rollout_log.samples_per_step` lines (the first sample of each group, then the second,
-...), per validation at most `samples_per_validation` per domain.
+...), per validation at most `samples_per_validation` per domain. Every step record gets
+`draws/<domain>/<source>`: how many of the step's groups came from each source (the mix as trained).
 
 Format watch: when at least `warn_fraction` of a domain's samples are `no_answer` / `unparsable` for
 `warn_after_steps` steps in a row, the log warns once (again after a good step), naming the likely cause:
@@ -34,8 +36,9 @@ FILE = "rollouts.jsonl"
 
 class RolloutLog:
     def __init__(self, out: Path, cfg: RolloutLogConfig, *, skipped: Mapping[str, int] | None = None,
-                 resume_step: int | None = None) -> None:
+                 resume_step: int | None = None, source_of: Mapping[str, str] | None = None) -> None:
         self.path, self.cfg = Path(out) / FILE, cfg
+        self.source_of = dict(source_of or {})
         self.skipped = dict(skipped or {})
         self._streak: dict[str, int] = {}
         self._lock = threading.Lock()
@@ -53,7 +56,8 @@ class RolloutLog:
              verdict: Verdict) -> dict[str, Any]:
         versions = list(sample.policy_versions) or [None]
         return {"kind": kind, "step": step, "prompt_id": problem.prompt_id, "domain": problem.domain,
-                "sample_index": index, "completion": text[:self.cfg.max_chars], "status": verdict.status.value,
+                "source": self.source_of.get(problem.prompt_id), "sample_index": index,
+                "completion": text[:self.cfg.max_chars], "status": verdict.status.value,
                 "reward": verdict.reward, "truncated": bool(sample.truncated), "finish_reason": sample.finish_reason,
                 "completion_tokens": len(sample.token_ids), "policy_versions": [versions[0], versions[-1]]}
 
@@ -67,6 +71,9 @@ class RolloutLog:
                     rows.append(self._row("train", step, g.problem, i, g.samples[i], g.completions[i], g.verdicts[i]))
         self._write(rows)
         metrics: dict[str, float] = {f"data/skipped_long_prompts/{d}": float(n) for d, n in self.skipped.items()}
+        for g in groups:
+            key = f"draws/{g.domain}/{self.source_of.get(g.problem.prompt_id)}"
+            metrics[key] = metrics.get(key, 0.0) + 1.0
         for domain in sorted({g.domain for g in groups}):
             pairs = [(s, v) for g in groups if g.domain == domain for s, v in zip(g.samples, g.verdicts)]
             metrics[f"format_failure_rate/{domain}"] = self._watch(step, domain, pairs)
