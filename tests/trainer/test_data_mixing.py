@@ -122,3 +122,22 @@ def test_model_alone_on_cpu_takes_the_small_cpu_values(tmp_path, caplog):
     yaml = tmp_path / "run.yaml"
     yaml.write_text("pipeline: {k: 3}\n")
     assert build_config(yaml, [], model=str(folder), **args).length == TrainConfig().length  # --config: nothing implied
+
+
+def test_the_cpu_default_draws_and_stores_exactly_what_it_did_without_sources():
+    from curriculum.sampler import Sampler
+
+    cfg = TrainConfig()
+    pools = build_data(cfg)
+    assert {dom: pool.source_weights for dom, pool in pools.items()} == {"math": {"generator": 1.0},
+                                                                          "code": {"generator": 1.0}}
+    problems = [p for pool in pools.values() for p in pool.train + pool.holdout]
+    held = {p.prompt_id for pool in pools.values() for p in pool.holdout}
+    common = dict(weights=domain_weights(cfg), seed=cfg.pipeline.seed, holdout_ids=held)
+    plain = Sampler(problems, **common)
+    mixed = Sampler(problems, **common, sources={d: p.source_weights for d, p in pools.items()},
+                    source_of={pid: s for p in pools.values() for pid, s in p.source_of.items()})
+    assert not mixed.mixes
+    for _ in range(40):
+        assert [p.prompt_id for p in mixed.next_batch(16)] == [p.prompt_id for p in plain.next_batch(16)]
+    assert mixed.state_dict() == plain.state_dict()
