@@ -66,7 +66,10 @@ class CodeVerifier:
         """One Verdict per item, in input order; Verdict.id = item.id."""
         if self._closed:
             raise RuntimeError("CodeVerifier is closed")
-        return list(self._pool.map(self.verify_one, items))
+        try:
+            return list(self._pool.map(self.verify_one, items))
+        finally:
+            self._sandbox.idle()  # between batches no pre-forked child waits (nor holds memory)
 
     def verify_one(self, item: VerifyItem) -> Verdict:
         t0 = time.monotonic()

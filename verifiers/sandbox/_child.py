@@ -1,9 +1,14 @@
 """Inside one sandboxed child: apply the isolation layers, then run the program (standard library only).
 
-Order matters and is fixed: read the job → own session (cgroups: inherited from the slot's server) → chroot
-into the read-only root, whose /work is a tmpfs the server keeps empty between runs → rlimits → drop to the slot's
-uid → parent-death signal → scrubbed
-environment → seccomp (which forbids undoing any of the above) → run.
+A child is pre-forked: the fork server clones it before its program exists, and it applies every layer
+that does not depend on the job while the previous program of its slot still runs (`prepare`), then blocks
+on its control socket. Order is fixed: own session (cgroups: inherited from the slot's server) → every
+inherited fd closed but the control socket → chroot into a read-only root whose /work is a tmpfs the server
+hands over empty → drop to the uid of that root → parent-death signal → scrubbed environment → seccomp
+(which forbids undoing any of the above) → wait. `receive` then takes the job's fds, reads the job and
+lowers the rlimits to the job's values (an unprivileged process can only lower them) before any of the
+program runs. A child that failed `prepare` still waits for its job, so the failure is reported on the
+job's stderr.
 
 Modes: `stdio` runs the program as `__main__`; `functional` calls `entry_point` per case and writes each
 result's canonical encoding (see `_canon`) to fd 3, so the parent compares; `assert` runs the program,
@@ -22,6 +27,7 @@ import mmap
 import os
 import resource
 import signal
+import socket
 import sys
 import time
 import types
@@ -30,6 +36,7 @@ import _canon
 import _libc
 
 RESULT_FD = 3
+CTL_FD = 3  # the control socket while the child waits; the job's result channel replaces it
 _TRACE = None  # this run's Trace, when the request asked for phase timestamps
 _write, _dumps, _exit = os.write, json.dumps, os._exit
 _BLOCKED_EVENTS = frozenset({"sys._getframe", "sys._current_frames", "gc.get_objects", "gc.get_referrers",
@@ -44,19 +51,20 @@ _BLOCKED_IMPORTS = frozenset({"signal", "_signal", "faulthandler"})
 
 class Trace:
     """Phase timestamps (CLOCK_MONOTONIC ns) in a page shared by the server and the child it clones, so
-    the child's marks reach the server without touching the program's file descriptors. Only runs that
-    ask for it (benchmarks) have one; the program could overwrite it, which would only spoil the timings."""
+    the child's marks reach the server without touching the program's file descriptors. Every child has
+    one (a few microseconds); the server reports it only to runs that ask (benchmarks). The program could
+    overwrite it, which would only spoil the timings."""
 
-    PHASES = ("server_received", "server_prepared", "server_cloned", "child_started", "child_job_read",
-              "child_chroot", "child_rlimits", "child_uid", "child_seccomp", "child_compiled", "child_done",
-              "server_exit_seen", "server_reaped")
+    PHASES = ("server_cloning", "child_started", "child_chroot", "child_uid", "child_seccomp",
+              "server_received", "server_prepared", "child_fds", "child_job_read", "child_rlimits",
+              "child_compiled", "child_done", "server_exit_seen", "server_reaped")
 
     def __init__(self) -> None:
         self._page = mmap.mmap(-1, 8 * len(self.PHASES))  # MAP_SHARED | MAP_ANONYMOUS: survives the clone
 
-    def mark(self, phase: str) -> None:
+    def mark(self, phase: str, ns: int | None = None) -> None:
         at = 8 * self.PHASES.index(phase)
-        self._page[at:at + 8] = time.monotonic_ns().to_bytes(8, "little")
+        self._page[at:at + 8] = (ns or time.monotonic_ns()).to_bytes(8, "little")
 
     def read(self) -> dict[str, int]:
         values = (int.from_bytes(self._page[8 * i:8 * i + 8], "little") for i in range(len(self.PHASES)))
@@ -78,38 +86,60 @@ def _read_all(fd: int) -> bytes:
         chunks.append(b)
 
 
-def setup(job_fd: int, fds: list[int], cfg: dict, seccomp) -> dict:
-    """Apply every enabled layer; returns the job. Raises on any failure (the child then exits 120)."""
-    _mark(cfg, "child_started")
-    job = json.loads(_read_all(job_fd))
-    for target, fd in enumerate(fds):
+def prepare(cfg: dict, seccomp) -> BaseException | None:
+    """Every layer that does not depend on the job; returns the failure (reported once a job arrives)."""
+    try:
+        _mark(cfg, "child_started")
+        os.setsid()
+        os.dup2(cfg["ctl_fd"], CTL_FD)
+        os.closerange(CTL_FD + 1, 1 << 16)
+        layers, uid = cfg["layers"], cfg["uid"]
+        if layers.get("chroot"):
+            os.chroot(cfg["root"])  # the server keeps this root's /work an empty tmpfs for the next child
+            os.chdir("/work")
+        else:
+            os.chdir(cfg["workdir"])
+        _mark(cfg, "child_chroot")
+        if layers.get("uid_drop"):
+            os.setgroups([])
+            os.setresgid(uid, uid, uid)
+            os.setresuid(uid, uid, uid)
+        _libc.prctl(_libc.PR_SET_PDEATHSIG, signal.SIGKILL)
+        os.environ.clear()
+        os.environ.update({"PATH": "/usr/bin:/bin", "HOME": "/work", "LANG": "C.UTF-8", "TMPDIR": "/work"})
+        for sig in (signal.SIGPIPE, signal.SIGXFSZ):
+            signal.signal(sig, signal.SIG_DFL)
+        _mark(cfg, "child_uid")
+        if layers.get("seccomp"):
+            seccomp.load()
+        _mark(cfg, "child_seccomp")
+    except BaseException as exc:  # noqa: BLE001 — reported on the job's stderr by `receive`
+        return exc
+    return None
+
+
+def receive(cfg: dict, failed: BaseException | None) -> dict:
+    """Wait for the job's fds, put them in place, read the job, apply its rlimits. Raises on any failure
+    (the child then exits 120); exits quietly when the server drops this child without a job."""
+    ctl = socket.socket(fileno=CTL_FD)
+    try:
+        _, fds, _, _ = socket.recv_fds(ctl, 16, 8)
+    except OSError:
+        fds = []
+    if len(fds) != 5:  # dropped (EOF) or a broken request: there is nobody to report to
+        _exit(0 if not fds else 120)
+    _mark(cfg, "child_fds")
+    ctl.detach()
+    for target, fd in enumerate(fds[1:]):  # stdin, stdout, stderr, result (over the control socket's fd)
         os.dup2(fd, target)
-    os.closerange(len(fds), 1 << 16)
-    os.setsid()
+    if failed is not None:
+        raise failed
+    job = json.loads(_read_all(fds[0]))
+    os.closerange(RESULT_FD + 1, 1 << 16)
     _mark(cfg, "child_job_read")
-    layers, limits, uid = cfg["layers"], job["limits"], cfg["uid"]
-    if layers.get("chroot"):
-        os.chroot(cfg["root"])  # the server mounted a fresh, empty tmpfs on /work for this run
-        os.chdir("/work")
-    else:
-        os.chdir(cfg["workdir"])
-    _mark(cfg, "child_chroot")
-    if layers.get("rlimits"):
-        _set_rlimits(limits)
+    if cfg["layers"].get("rlimits"):
+        _set_rlimits(job["limits"])
     _mark(cfg, "child_rlimits")
-    if layers.get("uid_drop"):
-        os.setgroups([])
-        os.setresgid(uid, uid, uid)
-        os.setresuid(uid, uid, uid)
-    _libc.prctl(_libc.PR_SET_PDEATHSIG, signal.SIGKILL)
-    os.environ.clear()
-    os.environ.update({"PATH": "/usr/bin:/bin", "HOME": "/work", "LANG": "C.UTF-8", "TMPDIR": "/work"})
-    for sig in (signal.SIGPIPE, signal.SIGXFSZ):
-        signal.signal(sig, signal.SIG_DFL)
-    _mark(cfg, "child_uid")
-    if layers.get("seccomp"):
-        seccomp.load()
-    _mark(cfg, "child_seccomp")
     job["trace"] = cfg.get("trace")
     return job
 

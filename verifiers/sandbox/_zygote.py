@@ -40,6 +40,11 @@ PRELOAD = ("math", "re", "collections", "heapq", "bisect", "itertools", "functoo
            "typing", "copy", "random", "decimal", "fractions", "statistics", "datetime", "array", "cmath",
            "dataclasses", "enum", "textwrap", "unicodedata", "struct", "hashlib", "io", "threading")
 CHILD_FAIL = 120  # exit status of a child whose isolation setup failed (the verifier's error, not the model's)
+ROOTS = 2  # per slot: the running program's root and the next child's
+
+
+def root_path(base: str, side: int) -> str:
+    return f"{base}/r{side}"
 
 
 # ---------------------------------------------------------------------------------------------- setup
@@ -143,14 +148,25 @@ def _oom_kills(cfg: dict) -> int:
 
 # ---------------------------------------------------------------------------------------------- server
 class Server:
+    """One slot's runs, one at a time. With a PID namespace the next child is cloned and prepared (see
+    `_child.prepare`) while the current program runs: the slot alternates between two roots, each with its
+    own /work tmpfs and uid, so the waiting child never shares a working directory, uid (its process
+    count) or IPC namespace with a program that ran or runs. Without one, a child is cloned per request."""
+
     def __init__(self, cfg: dict, sock: socket.socket) -> None:
         self.cfg, self.sock = cfg, sock
         self.layers = cfg["layers"]
         self.seccomp = _libc.SeccompFilter() if self.layers.get("seccomp") else None
+        self.prefork = bool(self.layers.get("pid_ns"))  # a waiting child is killed with its namespace
+        self.flags = (_libc.CLONE_NEWPID if self.layers.get("pid_ns") else 0) | (
+            _libc.CLONE_NEWIPC if self.layers.get("ipc_ns") else 0)  # per child: no SysV object outlives it
         self.sel = selectors.DefaultSelector()
         self.sel.register(sock, selectors.EVENT_READ, None)
         self.jobs: dict[int, dict] = {}  # pid -> job state
-        self._work_opts: str | None = None
+        self.spare: dict | None = None  # the pre-forked child waiting for its job
+        self._side = 0  # root (and uid) of the next child
+        self._work_opts: list[str | None] = [None] * ROOTS
+        self._serial = 0
         self._cg_values: dict[str, str] = {}
         self._oom_last = _oom_kills(cfg)
 
@@ -181,6 +197,9 @@ class Server:
             for pid, job in self.jobs.items():
                 if job["id"] == msg["job"] and not job["killed"]:
                     self._kill(pid, msg.get("reason", "request"))
+        elif msg["op"] == "idle":
+            self._drop_spare()
+            self._send({"job": msg["job"], "event": "idle"})
         elif msg["op"] == "run":
             try:
                 self._start(msg, fds)
@@ -192,60 +211,100 @@ class Server:
         return True
 
     def _start(self, msg: dict, fds: list[int]) -> None:
-        limits, cfg = msg["limits"], self.cfg
-        trace = _child.Trace() if msg.get("trace") else None
-        if trace is not None:
-            trace.mark("server_received")
+        received = time.monotonic_ns()
+        limits = msg["limits"]
         if self.layers.get("cgroup_memory"):  # the server's own ~10 MB count too: slack of 32 MiB
             self._cg_set("memory", "memory.limit_in_bytes", str((limits["memory_mb"] + 32) << 20))
-        if self.layers.get("cgroup_pids"):
-            self._cg_set("pids", "pids.max", str(limits["nproc"] + 1))
-        child_cfg = dict(cfg, uid=cfg["uid_base"] + cfg["slot"])
-        if not self.layers.get("chroot"):
-            child_cfg["workdir"] = os.path.join(cfg["root"], f"w{msg['job']}")
-            os.makedirs(child_cfg["workdir"], mode=0o700)
-            os.chown(child_cfg["workdir"], child_cfg["uid"], child_cfg["uid"])
+        if self.layers.get("cgroup_pids"):  # + the server and the next child
+            self._cg_set("pids", "pids.max", str(limits["nproc"] + 2))
+        work = (limits["disk_mb"], limits["inodes"])
+        for attempt in range(2):
+            if self.spare is not None and self.spare["work"] != work:
+                self._drop_spare()
+            child, self.spare = self.spare or self._clone(work), None
+            child["trace"].mark("server_received", received)
+            child["trace"].mark("server_prepared")
+            try:
+                socket.send_fds(child["ctl"], [b"j"], fds)
+                break
+            except OSError:  # it died waiting (its exit is not reaped yet): drop it, clone another
+                self.spare = child
+                self._drop_spare()
+                if attempt:
+                    raise
+        child["ctl"].close()
+        now = time.monotonic()
+        child.update(id=msg["job"], deadline=now + msg["wall_s"], t0=now, want_trace=msg.get("trace"))
+        self.jobs[child["pid"]] = child
+        if self.prefork:
+            self.spare = self._clone(work)
+
+    def _clone(self, work: tuple[int, int]) -> dict:
+        """Clone a child that prepares itself, then waits on its control socket for a job."""
+        cfg, side = self.cfg, self._side
+        self._side = (side + 1) % ROOTS if self.prefork else 0
+        uid = cfg["uid_base"] + ROOTS * cfg["slot"] + side
+        child_cfg = dict(cfg, uid=uid, trace=_child.Trace())
+        if self.layers.get("chroot"):
+            child_cfg["root"] = root_path(cfg["root"], side)
+            self._prepare_work(side, work, uid)
         else:
-            self._prepare_work(limits, child_cfg["uid"])
-        flags = _libc.CLONE_NEWPID if self.layers.get("pid_ns") else 0
-        high = [os.dup(fd) for fd in fds]  # stay clear of 0..3, which the child dup2s onto
-        child_cfg["trace"] = trace
-        if trace is not None:
-            trace.mark("server_prepared")  # cgroup limits set, working directory (tmpfs) ready
-        pid = _libc.clone_process(flags)
+            self._serial += 1
+            child_cfg["workdir"] = os.path.join(cfg["root"], f"w{self._serial}")
+            os.makedirs(child_cfg["workdir"], mode=0o700)
+            os.chown(child_cfg["workdir"], uid, uid)
+        ctl, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        child_cfg["ctl_fd"] = theirs.fileno()
+        child_cfg["trace"].mark("server_cloning")
+        pid = _libc.clone_process(self.flags)
         if pid == 0:
-            self._child(high, child_cfg)
-        for fd in high:
-            os.close(fd)
+            self._child(child_cfg)
+        theirs.close()
         pidfd = os.pidfd_open(pid)
-        if trace is not None:
-            trace.mark("server_cloned")
-        self.jobs[pid] = {"id": msg["job"], "pidfd": pidfd, "killed": None, "trace": trace,
-                          "deadline": time.monotonic() + msg["wall_s"], "t0": time.monotonic(),
-                          "uid": child_cfg["uid"],
-                          "workdir": child_cfg.get("workdir")}
         self.sel.register(pidfd, selectors.EVENT_READ, pid)
+        return {"pid": pid, "pidfd": pidfd, "ctl": ctl, "work": work, "uid": uid, "trace": child_cfg["trace"],
+                "workdir": child_cfg.get("workdir"), "id": None, "killed": None, "deadline": float("inf")}
+
+    def _drop_spare(self) -> None:
+        """Kill and reap the waiting child (it never saw a program)."""
+        spare, self.spare = self.spare, None
+        if spare is None:
+            return
+        try:
+            os.kill(spare["pid"], signal.SIGKILL)  # not yet reaped: the pid is still ours
+        except OSError:
+            pass
+        os.wait4(spare["pid"], 0)
+        self._forget(spare)
+
+    def _forget(self, child: dict) -> None:
+        self.sel.unregister(child["pidfd"])
+        os.close(child["pidfd"])
+        child["ctl"].close()
+        if child["workdir"]:
+            shutil.rmtree(child["workdir"], ignore_errors=True)
 
     def _cg_set(self, ctl: str, name: str, value: str) -> None:
         if self._cg_values.get(name) != value:
             _cg_write(self.cfg, ctl, name, value)
             self._cg_values[name] = value
 
-    def _prepare_work(self, limits: dict, uid: int) -> None:
-        """A fresh tmpfs on <root>/work unless the mounted one is still empty and sized alike (cheap path)."""
-        work = self.cfg["root"] + "/work"
-        opts = f"size={limits['disk_mb']}m,nr_inodes={limits['inodes']},mode=0700,uid={uid},gid={uid}"
-        if opts == self._work_opts and not os.listdir(work):
+    def _prepare_work(self, side: int, work: tuple[int, int], uid: int) -> None:
+        """A fresh tmpfs on the root's /work unless the mounted one is still empty and sized alike. Only
+        called once the root's previous child is reaped."""
+        path = root_path(self.cfg["root"], side) + "/work"
+        opts = f"size={work[0]}m,nr_inodes={work[1]},mode=0700,uid={uid},gid={uid}"
+        if opts == self._work_opts[side] and not os.listdir(path):
             return
-        if self._work_opts is not None:
-            _libc.umount_detach(work)
-        _libc.mount("tmpfs", work, "tmpfs", _libc.MS_NOSUID | _libc.MS_NODEV, opts)
-        self._work_opts = opts
+        if self._work_opts[side] is not None:
+            _libc.umount_detach(path)
+        _libc.mount("tmpfs", path, "tmpfs", _libc.MS_NOSUID | _libc.MS_NODEV, opts)
+        self._work_opts[side] = opts
 
-    def _child(self, fds: list[int], cfg: dict) -> None:
+    def _child(self, cfg: dict) -> None:
+        failed = _child.prepare(cfg, self.seccomp)
         try:
-            self.sock.close()
-            job = _child.setup(fds[0], fds[1:], cfg, self.seccomp)
+            job = _child.receive(cfg, failed)
         except BaseException as exc:  # noqa: BLE001 — report on stderr, exit with the setup-failure code
             try:
                 os.write(2, f"sandbox setup failed: {type(exc).__name__}: {exc}\n".encode())
@@ -288,28 +347,27 @@ class Server:
             os.waitpid(helper, 0)
 
     def _reap(self, pid: int) -> None:
+        if pid not in self.jobs:
+            if self.spare is not None and self.spare["pid"] == pid:  # died waiting: cloned again on demand
+                self._drop_spare()
+            return  # else already reaped (dropped) earlier in this batch of events
         trace = self.jobs[pid]["trace"]
-        if trace is not None:
-            trace.mark("server_exit_seen")
+        trace.mark("server_exit_seen")
         _, status, ru = os.wait4(pid, 0)
         job = self.jobs.pop(pid)
-        self.sel.unregister(job["pidfd"])
-        os.close(job["pidfd"])
         if not self.layers.get("pid_ns"):
             self._kill_survivors(pid, job)
             self._await_slot_empty()
-        if job["workdir"]:
-            shutil.rmtree(job["workdir"], ignore_errors=True)
+        self._forget(job)
         self._reap_orphans()
         oom_count = _oom_kills(self.cfg)  # cumulative per slot; one run at a time per slot
         oom, self._oom_last = oom_count > self._oom_last, oom_count
-        if trace is not None:
-            trace.mark("server_reaped")
+        trace.mark("server_reaped")
         self._send({
             "job": job["id"], "event": "exit", "killed": job["killed"], "oom": oom,
             "exit_code": os.waitstatus_to_exitcode(status), "cpu_s": ru.ru_utime + ru.ru_stime,
             "max_rss_kb": ru.ru_maxrss, "wall_s": time.monotonic() - job["t0"],
-            "trace": None if trace is None else trace.read(),
+            "trace": trace.read() if job["want_trace"] else None,
         })
 
     def _await_slot_empty(self, timeout_s: float = 1.0) -> None:
@@ -347,6 +405,10 @@ class Server:
                 os.wait4(pid, 0)
             except OSError:
                 pass
+        try:
+            self._drop_spare()
+        except OSError:
+            pass
         leave_cgroups(self.cfg)
 
 
@@ -369,7 +431,9 @@ def main(argv: list[str]) -> int:
         _libc.unshare(flags)
     if layers.get("chroot"):
         _libc.mount(None, "/", None, _libc.MS_REC | _libc.MS_PRIVATE)
-        build_root(cfg["root"])
+        for side in range(ROOTS):
+            os.mkdir(root_path(cfg["root"], side), 0o755)
+            build_root(root_path(cfg["root"], side))
     join_cgroups(cfg)
     for name in PRELOAD:  # imported once here, inherited by every child (imports cost 1-10 ms each)
         try:
