@@ -130,8 +130,8 @@ def register(app: typer.Typer) -> None:
         preset: Annotated[str | None, typer.Option(
             help="tiny-cpu (default; small-cpu with --model on cpu) | small-cpu | paper")] = None,
         data: Annotated[list[str] | None, typer.Option(
-            help="DOMAIN=FILE[,FILE...][@WEIGHT]: train on prepared parquet files (repeatable; one source each, "
-                 "mixed within the domain by WEIGHT, default 1)")] = None,
+            help="DOMAIN=FILE[,FILE...], optionally @WEIGHT: train on prepared parquet files (repeatable; one "
+                 "source each, mixed within the domain by WEIGHT, default 1)")] = None,
         heldout: Annotated[list[str] | None, typer.Option(
             help="DOMAIN=FILE[,FILE...]: held-out files (default: split from the training data)")] = None,
         dry_run: Annotated[bool, typer.Option(
