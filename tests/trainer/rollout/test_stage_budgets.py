@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from curriculum.ledger import Ledger
 from curriculum.policy import CurriculumPolicy
 from curriculum.sampler import Sampler
 from scalerl_env.config import ConfigError, load_config
@@ -148,3 +149,20 @@ def test_the_documented_stage_schedule_is_a_valid_config(tmp_path):
     cfg = load_config(TrainConfig, tmp_path / "stages.yaml", [])
     assert [s.think_budget_max_tokens for s in cfg.curriculum.stages] == [7000, 14000, None]
     assert completion_budget(cfg) < cfg.engine.max_seq_len
+
+
+def test_a_resumed_run_continues_in_the_stage_it_reached(tmp_path):
+    cfg = config(TWO_STAGES)
+    with Ledger(tmp_path / "ledger.duckdb") as ledger:
+        ledger.upsert_problems(PROBLEMS)
+
+        def worker() -> Rollouts:
+            sampler = Sampler(PROBLEMS, weights={"math": 1}, seed=0, ledger=ledger,
+                              policy=CurriculumPolicy(cfg.curriculum, seed=0))
+            draw = BatchDrawer(sampler, P, cfg.curriculum.stages)
+            return Rollouts(cfg, PromptCodec(CharTokenizer()), draw, None, seed=0, stage=draw.stage)
+
+        first = worker()
+        assert {first.make_request(g).interruption.answer_budget_tokens for g in range(2 * P)} == {3}
+        resumed = worker()  # the sampler state (2 batches drawn) comes back from the ledger
+        assert resumed.make_request(2 * P).interruption.think_budget_tokens == 30
