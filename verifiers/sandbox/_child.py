@@ -4,23 +4,22 @@ A child is pre-forked: the fork server clones it before its program exists, and 
 that does not depend on the job while the previous program of its slot still runs (`prepare`), then blocks
 on its control socket. Order is fixed: own session (cgroups: inherited from the slot's server) → every
 inherited fd closed but the control socket → chroot into a read-only root whose /work is a tmpfs the server
-hands over empty → drop to the uid of that root → parent-death signal → scrubbed environment → seccomp
-(which forbids undoing any of the above) → wait. `receive` then takes the job's fds, reads the job and
-lowers the rlimits to the job's values (an unprivileged process can only lower them) before any of the
-program runs. A child that failed `prepare` still waits for its job, so the failure is reported on the
-job's stderr.
+hands over empty → drop to the uid of that root → parent-death signal → seccomp (which forbids undoing any
+of the above) → wait. `receive` then takes the job's fds, reads the job and lowers the rlimits to the job's
+values (an unprivileged process can only lower them) before any of the program runs. The environment is
+the fork server's, scrubbed once per slot (`_zygote.CHILD_ENV`). A child that failed `prepare` still
+waits for its job, so the failure is reported on the job's stderr.
 
 Modes: `stdio` runs the program as `__main__`; `functional` calls `entry_point` per case and writes each
 result's canonical encoding (see `_canon`) to fd 3, so the parent compares; `assert` runs the program,
 then the test code in a namespace with pristine builtins, with `assert a == b` rewritten to canonical
-equality, under an audit hook that blocks frame and gc introspection; the per-run token is written to
-fd 3 only after the last statement of the test code. Nothing expected (stdio outputs, functional
+equality (see `_testcode`), under an audit hook that blocks frame and gc introspection; the per-run token
+is written to fd 3 only after the last statement of the test code. Nothing expected (stdio outputs, functional
 expectations) ever enters this process.
 """
 
 from __future__ import annotations
 
-import ast
 import builtins
 import json
 import mmap
@@ -34,6 +33,7 @@ import types
 
 import _canon
 import _libc
+import _testcode
 
 RESULT_FD = 3
 CTL_FD = 3  # the control socket while the child waits; the job's result channel replaces it
@@ -105,8 +105,6 @@ def prepare(cfg: dict, seccomp) -> BaseException | None:
             os.setresgid(uid, uid, uid)
             os.setresuid(uid, uid, uid)
         _libc.prctl(_libc.PR_SET_PDEATHSIG, signal.SIGKILL)
-        os.environ.clear()
-        os.environ.update({"PATH": "/usr/bin:/bin", "HOME": "/work", "LANG": "C.UTF-8", "TMPDIR": "/work"})
         for sig in (signal.SIGPIPE, signal.SIGXFSZ):
             signal.signal(sig, signal.SIG_DFL)
         _mark(cfg, "child_uid")
@@ -245,11 +243,10 @@ def _run_functional(job: dict, code) -> None:
 
 
 def _run_assert(job: dict, code) -> None:
-    token, test_src = job.pop("token"), job.pop("test")
+    token, test_src, packed = job.pop("token"), job.pop("test"), job.pop("test_packed", None)
     pristine = dict(builtins.__dict__)
-    try:
-        test_tree = ast.parse(test_src)
-        prelude, test_code = _split_test(test_tree)
+    try:  # compiled by the parent when it could; else here, where a bad test is reported
+        prelude, test_code = _testcode.unpack(packed) if packed else _testcode.compile_test(test_src)
     except (SyntaxError, ValueError, MemoryError, RecursionError) as exc:
         _emit({"test_error": f"{type(exc).__name__}: {exc}"[:2000]})
         _exit(3)
@@ -258,7 +255,7 @@ def _run_assert(job: dict, code) -> None:
     # Everything used after the program runs is bound now and the harness modules are unlisted, so a
     # program that patches sys.modules entries cannot change what runs after it.
     run_main, emit, flush_exit, equal = _run_main, _emit, _flush_exit, _canon.equal
-    for name in ("_child", "_canon", "_libc", "_zygote", "_probe", *_BLOCKED_IMPORTS):
+    for name in ("_child", "_canon", "_libc", "_testcode", "_zygote", "_probe", *_BLOCKED_IMPORTS):
         sys.modules.pop(name, None)
     sys.addaudithook(_audit)
     run_main(code, namespace)
@@ -277,25 +274,3 @@ def _audit(event: str, args: tuple) -> None:
         raise ValueError(f"{event} is not allowed in the sandbox")
     if event == "import" and args[0] in _BLOCKED_IMPORTS:
         raise ImportError(f"module {args[0]!r} is not available in assert tests")
-
-
-class _EqRewriter(ast.NodeTransformer):
-    """`assert a == b` / `assert a != b` → canonical equality, so overridden __eq__ cannot pass asserts."""
-
-    def visit_Assert(self, node: ast.Assert) -> ast.Assert:
-        t = node.test
-        if isinstance(t, ast.Compare) and len(t.ops) == 1 and isinstance(t.ops[0], (ast.Eq, ast.NotEq)):
-            call = ast.Call(ast.Name("__scalerl_eq__", ast.Load()), [t.left, t.comparators[0]], [])
-            node.test = call if isinstance(t.ops[0], ast.Eq) else ast.UnaryOp(ast.Not(), call)
-        return node
-
-
-def _split_test(tree: ast.Module):
-    """(leading imports, rest with rewritten asserts), both compiled with asserts enabled."""
-    n = 0
-    while n < len(tree.body) and isinstance(tree.body[n], (ast.Import, ast.ImportFrom)):
-        n += 1
-    prelude = ast.Module(tree.body[:n], [])
-    rest = ast.fix_missing_locations(_EqRewriter().visit(ast.Module(tree.body[n:], [])))
-    return (compile(prelude, "<test>", "exec", dont_inherit=True, optimize=0),
-            compile(rest, "<test>", "exec", dont_inherit=True, optimize=0))

@@ -40,6 +40,7 @@ PRELOAD = ("math", "re", "collections", "heapq", "bisect", "itertools", "functoo
            "typing", "copy", "random", "decimal", "fractions", "statistics", "datetime", "array", "cmath",
            "dataclasses", "enum", "textwrap", "unicodedata", "struct", "hashlib", "io", "threading")
 CHILD_FAIL = 120  # exit status of a child whose isolation setup failed (the verifier's error, not the model's)
+CHILD_ENV = {"PATH": "/usr/bin:/bin", "HOME": "/work", "LANG": "C.UTF-8", "TMPDIR": "/work"}
 ROOTS = 2  # per slot: the running program's root and the next child's
 
 
@@ -157,7 +158,8 @@ class Server:
         self.cfg, self.sock = cfg, sock
         self.layers = cfg["layers"]
         self.seccomp = _libc.SeccompFilter() if self.layers.get("seccomp") else None
-        self.prefork = bool(self.layers.get("pid_ns"))  # a waiting child is killed with its namespace
+        # A waiting child needs its own PID namespace (it is killed with it, not by uid or cgroup).
+        self.prefork = bool(cfg["prefork"] and self.layers.get("pid_ns"))
         self.flags = (_libc.CLONE_NEWPID if self.layers.get("pid_ns") else 0) | (
             _libc.CLONE_NEWIPC if self.layers.get("ipc_ns") else 0)  # per child: no SysV object outlives it
         self.sel = selectors.DefaultSelector()
@@ -444,6 +446,8 @@ def main(argv: list[str]) -> int:
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
     sock = socket.socket(fileno=cfg["sock_fd"])
     server = Server(cfg, sock)
+    os.environ.clear()  # once per slot: every child inherits exactly this environment
+    os.environ.update(CHILD_ENV)
     try:
         server.serve()
     finally:

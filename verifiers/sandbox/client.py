@@ -27,6 +27,8 @@ import time
 import weakref
 from dataclasses import dataclass, field
 
+from verifiers.sandbox._testcode import pack as pack_test
+
 logger = logging.getLogger(__name__)
 
 ZYGOTE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_zygote.py")
@@ -78,12 +80,12 @@ class _Stream:
 class Sandbox:
     """`slots` fork servers (one per slot: its own uid and cgroups); `close()` is idempotent."""
 
-    def __init__(self, layers: dict[str, bool], slots: int = 2) -> None:
+    def __init__(self, layers: dict[str, bool], slots: int = 2, prefork: bool = True) -> None:
         self.layers, self.slots = dict(layers), slots
         n = next(_instances)
         uid_base = 1_000_000 + ((os.getpid() * 131 + n) % 100_000) * 128  # 2 uids per slot, <= 64 slots
         cg_name = f"scalerl-{os.getpid()}-{n}"
-        self._servers = [_Server(self.layers, s, uid_base, cg_name) for s in range(slots)]
+        self._servers = [_Server(self.layers, s, uid_base, cg_name, prefork) for s in range(slots)]
         self._free: queue.Queue[int] = queue.Queue()
         for s in range(slots):
             self._free.put(s)
@@ -116,8 +118,8 @@ class Sandbox:
 class _Server:
     """One fork server serving one slot."""
 
-    def __init__(self, layers: dict[str, bool], slot: int, uid_base: int, cg_name: str) -> None:
-        self.layers, self.slot = layers, slot
+    def __init__(self, layers: dict[str, bool], slot: int, uid_base: int, cg_name: str, prefork: bool) -> None:
+        self.layers, self.slot, self.prefork = layers, slot, prefork
         self._lock, self._send_lock = threading.Lock(), threading.Lock()
         self._jobs = itertools.count(1)
         self._pending: dict[int, queue.Queue] = {}
@@ -144,7 +146,7 @@ class _Server:
         parent_sock, child_sock = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         cfg = {
             "layers": self.layers, "slot": self.slot, "root": self._root, "uid_base": self._uid_base,
-            "sock_fd": child_sock.fileno(), "parent_pid": os.getpid(),
+            "sock_fd": child_sock.fileno(), "parent_pid": os.getpid(), "prefork": self.prefork,
             "cgroup_root": {c: f"/sys/fs/cgroup/{c}/{self._cg_name}" for c in ("memory", "pids")},
         }
         self._proc = subprocess.Popen(
@@ -231,8 +233,9 @@ class _Server:
     def _run(self, req: RunRequest) -> RunResult:
         marks = {"parent_start": time.monotonic_ns()} if req.trace else None
         job = next(self._jobs)
-        payload = json.dumps({"mode": req.mode, "code": req.code, "test": req.test, "token": req.token,
-                              "entry_point": req.entry_point, "cases": req.cases,
+        packed = pack_test(req.test) if req.mode == "assert" and req.test is not None else None
+        payload = json.dumps({"mode": req.mode, "code": req.code, "test": req.test, "test_packed": packed,
+                              "token": req.token, "entry_point": req.entry_point, "cases": req.cases,
                               "limits": _limits(req)}).encode()
         pipes = [os.pipe2(os.O_CLOEXEC) for _ in range(5)]  # job, stdin, stdout, stderr, result
         theirs = [pipes[0][0], pipes[1][0], pipes[2][1], pipes[3][1], pipes[4][1]]
