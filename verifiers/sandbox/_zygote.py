@@ -203,14 +203,17 @@ class Server:
             self._drop_spare()
             self._send({"job": msg["job"], "event": "idle"})
         elif msg["op"] == "run":
-            try:
-                self._start(msg, fds)
-            except OSError as exc:
-                self._send({"job": msg["job"], "event": "error", "error": f"start failed: {exc}"})
-            finally:
-                for fd in fds:
-                    os.close(fd)
+            self._start_or_report(msg, fds)
         return True
+
+    def _start_or_report(self, msg: dict, fds: list[int]) -> None:
+        """Start the run; the job keeps the request's fds until it is reaped (see `_reap`)."""
+        try:
+            self._start(msg, fds)
+        except OSError as exc:
+            for fd in fds:
+                os.close(fd)
+            self._send({"job": msg["job"], "event": "error", "error": f"start failed: {exc}"})
 
     def _start(self, msg: dict, fds: list[int]) -> None:
         received = time.monotonic_ns()
@@ -236,7 +239,8 @@ class Server:
                     raise
         child["ctl"].close()
         now = time.monotonic()
-        child.update(id=msg["job"], deadline=now + msg["wall_s"], t0=now, want_trace=msg.get("trace"))
+        child.update(id=msg["job"], deadline=now + msg["wall_s"], t0=now, want_trace=msg.get("trace"), msg=msg,
+                     fds=fds)
         self.jobs[child["pid"]] = child
         if self.prefork:
             self.spare = self._clone(work)
@@ -272,10 +276,7 @@ class Server:
         spare, self.spare = self.spare, None
         if spare is None:
             return
-        try:
-            os.kill(spare["pid"], signal.SIGKILL)  # not yet reaped: the pid is still ours
-        except OSError:
-            pass
+        os.kill(spare["pid"], signal.SIGKILL)  # not yet reaped (`_reap_orphans` leaves it): the pid is ours
         os.wait4(spare["pid"], 0)
         self._forget(spare)
 
@@ -283,6 +284,8 @@ class Server:
         self.sel.unregister(child["pidfd"])
         os.close(child["pidfd"])
         child["ctl"].close()
+        for fd in child.get("fds", ()):
+            os.close(fd)
         if child["workdir"]:
             shutil.rmtree(child["workdir"], ignore_errors=True)
 
@@ -360,6 +363,12 @@ class Server:
         if not self.layers.get("pid_ns"):
             self._kill_survivors(pid, job)
             self._await_slot_empty()
+        if "child_fds" not in trace.read() and not job["killed"] and not job["msg"].get("retried"):
+            # Killed from outside after the handoff but before taking its fds: the job never started.
+            fds, job["fds"] = job["fds"], []
+            self._forget(job)
+            self._start_or_report(dict(job["msg"], retried=True), fds)
+            return
         self._forget(job)
         self._reap_orphans()
         oom_count = _oom_kills(self.cfg)  # cumulative per slot; one run at a time per slot
@@ -390,7 +399,7 @@ class Server:
                 info = os.waitid(os.P_ALL, 0, os.WEXITED | os.WNOHANG | os.WNOWAIT)
             except ChildProcessError:
                 return
-            if info is None or info.si_pid in self.jobs:
+            if info is None or info.si_pid in self.jobs or (self.spare and info.si_pid == self.spare["pid"]):
                 return
             os.waitpid(info.si_pid, 0)
 
