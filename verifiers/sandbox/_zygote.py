@@ -134,17 +134,27 @@ def _cg_write(cfg: dict, ctl: str, name: str, value: str) -> None:
         f.write(value)
 
 
-def _oom_kills(cfg: dict) -> int:
-    if not cfg["layers"].get("cgroup_memory"):
-        return 0
-    try:
-        with open(os.path.join(_slot_dir(cfg, "memory"), "memory.oom_control")) as f:
-            for line in f:
+class OomCounter:
+    """The slot's cumulative OOM-kill count (memory.oom_control), read through one fd kept open."""
+
+    def __init__(self, cfg: dict) -> None:
+        self.fd = None
+        if cfg["layers"].get("cgroup_memory"):
+            try:
+                self.fd = os.open(os.path.join(_slot_dir(cfg, "memory"), "memory.oom_control"), os.O_RDONLY)
+            except OSError:
+                pass
+
+    def read(self) -> int:
+        if self.fd is None:
+            return 0
+        try:
+            for line in os.pread(self.fd, 4096, 0).decode().splitlines():
                 if line.startswith("oom_kill "):
                     return int(line.split()[1])
-    except OSError:
-        pass
-    return 0
+        except OSError:
+            pass
+        return 0
 
 
 # ---------------------------------------------------------------------------------------------- server
@@ -170,7 +180,8 @@ class Server:
         self._work_opts: list[str | None] = [None] * ROOTS
         self._serial = 0
         self._cg_values: dict[str, str] = {}
-        self._oom_last = _oom_kills(cfg)
+        self._oom = OomCounter(cfg)
+        self._oom_last = self._oom.read()
 
     def serve(self) -> None:
         while True:
@@ -370,8 +381,9 @@ class Server:
             self._start_or_report(dict(job["msg"], retried=True), fds)
             return
         self._forget(job)
-        self._reap_orphans()
-        oom_count = _oom_kills(self.cfg)  # cumulative per slot; one run at a time per slot
+        if not self.layers.get("pid_ns"):  # with one, orphans are reparented to the child and die with it
+            self._reap_orphans()
+        oom_count = self._oom.read()  # cumulative per slot; one run at a time per slot
         oom, self._oom_last = oom_count > self._oom_last, oom_count
         trace.mark("server_reaped")
         self._send({
