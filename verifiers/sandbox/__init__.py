@@ -3,14 +3,20 @@
 Layers (each detected on this host by `detect_layers`, each reported in every code verdict):
 - fork server: a small `python -I -S` process forks one child per run (~1-2 ms, against 8-110 ms for a
   fresh interpreter); it holds no models or data. Children run the program in that forked interpreter.
+  With `pid_ns`, the next run's child is cloned and given every layer that does not depend on its job
+  while the current program runs, then waits for its job (see `_child`); it never shares a working
+  directory, uid or IPC namespace with a program that ran before it.
 - `pid_ns`: each child is PID 1 of its own PID namespace; when it ends the kernel kills everything it
   left behind (daemons, detached grandchildren, fork bombs). Kill = one SIGKILL.
 - `net_ns`, `ipc_ns`, `uts_ns`, `mount_ns`: the fork server's own namespaces: no network interface but
-  a down loopback, no host SysV IPC, a private hostname and mount table.
-- `chroot`: each child gets a private mount namespace, a fresh size- and inode-capped tmpfs as its
-  working directory (`/work`, also `/tmp`), and a chroot into a read-only root holding only /usr, /lib*,
-  /bin and the Python install: no host files (data sets, tests, the repository, /root, /home) are visible.
-- `uid_drop`: each slot runs as its own unprivileged uid (no supplementary groups).
+  a down loopback, no host SysV IPC, a private hostname and mount table. With `ipc_ns` each child also
+  gets its own IPC namespace, so no SysV object outlives the run that made it.
+- `chroot`: each child gets a chroot into a read-only root (in the fork server's private mount namespace)
+  holding only /usr, /lib*, /bin and the Python install, with an empty size- and inode-capped tmpfs as
+  its working directory (`/work`, also `/tmp`; remounted fresh whenever a run leaves anything in it): no
+  host files (data sets, tests, the repository, /root, /home) are visible.
+- `uid_drop`: each run is an unprivileged uid of its slot (two per slot, alternating with the two roots;
+  no supplementary groups).
 - `rlimits`: CPU seconds, address space, processes, file size, open files; no core dumps.
 - `seccomp`: a deny-list filter (execve, sockets other than AF_UNIX, ptrace, mount, namespaces, kernel
   modules, bpf, perf, io_uring, keyrings, ...); loaded last, with no_new_privs.

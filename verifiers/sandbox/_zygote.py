@@ -1,13 +1,15 @@
 """The fork server (zygote): `python -I -S _zygote.py CONFIG_JSON` or `... --probe`.
 
 A small, long-lived, single-threaded process holding no models or data. At start it enters its own
-network, IPC, UTS and mount namespaces (so every child has no network and cannot see host IPC), builds a
-read-only root (bind mounts of /usr, /lib*, /bin and the Python install, a few /dev nodes, an empty
-/work) on a private tmpfs, builds a seccomp filter and moves itself into its slot's cgroups (one server per slot).
-Then, per request from
-the parent (over a SOCK_SEQPACKET socket, file descriptors passed with SCM_RIGHTS), it clones one child
-into a fresh PID + mount namespace (see `_child`), watches it with a pidfd, kills it at its wall-clock
-deadline or on request, reaps it and reports exit status, CPU time and cgroup OOM kills.
+network, IPC, UTS and mount namespaces (so every child has no network and cannot see host IPC), builds two
+read-only roots (bind mounts of /usr, /lib*, /bin and the Python install, a few /dev nodes, an empty
+/work) on private tmpfs, scrubs its environment (inherited by every child), builds a seccomp filter and
+moves itself into its slot's cgroups (one server per slot). Then, per request from the parent (over a
+SOCK_SEQPACKET socket, file descriptors passed with SCM_RIGHTS), it passes the request's fds to a child
+already cloned into fresh PID and IPC namespaces and prepared (see `_child`; with a PID namespace it is
+cloned while the previous program runs, alternating between the two roots and the slot's two uids),
+clones the next one, watches the running one with a pidfd, kills it at its wall-clock deadline or on
+request, reaps it and reports exit status, CPU time and cgroup OOM kills. `idle` kills the waiting child.
 
 Kill semantics: the child is PID 1 of its namespace, so killing it makes the kernel kill every process
 left in the namespace (daemons, detached grandchildren, fork bombs); wait4 returns only once they are

@@ -1,12 +1,14 @@
 """Parent side of the sandbox: starts the fork servers, sends them runs, drains output, enforces caps.
 
 `Sandbox.run(request)` is thread-safe; at most `slots` runs are in flight, one per slot. Each slot has
-its own fork server, uid and cgroups (the server joins its cgroups once; children inherit them). Output is drained
-concurrently from stdout, stderr and the result channel
-with byte caps (over the cap: the run is killed, reason `output`). The fork server enforces the wall
-deadline; the parent keeps a backstop (deadline + grace) after which the server is presumed broken,
-killed and restarted, and the run reported as a sandbox error. Every failure of the sandbox itself is
-a `RunResult.error`, never something blamed on the program.
+its own fork server, uids and cgroups (the server joins its cgroups once; children inherit them) and,
+while runs come, a pre-forked child waiting for the next one (`Sandbox.idle()` reaps those between
+batches). Assert-mode test code is compiled here, once per test source (`_testcode.pack`). Output is
+drained concurrently from stdout, stderr and the result channel with byte caps (over the cap: the run
+is killed, reason `output`). The fork server enforces the wall deadline; the parent keeps a backstop
+(deadline + grace) after which the server is presumed broken, killed and restarted, and the run
+reported as a sandbox error. Every failure of the sandbox itself is a `RunResult.error`, never
+something blamed on the program.
 """
 
 from __future__ import annotations
@@ -78,7 +80,8 @@ class _Stream:
 
 
 class Sandbox:
-    """`slots` fork servers (one per slot: its own uid and cgroups); `close()` is idempotent."""
+    """`slots` fork servers (one per slot: its own uids and cgroups); `close()` is idempotent. `prefork=False`
+    clones each child on request instead of while the previous program runs (for comparison)."""
 
     def __init__(self, layers: dict[str, bool], slots: int = 2, prefork: bool = True) -> None:
         self.layers, self.slots = dict(layers), slots
