@@ -13,7 +13,12 @@ times, so a busy machine slows both alike; the median round of each side is repo
 client runs in this process, so on a small machine it competes with the server's verifier workers
 for CPU; that cost is part of what is measured. Prints items/s of each, the ratio of medians
 (target >= 0.95), p50/p99 latency per group, whether every round gave identical verdicts, the load
-average, and a profile of the server's event loop during one extra, untimed round (what HTTP adds).
+average, the CPU time of each round's Python processes (in-process: this process; HTTP: the client
+threads here plus the server process, its event loop apart; the verifier subprocesses do the same work
+on both sides and are left out), and a profile of the server's event loop during two extra, untimed
+rounds (what HTTP adds). On a machine that the verifiers keep busy, the CPU the HTTP side adds is
+what it loses in throughput, so the CPU line says where a ratio below 1 comes from with far less noise
+than the ratio itself.
 
     python benchmarks/bench_server.py                        # 100 problems x 16 + 24 tasks x 8
     python benchmarks/bench_server.py --problems 500 --code-tasks 64
@@ -22,10 +27,12 @@ average, and a profile of the server's event loop during one extra, untimed roun
 from __future__ import annotations
 
 import argparse
+import glob
 import http.client
 import io
 import json
 import os
+import resource
 import signal
 import socket
 import statistics
@@ -157,9 +164,26 @@ def time_server(url: str, groups: list[list[dict]], concurrency: int) -> tuple[d
     return {v["id"]: v["status"] for r in results for v in r}, elapsed, latencies
 
 
+def cpu_s(server_pid: int) -> tuple[float, float, float]:
+    """CPU seconds so far of this process (exited threads included), of the server process (all its
+    threads) and of the server's event-loop thread (its main thread)."""
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    server = loop = 0.0
+    for path in glob.glob(f"/proc/{server_pid}/task/*/schedstat"):
+        try:
+            seconds = int(Path(path).read_text().split()[0]) / 1e9
+        except (OSError, ValueError, IndexError):  # a thread that ended meanwhile
+            continue
+        server += seconds
+        if path == f"/proc/{server_pid}/task/{server_pid}/schedstat":
+            loop = seconds
+    return usage.ru_utime + usage.ru_stime, server, loop
+
+
 def alternate(groups: list[list[dict]], config, workers: int, concurrency: int, repeats: int) -> dict:
     """Both sides warm and idle-waiting; rounds alternate (A B A B ...) so machine noise hits both alike.
-    An idle side costs nothing: its verifier workers block on their pipes."""
+    An idle side costs nothing: its verifier workers block on their pipes. Each round is (verdicts,
+    seconds, latencies, CPU seconds of this process, of the server process, of its event loop)."""
     from verifiers import VerifierPool
 
     runs: dict[str, list] = {"local": [], "remote": []}
@@ -170,18 +194,35 @@ def alternate(groups: list[list[dict]], config, workers: int, concurrency: int, 
             warm(lambda batch: httpx.post(url + "/v1/verify", json={"items": batch}, timeout=600),
                  lambda: server_ready(url), groups)
             for _ in range(repeats):
-                runs["local"].append(time_in_process(pool, groups, concurrency))
-                runs["remote"].append(time_server(url, groups, concurrency))
+                for key, side in (("local", lambda: time_in_process(pool, groups, concurrency)),
+                                  ("remote", lambda: time_server(url, groups, concurrency))):
+                    before = cpu_s(proc.pid)
+                    result = side()
+                    runs[key].append((*result, *(b - a for a, b in zip(before, cpu_s(proc.pid)))))
     finally:
         proc.send_signal(signal.SIGTERM)
         proc.wait(timeout=120)
     return runs
 
 
+def cpu_line(runs: dict[str, list]) -> str:
+    """Median CPU milliseconds per round of the Python processes on each side (round 1, cold, left out)."""
+    def ms(key: str, field: int) -> float:
+        warm_rounds = runs[key][1:] or runs[key]
+        return 1000 * statistics.median(r[field] for r in warm_rounds)
+
+    local, client, server, loop = ms("local", 3), ms("remote", 3), ms("remote", 4), ms("remote", 5)
+    return (f"CPU per round, median of warm rounds: in-process {local:.0f} ms (this process); HTTP "
+            f"{client + server:.0f} ms = client {client:.0f} ms + server process {server:.0f} ms (event loop "
+            f"{loop:.0f} ms); verifier subprocesses not counted")
+
+
 def profile_round(groups: list[list[dict]], workers: int, concurrency: int) -> str:
-    """One extra, untimed HTTP round against a server that profiles its event-loop thread from readiness
-    to shutdown: the event loop (HTTP parsing, body checks, JSON decoding and validation, response encoding,
-    the hand-off to and from the scoring threads), i.e. exactly what HTTP adds to in-process scoring."""
+    """Two extra, untimed HTTP rounds against a server that profiles its event-loop thread from readiness
+    to shutdown (the first round also pays one-off costs: FastAPI builds each route's handler on its
+    first request, the verifier caches fill): the event loop (HTTP parsing, body checks, JSON decoding
+    and validation, response encoding, the hand-off to and from the scoring threads), i.e. exactly what
+    HTTP adds to in-process scoring."""
     import pstats
     import tempfile
 
@@ -191,7 +232,7 @@ def profile_round(groups: list[list[dict]], workers: int, concurrency: int) -> s
         try:
             warm(lambda batch: httpx.post(url + "/v1/verify", json={"items": batch}, timeout=600),
                  lambda: server_ready(url), groups)
-            _, secs, _ = time_server(url, groups, concurrency)
+            secs = [time_server(url, groups, concurrency)[1] for _ in range(2)]  # the second one warm
         finally:
             proc.send_signal(signal.SIGTERM)
             proc.wait(timeout=120)
@@ -201,8 +242,8 @@ def profile_round(groups: list[list[dict]], workers: int, concurrency: int) -> s
         stats = pstats.Stats(str(out), stream=text)
         stats.sort_stats("tottime").print_stats(16)
         body = text.getvalue()
-        return f"server event-loop profile, one round of {secs:.2f} s under cProfile (top by own time):\n" + \
-            body[body.find("   ncalls"):].rstrip()
+        return (f"server event-loop profile, from readiness through two rounds ({secs[0]:.2f} s, {secs[1]:.2f} s) "
+                f"under cProfile (top by own time):\n" + body[body.find("   ncalls"):].rstrip())
 
 
 def main() -> None:
@@ -231,7 +272,7 @@ def main() -> None:
           f"{args.repeats} alternating rounds (median round reported)")
     median = {}
     for key, name in (("local", "in-process verify_batch"), ("remote", "HTTP /v1/verify")):
-        _, secs, lat = sorted(runs[key], key=lambda r: r[1])[len(runs[key]) // 2]
+        _, secs, lat, *_ = sorted(runs[key], key=lambda r: r[1])[len(runs[key]) // 2]
         median[key] = secs
         rounds = " ".join(f"{n / r[1]:.0f}" for r in runs[key])
         print(f"{name:24s} {n / secs:8.1f} items/s (rounds: {rounds})  group latency p50 "
@@ -239,6 +280,7 @@ def main() -> None:
     reference = runs["local"][0][0]
     same = all(r[0] == reference for key in runs for r in runs[key])
     print(f"identical verdicts in every round: {same}")
+    print(cpu_line(runs))
     ratio = median["local"] / median["remote"]
     print(f"load average (1 min) {load_before:.2f} at start, {load_after:.2f} at end; host cpus {os.cpu_count()}")
     if not args.no_profile:
