@@ -35,66 +35,48 @@ from typing import Any
 
 import duckdb
 import pyarrow as pa
-import pyarrow.compute as pc
 
-from curriculum.attempts import rows_from_verdicts, to_attempts_table
+from curriculum.attempts import ATTEMPT_SCHEMA, rows_from_verdicts, to_attempts_table
 from curriculum.filters import RetirementConfig, passes
+from curriculum.ledger_index import STATS_COLUMNS, STATS_SCHEMA, Stats, group_counts, rows_table
 from curriculum.models import LedgerError, PassRate, QueryResult, QueryTimeoutError, ReadOnlyQueryError
-from curriculum.schema import NO_STEP, check_readable, create_or_migrate
+from curriculum.schema import LATEST_STATS, NO_STEP, check_readable, create_or_migrate
 from scalerl_env.records import ProblemRecord, Verdict, VerifyItem
 
 logger = logging.getLogger(__name__)
 
-RETIREMENT_COLUMNS = ("prompt_id", "domain", "seq", "step", "epoch", "pass_rate", "window_samples", "threshold")
-RETIREMENT_TYPES = (pa.string(), pa.string(), pa.int64(), pa.int64(), pa.int64(), pa.float64(), pa.int64(),
-                    pa.float64())
-INDEX_SQL = """SELECT prompt_id, domain, attempts, scored, correct, coalesce(last_group_step, -1),
-                      last_group_scored, last_group_correct FROM pass_rates"""
+RETIREMENT_SCHEMA = pa.schema([
+    ("prompt_id", pa.string()), ("domain", pa.string()), ("seq", pa.int64()), ("step", pa.int64()),
+    ("epoch", pa.int64()), ("pass_rate", pa.float64()), ("window_samples", pa.int64()), ("threshold", pa.float64()),
+])
+INDEX_SQL = f"SELECT {', '.join(STATS_COLUMNS)} FROM ({LATEST_STATS})"
+# prompt_stats keeps superseded rows until they outnumber this (or a quarter of the prompts): then the
+# commit that crosses it deletes them, so a batch pays one small append and readers scan few extra rows.
+STATS_SLACK_MIN = 4096
+# What one commit runs, in one call (each statement reads its rows from a slot; see _Slot).
+WRITE_SQL = {
+    "_batch": f"INSERT INTO attempts ({', '.join(ATTEMPT_SCHEMA.names)}) SELECT * FROM _batch",
+    "_retire": f"INSERT INTO retirements ({', '.join(RETIREMENT_SCHEMA.names)}) SELECT * FROM _retire",
+    "_stats": f"INSERT INTO prompt_stats ({', '.join(STATS_COLUMNS)}, version, last_seen_at) "
+              "SELECT *, {version}, now() FROM _stats",  # now(): the transaction's start, as created_at
+}
+COMPACT_SQL = ("DELETE FROM prompt_stats WHERE rowid NOT IN "
+               "(SELECT arg_max(rowid, version) FROM prompt_stats GROUP BY prompt_id)")
 
 
-class _Stats:
-    """Mutable per-prompt counters mirroring one `pass_rates` row (window counts included)."""
+class _Slot:
+    """An Arrow stream whose rows the writer sets before the statement that reads it. Registered once on
+    the owner's connection (cursors never see it): registering a table per batch is a catalog change each
+    time and costs more than inserting a training batch's rows."""
 
-    __slots__ = ("attempts", "correct", "domain", "gcorrect", "gscored", "gstep", "scored")
+    def __init__(self, schema: pa.Schema):
+        self.schema, self.table = schema, schema.empty_table()
 
-    def __init__(self, domain: str, attempts=0, scored=0, correct=0, gstep=NO_STEP - 1, gscored=0, gcorrect=0):
-        self.domain, self.attempts, self.scored, self.correct = domain, attempts, scored, correct
-        self.gstep, self.gscored, self.gcorrect = gstep, gscored, gcorrect
+    def __arrow_c_schema__(self) -> object:
+        return self.schema.__arrow_c_schema__()
 
-    def copy(self) -> _Stats:
-        return _Stats(self.domain, self.attempts, self.scored, self.correct, self.gstep, self.gscored,
-                      self.gcorrect)
-
-    def add_group(self, gstep: int, n: int, scored: int, correct: int) -> None:
-        self.attempts, self.scored, self.correct = self.attempts + n, self.scored + scored, self.correct + correct
-        if gstep > self.gstep:
-            self.gstep, self.gscored, self.gcorrect = gstep, scored, correct
-        elif gstep == self.gstep:
-            self.gscored, self.gcorrect = self.gscored + scored, self.gcorrect + correct
-
-    def window(self, config: RetirementConfig) -> tuple[int, int]:
-        return (self.gcorrect, self.gscored) if config.window == "group" else (self.correct, self.scored)
-
-
-def _group_counts(table: pa.Table) -> tuple[dict[tuple[str, int], tuple[int, int, int]], dict[str, str]]:
-    """{(prompt_id, step or NO_STEP): (rows, scored, correct)} in order of first appearance, and each
-    prompt's first domain; one vectorised pass (Arrow hash aggregation), not a Python loop per row."""
-    if table.num_rows == 0:
-        return {}, {}
-    keyed = pa.table({
-        "pid": table["prompt_id"], "gstep": pc.fill_null(table["step"], NO_STEP), "domain": table["domain"],
-        "scored": pc.cast(pc.not_equal(table["status"], "error"), pa.int64()),
-        "correct": pc.cast(pc.fill_null(table["correct"], False), pa.int64()),
-    })
-    agg = keyed.group_by(["pid", "gstep"], use_threads=False).aggregate(
-        [("scored", "count"), ("scored", "sum"), ("correct", "sum"), ("domain", "first")])
-    cols = [agg[c].to_pylist() for c in ("pid", "gstep", "scored_count", "scored_sum", "correct_sum", "domain_first")]
-    groups: dict[tuple[str, int], tuple[int, int, int]] = {}
-    domains: dict[str, str] = {}
-    for pid, gstep, n, scored, correct, domain in zip(*cols):
-        groups[(pid, gstep)] = (n, scored, correct)
-        domains.setdefault(pid, domain)
-    return groups, domains
+    def __arrow_c_stream__(self, requested_schema: object | None = None) -> object:
+        return self.table.__arrow_c_stream__(requested_schema)
 
 
 # DuckDB hands a second connect() to a file this process already holds the same database instance, so
@@ -119,6 +101,13 @@ def _connect(path: Path, read_only: bool) -> duckdb.DuckDBPyConnection:
         if not read_only:
             _OWNED.add(key)
         return con
+
+
+def _rollback(con: duckdb.DuckDBPyConnection) -> None:
+    try:
+        con.execute("ROLLBACK")
+    except duckdb.TransactionException:  # a failed COMMIT has already rolled back
+        pass
 
 
 def _lock_error(path: Path, exc: Exception) -> LedgerError:
@@ -166,6 +155,10 @@ class Ledger:
             else:
                 self.migrated_from = create_or_migrate(self._con, str(self.path))
             self._load_index()
+            self._slots = {} if read_only else {name: _Slot(schema) for name, schema in (
+                ("_batch", ATTEMPT_SCHEMA), ("_retire", RETIREMENT_SCHEMA), ("_stats", STATS_SCHEMA))}
+            for name, slot in self._slots.items():
+                self._con.register(name, slot)
         except Exception:
             self._con.close()
             if not read_only:
@@ -177,12 +170,12 @@ class Ledger:
 
     # ------------------------------------------------------------------------------------------ index
     def _load_index(self) -> None:
-        stats: dict[str, _Stats] = {}
-        for pid, domain, attempts, scored, correct, gstep, gscored, gcorrect in self._con.execute(INDEX_SQL).fetchall():
-            stats[pid] = _Stats(domain, attempts, scored, correct, gstep, gscored, gcorrect)
+        stats = {row[0]: Stats(*row[1:]) for row in self._con.execute(INDEX_SQL).fetchall()}
         retired = self._con.execute("SELECT prompt_id, seq, step FROM retirements").fetchall()
         epochs = self._con.execute("SELECT domain, max(epoch) FROM epochs GROUP BY domain").fetchall()
+        [(rows, version)] = self._con.execute("SELECT count(*), coalesce(max(version), 0) FROM prompt_stats").fetchall()
         self._stats = stats
+        self._stats_rows, self._stats_version = int(rows), int(version)
         self._retired: dict[str, tuple[int, int | None]] = {pid: (seq, step) for pid, seq, step in retired}
         self._next_seq = max((seq for seq, _ in self._retired.values()), default=0) + 1
         self._epochs: dict[str, int] = {d: int(e) for d, e in epochs}
@@ -190,12 +183,13 @@ class Ledger:
 
     def _reconcile_retirements(self) -> None:
         """Retire prompts whose current window already passes (after a migration or a config change)."""
+        window = self.retirement.window
         due = [(pid, s) for pid, s in self._stats.items()
-               if pid not in self._retired and passes(*s.window(self.retirement), self.retirement)]
+               if pid not in self._retired and passes(*s.window(window), self.retirement)]
         if due:
             with self._write_lock:
                 rows = self._retirement_rows([(pid, s.domain, None if s.gstep == NO_STEP else s.gstep,
-                                               *s.window(self.retirement)) for pid, s in due])
+                                               *s.window(window)) for pid, s in due])
                 self._commit(None, rows, {})
             logger.info("retired %d prompt(s) whose pass-rate window already met the rule", len(due))
 
@@ -225,22 +219,23 @@ class Ledger:
             self._commit(table, self._retirement_rows(retire), updated, ingest=ingest)
         return table.num_rows
 
-    def _apply(self, table: pa.Table) -> tuple[dict[str, _Stats], list[tuple]]:
+    def _apply(self, table: pa.Table) -> tuple[dict[str, Stats], list[tuple]]:
         """New counters for the prompts in `table` and the retirements they cause (not yet applied)."""
-        groups, domains = _group_counts(table)
-        updated: dict[str, _Stats] = {}
+        groups, domains = group_counts(table)
+        updated: dict[str, Stats] = {}
         retire: list[tuple] = []  # (prompt_id, domain, step, window correct, window scored) at decision time
         retiring: set[str] = set()
-        for (pid, gstep), (n, scored, correct) in sorted(groups.items(), key=lambda kv: kv[0][1]):  # stable
-            s = updated.get(pid)
+        window = self.retirement.window
+        for g in groups:  # by step, then first appearance: the order a trainer would have recorded them
+            s = updated.get(g.prompt_id)
             if s is None:
-                old = self._stats.get(pid)
-                s = updated[pid] = old.copy() if old is not None else _Stats(domains[pid])
-            s.add_group(gstep, n, scored, correct)
-            if (pid not in self._retired and pid not in retiring
-                    and passes(*s.window(self.retirement), self.retirement)):
-                retire.append((pid, s.domain, None if gstep == NO_STEP else gstep, *s.window(self.retirement)))
-                retiring.add(pid)
+                old = self._stats.get(g.prompt_id)
+                s = updated[g.prompt_id] = old.copy() if old is not None else Stats(domains[g.prompt_id])
+            s.add_group(g)
+            if (g.prompt_id not in self._retired and g.prompt_id not in retiring
+                    and passes(*s.window(window), self.retirement)):
+                retire.append((g.prompt_id, s.domain, None if g.gstep == NO_STEP else g.gstep, *s.window(window)))
+                retiring.add(g.prompt_id)
         return updated, retire
 
     def _retirement_rows(self, retire: list[tuple]) -> list[tuple]:
@@ -248,39 +243,51 @@ class Ledger:
                  self.retirement.threshold)
                 for offset, (pid, domain, step, correct, scored) in enumerate(retire)]
 
-    def _commit(self, table: pa.Table | None, retirements: list[tuple], updated: dict[str, _Stats], *,
+    def _commit(self, table: pa.Table | None, retirements: list[tuple], updated: dict[str, Stats], *,
                 ingest: tuple[str, str] | None = None) -> None:
-        con = self._con
-        con.execute("BEGIN TRANSACTION")
+        """One transaction: the attempts, the retirements, the touched prompts' new prompt_stats rows."""
+        con, slots = self._con, self._slots
+        compact = self._compaction_due(updated)
+        statements = ["BEGIN TRANSACTION"]
+        if table is not None and table.num_rows:
+            slots["_batch"].table = table
+        if retirements:
+            slots["_retire"].table = rows_table(retirements, RETIREMENT_SCHEMA)
+        if updated:
+            slots["_stats"].table = rows_table([s.row(pid) for pid, s in updated.items()], STATS_SCHEMA)
+        statements += [WRITE_SQL[name].format(version=self._stats_version + 1) for name, slot in slots.items()
+                       if slot.table.num_rows]
+        if compact:
+            statements.append(COMPACT_SQL)
+        if ingest is None:
+            statements.append("COMMIT")
         try:
-            if table is not None and table.num_rows:
-                con.register("_batch", table)
-                con.execute(f"INSERT INTO attempts ({', '.join(table.column_names)}) SELECT * FROM _batch")
-            if retirements:  # one Arrow insert: executemany costs a statement per row (seconds for 10k)
-                con.register("_retire", pa.Table.from_arrays(
-                    [pa.array(col, typ) for col, typ in zip(zip(*retirements), RETIREMENT_TYPES)],
-                    names=RETIREMENT_COLUMNS))
-                try:
-                    con.execute(f"INSERT INTO retirements ({', '.join(RETIREMENT_COLUMNS)}) SELECT * FROM _retire")
-                finally:
-                    con.unregister("_retire")
+            con.execute("; ".join(statements))  # one call: each execute() costs more than a small insert
             if ingest is not None:
                 con.execute("INSERT INTO ingests (sha256, path, rows) VALUES (?, ?, ?)",
                             [ingest[0], ingest[1], 0 if table is None else table.num_rows])
-            con.execute("COMMIT")
+                con.execute("COMMIT")
         except Exception as exc:
-            con.execute("ROLLBACK")
+            _rollback(con)
             raise LedgerError(f"write to {self.path} failed and was rolled back: {exc}") from exc
         finally:
-            if table is not None and table.num_rows:
-                con.unregister("_batch")
+            for slot in slots.values():
+                slot.table = slot.schema.empty_table()
         with self._index_lock:  # only after the commit: the index never shows uncommitted rows
             self._stats.update(updated)
+            if updated:
+                self._stats_version += 1
+                self._stats_rows = len(self._stats) if compact else self._stats_rows + len(updated)
             for pid, _domain, seq, step, *_ in retirements:
                 self._retired[pid] = (seq, step)
             for pid in {*updated, *(r[0] for r in retirements)}:
                 self._rates[pid] = self._pass_rate(pid, self._stats[pid])
             self._next_seq += len(retirements)
+
+    def _compaction_due(self, updated: dict[str, Stats]) -> bool:
+        """Whether this commit's prompt_stats append leaves more superseded rows than the slack allows."""
+        prompts = len(self._stats) + sum(pid not in self._stats for pid in updated)
+        return self._stats_rows + len(updated) - prompts > max(STATS_SLACK_MIN, prompts // 4)
 
     def upsert_problems(self, records: Sequence[ProblemRecord]) -> int:
         """Insert or replace problems by prompt_id, in one transaction; returns the count."""
@@ -358,7 +365,7 @@ class Ledger:
                 return dict(rates)
             return {pid: rates[pid] for pid in prompt_ids if pid in rates}
 
-    def _pass_rate(self, pid: str, s: _Stats) -> PassRate:
+    def _pass_rate(self, pid: str, s: Stats) -> PassRate:
         retired = self._retired.get(pid)
         return PassRate(pid, s.domain, s.attempts, s.scored, s.correct, s.correct / s.scored if s.scored else None,
                         None if s.gstep == NO_STEP else s.gstep, s.gscored, s.gcorrect, retired is not None,

@@ -6,17 +6,26 @@ Version history (stored in `ledger_meta.schema_version`):
   `ingests` (sha256 of every bulk-imported file: a second import of the same file is refused),
   `sampler_state` / `epochs` (what the sampler needs to resume), attempt columns `item_id` and
   `elapsed_s`, and the views `pass_rates` and `retired`.
+- 3: adds `prompt_stats`, the per-prompt counts `pass_rates` reads, so a lookup touches one row per
+  prompt instead of every attempt; the migration fills it from `attempts` (`STATS_FROM_ATTEMPTS`).
 
 Opening a file of an older version migrates it in one transaction (`MIGRATIONS`); a file of a newer
 version is refused with `LedgerSchemaError` (this code cannot know what the newer one means).
 
-`pass_rates` is the one definition of a prompt's statistics: the owner's in-memory index is built from
-this view when the file is opened and is checked against it by the tests.
+`pass_rates` is the one definition of a prompt's statistics, and `STATS_FROM_ATTEMPTS` says what it
+means in terms of `attempts`:
 - `scored` excludes `status = 'error'` (the verifier failed, not the model; `scalerl_env.records.Status`);
   `pass_rate = correct / scored`.
 - The "last group" is the prompt's samples at its most recent step (`coalesce(step, -1)`, so samples
   without a step form one group); `last_group_pass_rate` is what no-positive resampling compares with
   its threshold under `window = "group"`.
+
+`prompt_stats` is written by the owner in the same transaction as the attempts it counts (one row per
+prompt the batch touched, carrying that prompt's new totals and a larger `version`); rows superseded by
+a later version are deleted from time to time, and `LATEST_STATS` (the view's source) keeps only the
+latest row of each prompt, so readers never see a superseded count. The tests check the view against
+`STATS_FROM_ATTEMPTS` after random batches. Not guaranteed: a `prompt_stats` row per prompt at any
+moment (read `pass_rates`, not the table).
 """
 
 from __future__ import annotations
@@ -25,7 +34,7 @@ from collections.abc import Callable
 
 import duckdb
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 NO_STEP = -1  # the group key of samples recorded without a step
 
 V1_DDL = """
@@ -63,30 +72,44 @@ ATTEMPT_COLUMNS = (
     "truncated", "completion_tokens", "item_id", "elapsed_s",
 )
 
-VIEWS_DDL = f"""
-CREATE OR REPLACE VIEW pass_rates AS
+V3_DDL = """
+CREATE TABLE IF NOT EXISTS prompt_stats (
+    prompt_id VARCHAR NOT NULL, version BIGINT NOT NULL, domain VARCHAR NOT NULL, attempts BIGINT NOT NULL,
+    scored BIGINT NOT NULL, correct BIGINT NOT NULL, truncated BIGINT NOT NULL, reward_sum DOUBLE NOT NULL,
+    first_step BIGINT, last_step BIGINT, last_group_step BIGINT NOT NULL, last_group_scored BIGINT NOT NULL,
+    last_group_correct BIGINT NOT NULL, last_seen_at TIMESTAMPTZ NOT NULL);
+"""
+
+# What a prompt_stats row means, computed from attempts (the migration's source, and the tests' reference).
+STATS_FROM_ATTEMPTS = f"""
 WITH groups AS (
     SELECT prompt_id, coalesce(step, {NO_STEP}) AS group_step, any_value(domain) AS domain,
            count(*) AS attempts, count(*) FILTER (WHERE status <> 'error') AS scored,
            count(*) FILTER (WHERE correct) AS correct, count(*) FILTER (WHERE truncated) AS truncated,
            sum(reward) AS reward_sum, min(step) AS first_step, max(step) AS last_step,
            max(created_at) AS last_seen_at
-    FROM attempts GROUP BY ALL
-), prompts AS (
-    SELECT prompt_id, any_value(domain) AS domain, sum(attempts)::BIGINT AS attempts,
-           sum(scored)::BIGINT AS scored, sum(correct)::BIGINT AS correct,
-           sum(truncated)::BIGINT AS truncated, sum(reward_sum) / sum(attempts) AS reward_mean,
-           min(first_step) AS first_step, max(last_step) AS last_step, max(group_step) AS last_group_step,
-           arg_max(scored, group_step) AS last_group_scored, arg_max(correct, group_step) AS last_group_correct,
-           max(last_seen_at) AS last_seen_at
-    FROM groups GROUP BY prompt_id
-)
+    FROM attempts GROUP BY ALL)
+SELECT prompt_id, any_value(domain) AS domain, sum(attempts)::BIGINT AS attempts,
+       sum(scored)::BIGINT AS scored, sum(correct)::BIGINT AS correct, sum(truncated)::BIGINT AS truncated,
+       sum(reward_sum) AS reward_sum, min(first_step) AS first_step, max(last_step) AS last_step,
+       max(group_step) AS last_group_step, arg_max(scored, group_step) AS last_group_scored,
+       arg_max(correct, group_step) AS last_group_correct, max(last_seen_at) AS last_seen_at
+FROM groups GROUP BY prompt_id"""
+
+# Each prompt's latest prompt_stats row. A filter on prompt_id is applied below the window (DuckDB
+# pushes it through PARTITION BY), so a lookup of a batch of prompts reads only their rows.
+LATEST_STATS = "SELECT * FROM prompt_stats QUALIFY version = max(version) OVER (PARTITION BY prompt_id)"
+
+VIEWS_DDL = f"""
+CREATE OR REPLACE VIEW pass_rates AS
+WITH p AS ({LATEST_STATS})
 SELECT p.prompt_id, p.domain, p.attempts, p.scored, p.correct, p.truncated,
-       p.correct / nullif(p.scored, 0) AS pass_rate, p.reward_mean, p.first_step, p.last_step,
-       nullif(p.last_group_step, {NO_STEP}) AS last_group_step, p.last_group_scored, p.last_group_correct,
+       p.correct / nullif(p.scored, 0) AS pass_rate, p.reward_sum / p.attempts AS reward_mean,
+       p.first_step, p.last_step, nullif(p.last_group_step, {NO_STEP}) AS last_group_step,
+       p.last_group_scored, p.last_group_correct,
        p.last_group_correct / nullif(p.last_group_scored, 0) AS last_group_pass_rate,
        r.prompt_id IS NOT NULL AS retired, r.step AS retired_step, r.epoch AS retired_epoch, p.last_seen_at
-FROM prompts p LEFT JOIN retirements r USING (prompt_id);
+FROM p LEFT JOIN retirements r USING (prompt_id);
 
 CREATE OR REPLACE VIEW retired AS
 SELECT prompt_id, domain, seq, step, epoch, pass_rate, window_samples, threshold, retired_at
@@ -104,7 +127,14 @@ def _migrate_1_to_2(con: duckdb.DuckDBPyConnection) -> None:
     con.execute(V2_DDL)
 
 
-MIGRATIONS: dict[int, Callable[[duckdb.DuckDBPyConnection], None]] = {1: _migrate_1_to_2}
+def _migrate_2_to_3(con: duckdb.DuckDBPyConnection) -> None:
+    # Version 0: every row the owner writes later has a larger version and supersedes these.
+    con.execute(V3_DDL)
+    con.execute(f"INSERT INTO prompt_stats SELECT prompt_id, 0 AS version, * EXCLUDE (prompt_id) "
+                f"FROM ({STATS_FROM_ATTEMPTS})")
+
+
+MIGRATIONS: dict[int, Callable[[duckdb.DuckDBPyConnection], None]] = {1: _migrate_1_to_2, 2: _migrate_2_to_3}
 
 
 def read_version(con: duckdb.DuckDBPyConnection) -> int | None:
@@ -136,6 +166,7 @@ def create_or_migrate(con: duckdb.DuckDBPyConnection, path: str) -> int:
         if found is None:
             con.execute(V1_DDL)
             con.execute(V2_DDL)
+            con.execute(V3_DDL)
         else:
             for version in range(found, SCHEMA_VERSION):
                 MIGRATIONS[version](con)
