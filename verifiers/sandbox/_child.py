@@ -66,6 +66,10 @@ class Trace:
         at = 8 * self.PHASES.index(phase)
         self._page[at:at + 8] = (ns or time.monotonic_ns()).to_bytes(8, "little")
 
+    def marked(self, phase: str) -> bool:
+        at = 8 * self.PHASES.index(phase)
+        return self._page[at:at + 8] != bytes(8)
+
     def read(self) -> dict[str, int]:
         values = (int.from_bytes(self._page[8 * i:8 * i + 8], "little") for i in range(len(self.PHASES)))
         return {name: v for name, v in zip(self.PHASES, values) if v}

@@ -376,7 +376,7 @@ class Server:
         if not self.layers.get("pid_ns"):
             self._kill_survivors(pid, job)
             self._await_slot_empty()
-        if "child_fds" not in trace.read() and not job["killed"] and not job["msg"].get("retried"):
+        if not trace.marked("child_fds") and not job["killed"] and not job["msg"].get("retried"):
             # Killed from outside after the handoff but before taking its fds: the job never started.
             fds, job["fds"] = job["fds"], []
             self._forget(job)
