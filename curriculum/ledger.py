@@ -2,10 +2,11 @@
 
 Guarantees
 - Acknowledged = committed: `record`/`record_attempts` return after one DuckDB transaction (the Arrow
-  batch appended to `attempts`, plus any retirements it caused) has committed to the write-ahead log.
-  A `kill -9` after the return loses nothing; a crash during the call loses that whole batch only, and
-  the file reopens (DuckDB replays its WAL).
-- Writes are batched: one `INSERT ... SELECT` from an Arrow table per call, never a row-at-a-time loop.
+  batch appended to `attempts`, any retirements it caused, and the new `prompt_stats` rows of the
+  prompts it touched) has committed to the write-ahead log. A `kill -9` after the return loses nothing;
+  a crash during the call loses that whole batch only, and the file reopens (DuckDB replays its WAL).
+- Writes are batched: one `INSERT ... SELECT` from Arrow per table per call, all sent in one call to
+  DuckDB, never a row-at-a-time loop.
 - Thread-safe: writers are serialised by a lock; `query` and the lookups run concurrently with them
   (each query on its own DuckDB cursor, MVCC snapshot isolation).
 - SQL from outside (`query`) must be one SELECT statement; it runs with a time limit (interrupted on
@@ -19,9 +20,10 @@ Not guaranteed
 - `record` accepts prompt_ids that are not in `problems` (the reward server scores prompts from any
   trainer); `curriculum.ingest` refuses them unless told otherwise.
 
-The owner keeps an in-memory index of the `pass_rates` view (built from the view at open, then updated
-after each commit, one immutable `PassRate` per prompt), so `pass_rates()` and `retired_ids()` are dict
-lookups that never scan `attempts`.
+The owner keeps an in-memory index of the `pass_rates` view (read from the latest `prompt_stats` rows at
+open, then updated after each commit, one immutable `PassRate` per prompt), so `pass_rates()` and
+`retired_ids()` are dict lookups that never scan `attempts`; the same counters are what each commit
+writes to `prompt_stats`, so the view and the index agree (tested).
 """
 
 from __future__ import annotations

@@ -112,7 +112,9 @@ def group_counts(table: pa.Table) -> tuple[list[Group], dict[str, str]]:
         truncated[decide].astype(np.int64).tolist(), reward[decide].tolist())]
     pid_starts = np.flatnonzero(np.concatenate(([True], sp[1:] != sp[:-1])))
     pid_first = np.minimum.reduceat(order, pid_starts)
-    domain_of_first = pc.take(table["domain"], pa.array(pid_first)).to_pylist()
+    domains = pc.dictionary_encode(table["domain"].combine_chunks())  # numpy indexing, not pa.array(numpy):
+    domain_names = domains.dictionary.to_pylist()                     # that one imports numpy.ma
+    domain_of_first = [domain_names[d] for d in domains.indices.to_numpy()[pid_first].tolist()]
     return out, dict(zip((names[p] for p in sp[pid_starts].tolist()), domain_of_first))
 
 

@@ -34,6 +34,8 @@ from collections.abc import Callable
 
 import duckdb
 
+from curriculum.models import LedgerError
+
 SCHEMA_VERSION = 3
 NO_STEP = -1  # the group key of samples recorded without a step
 
@@ -117,7 +119,7 @@ FROM retirements ORDER BY seq;
 """
 
 
-class LedgerSchemaError(RuntimeError):
+class LedgerSchemaError(LedgerError):
     """The file's schema version is not one this code can open (newer, or unreadable)."""
 
 

@@ -12,6 +12,8 @@ import csv
 import io
 import json
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from enum import Enum
 from pathlib import Path
 
@@ -140,16 +142,41 @@ def ingest(
 
     Example: scalerl-env ledger ingest --ledger runs/ledger.duckdb --file runs/demo/verdicts.jsonl
     """
-    from curriculum.ingest import ingest_file
-    from curriculum.ledger import Ledger
-    from curriculum.models import LedgerError
+    with _without_pandas():
+        from curriculum.ingest import ingest_file
+        from curriculum.ledger import Ledger
+        from curriculum.models import LedgerError
 
-    try:
-        with Ledger(ledger) as led:
-            rows = ingest_file(led, file, allow_unknown=allow_unknown)
-    except LedgerError as exc:
-        _fail(str(exc))
+        try:
+            with Ledger(ledger) as led:
+                rows = ingest_file(led, file, allow_unknown=allow_unknown)
+        except LedgerError as exc:
+            _fail(str(exc))
     typer.echo(f"ingested {rows} rows from {file} into {ledger}")
+
+
+class _NoPandas:
+    """A meta-path finder that refuses to import pandas (see `_without_pandas`)."""
+
+    def find_spec(self, name: str, path: object = None, target: object = None) -> None:
+        if name.partition(".")[0] == "pandas":
+            raise ModuleNotFoundError("pandas is not needed by `scalerl-env ledger ingest`", name=name)
+
+
+@contextmanager
+def _without_pandas() -> Iterator[None]:
+    """In a fresh `ingest` process, keep pyarrow from importing pandas (a fifth of a second, a sixth of a
+    200,000-line import): pyarrow imports it on the first conversion of Python values only to ask whether
+    they are pandas objects, and nothing here has any. pyarrow retries the import when pandas is really
+    asked for (`to_pandas`), and a process that loaded pyarrow before (a test run) is left alone."""
+    finder = _NoPandas() if "pyarrow" not in sys.modules and "pandas" not in sys.modules else None
+    if finder is not None:
+        sys.meta_path.insert(0, finder)
+    try:
+        yield
+    finally:
+        if finder is not None:
+            sys.meta_path.remove(finder)
 
 
 def stats(
