@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 
 import pytest
 from typer.testing import CliRunner
@@ -148,3 +150,24 @@ def test_two_objects_on_one_line_are_refused(ledger, tmp_path):
     one, two, three = (json.dumps(x) for x in verdict_lines(3))
     with pytest.raises(IngestError, match=":1: not JSON"):
         ingest_file(ledger, write(tmp_path / "v.jsonl", [one + " " + two, three]))
+
+
+INGEST_PROCESS = """
+import sys
+from scalerl_env.cli import main
+sys.argv = ["scalerl-env", "ledger", "ingest", "--ledger", sys.argv[1], "--file", sys.argv[2], "--allow-unknown"]
+try:
+    main()
+except SystemExit as exc:
+    assert not exc.code, exc.code
+print("pandas loaded:", sys.modules.get("pandas") is not None)
+"""
+
+
+def test_the_ingest_command_runs_without_loading_pandas(tmp_path):
+    path, f = tmp_path / "p.duckdb", write(tmp_path / "v.jsonl", verdict_lines(40))
+    out = subprocess.run([sys.executable, "-c", INGEST_PROCESS, str(path), f], capture_output=True, text=True,
+                         check=True)
+    assert "ingested 40 rows" in out.stdout and "pandas loaded: False" in out.stdout
+    with Ledger(path, read_only=True) as ledger:
+        assert sum(r.attempts for r in ledger.pass_rates().values()) == 40
