@@ -72,7 +72,11 @@ def test_preset_sits_between_defaults_and_file(tmp_path):
     yaml.write_text("optim: {lr: 3.0e-6}\npipeline: {k: 3}\n")
     cfg = load_config(TrainConfig, yaml, ["pipeline.k=5"], base=preset_values("small-cpu"))
     assert cfg.optim.lr == 3e-6 and cfg.pipeline.k == 5  # file over preset, override over file
-    assert cfg.model == PRESETS["small-cpu"]["model"] and cfg.length.think_budget_max_tokens == 192
+    small = PRESETS["small-cpu"]  # the preset's own values (not the class defaults) reach the config
+    assert (cfg.model, cfg.length.think_budget_max_tokens, cfg.data.level) == (
+        small["model"], small["length"]["think_budget_max_tokens"], small["data"]["level"])
+    assert (cfg.length.think_budget_max_tokens, cfg.data.level) != (
+        TrainConfig().length.think_budget_max_tokens, TrainConfig().data.level)
     paper = _cfg(preset="paper")
     assert (paper.pipeline.prompts_per_step, paper.pipeline.samples_per_prompt, paper.optim.lr,
             paper.optim.warmup_steps, paper.optim.eps, paper.optim.weight_decay, paper.pipeline.k,
