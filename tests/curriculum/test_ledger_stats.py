@@ -73,7 +73,7 @@ def test_view_equals_the_aggregate_over_attempts_through_compactions(tmp_path, m
             assert same(rows(ledger, view), rows(ledger, reference))
         assert compactions >= 3
         (stored, prompts), = ledger.query("SELECT count(*), count(DISTINCT prompt_id) FROM prompt_stats").rows
-        assert stored - prompts <= max(6, prompts // 4)
+        assert stored - prompts <= max(6, prompts // ledger_module.STATS_SLACK_FRACTION)
         seen = ledger.query("SELECT prompt_id, max(created_at) FROM attempts GROUP BY ALL").rows
         assert dict(seen) == {pid: r[-1] for pid, r in rows(ledger, "SELECT prompt_id, last_seen_at FROM pass_rates")
                               .items()}
