@@ -117,3 +117,18 @@ def test_a_waiting_child_that_dies_costs_a_clone_not_a_run(sandbox: Sandbox) -> 
             os.kill(pid, signal.SIGKILL)
         assert _run(sandbox, "print(2)") == "2"
     assert sandbox.server_pids == [server]  # the server itself never restarted
+
+
+def test_a_server_started_from_a_thread_that_exits_lives_on(sandbox: Sandbox) -> None:
+    import threading
+
+    # The server's death signal is bound to the thread that forked it: started from a caller's
+    # short-lived thread it would die with that thread and be restarted on the next run.
+    first = threading.Thread(target=lambda: _run(sandbox, "print(1)"))
+    first.start()
+    first.join()
+    server = sandbox.server_pids[0]
+    time.sleep(0.2)  # the death signal, if any, is delivered when the thread exits
+    assert os.path.exists(f"/proc/{server}")
+    assert _run(sandbox, "print(2)") == "2"
+    assert sandbox.server_pids == [server]

@@ -152,18 +152,38 @@ class _Server:
             "sock_fd": child_sock.fileno(), "parent_pid": os.getpid(), "prefork": self.prefork,
             "cgroup_root": {c: f"/sys/fs/cgroup/{c}/{self._cg_name}" for c in ("memory", "pids")},
         }
-        self._proc = subprocess.Popen(
-            [sys.executable, "-I", "-S", ZYGOTE, json.dumps(cfg)], pass_fds=[child_sock.fileno()],
-            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, close_fds=True,
-            # No host secrets in the server's memory. Symbols bound at start: children inherit a filled
-            # GOT instead of each writing (copying) its pages again on first calls.
-            env={"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", "LD_BIND_NOW": "1"},
-        )
-        child_sock.close()
+        # The server's death signal (PR_SET_PDEATHSIG) fires when the *thread* that forked it exits, so
+        # it is launched by the thread that then reads its messages for as long as it lives; a server
+        # started from a short-lived caller thread would otherwise die with that thread.
+        launched: dict[str, object] = {}
+        ready = threading.Event()
+        threading.Thread(target=self._launch_and_dispatch, args=(cfg, parent_sock, child_sock, launched, ready),
+                         daemon=True, name="sandbox-dispatch").start()
+        ready.wait()
+        if "error" in launched:
+            parent_sock.close()
+            raise launched["error"]  # type: ignore[misc]
+        self._proc = launched["proc"]  # type: ignore[assignment]
         self._sock = parent_sock
-        threading.Thread(target=self._dispatch, args=(parent_sock,), daemon=True,
-                         name="sandbox-dispatch").start()
         self._closed = False
+
+    def _launch_and_dispatch(self, cfg: dict, parent_sock: socket.socket, child_sock: socket.socket,
+                             launched: dict, ready: threading.Event) -> None:
+        try:
+            launched["proc"] = subprocess.Popen(
+                [sys.executable, "-I", "-S", ZYGOTE, json.dumps(cfg)], pass_fds=[child_sock.fileno()],
+                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, close_fds=True,
+                # No host secrets in the server's memory. Symbols bound at start: children inherit a filled
+                # GOT instead of each writing (copying) its pages again on first calls.
+                env={"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", "LD_BIND_NOW": "1"},
+            )
+        except BaseException as exc:  # reported to the caller of _start_server
+            launched["error"] = exc
+            return
+        finally:
+            child_sock.close()
+            ready.set()
+        self._dispatch(parent_sock)
 
     def _dispatch(self, sock: socket.socket) -> None:
         """Route the server's messages to the waiting runs; on EOF fail every pending run."""
