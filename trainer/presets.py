@@ -38,7 +38,7 @@ PRESETS: dict[str, dict[str, Any]] = {
         # 4 x 8: P(a group has a correct sample) = 1 - 0.95^8 = 34 % at a 5 % pass rate.
         "pipeline": {"prompts_per_step": 4, "samples_per_prompt": 8, "k": 2, "max_steps": 200,
                      "max_time_s": 3600.0, "torch_threads": 1},
-        # 5e-6: ~20 steps fit an hour, and 2e-6 moved nothing measurable in 43 steps.
+        # 5e-6: 2e-6 moved nothing measurable in 43 steps; neither 5e-6 (40 steps) nor 1e-5 (24 steps) did.
         "optim": {"lr": 5e-6, "warmup_steps": 2, "temperature": 0.7, "micro_batch_tokens": 2048},
         # 0.7: at 1.0 the dequantized model rambles.
         "engine": {"max_seq_len": 512, "max_slots": 64, "temperature": 0.7, "max_new_tokens": 256},

@@ -15,8 +15,6 @@ from typing import Annotated
 
 import typer
 
-from trainer.ablate.study import EVAL_SAMPLES
-
 ALL = "baseline,loo-dapo,loo-savg,loo-plan,loo-batch,loo-fp32,loo-lp,loo-8op"
 
 HELP = f"""Leave-one-out study of the ScaleRL recipe: every variant and seed gets the same compute budget
@@ -40,6 +38,7 @@ Examples:
 
 def register(app: typer.Typer) -> None:
     """Add the `ablate` command to `app`."""
+    from trainer.ablate.study import EVAL_SAMPLES  # the option's default; imported when the app is built
 
     @app.command("ablate", help=HELP)
     def ablate(
