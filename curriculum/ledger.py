@@ -2,8 +2,8 @@
 
 Guarantees
 - Acknowledged = committed: `record`/`record_attempts` return after one DuckDB transaction (the Arrow
-  batch appended to `attempts`, any retirements it caused, and the new `prompt_stats` rows of the
-  prompts it touched) has committed to the write-ahead log. A `kill -9` after the return loses nothing;
+  batch appended to `attempts` and the new `prompt_stats` rows of the prompts it touched, which carry
+  any retirements it caused) has committed to the write-ahead log. A `kill -9` after the return loses nothing;
   a crash during the call loses that whole batch only, and the file reopens (DuckDB replays its WAL).
 - Writes are batched: one `INSERT ... SELECT` from Arrow per table per call, all sent in one call to
   DuckDB, never a row-at-a-time loop.
@@ -32,6 +32,7 @@ import json
 import logging
 import threading
 from collections.abc import Mapping, Sequence
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
@@ -40,18 +41,14 @@ import pyarrow as pa
 
 from curriculum.attempts import ATTEMPT_SCHEMA, rows_from_verdicts, to_attempts_table
 from curriculum.filters import RetirementConfig, passes
-from curriculum.ledger_index import STATS_COLUMNS, STATS_SCHEMA, Stats, group_counts, rows_table
+from curriculum.ledger_index import NOT_RETIRED, ROW_SCHEMA, STATS_COLUMNS, Retirement, Stats, group_counts, rows_table
 from curriculum.models import LedgerError, PassRate, QueryResult, QueryTimeoutError, ReadOnlyQueryError
 from curriculum.schema import LATEST_STATS, NO_STEP, check_readable, create_or_migrate
 from scalerl_env.records import ProblemRecord, Verdict, VerifyItem
 
 logger = logging.getLogger(__name__)
 
-RETIREMENT_SCHEMA = pa.schema([
-    ("prompt_id", pa.string()), ("domain", pa.string()), ("seq", pa.int64()), ("step", pa.int64()),
-    ("epoch", pa.int64()), ("pass_rate", pa.float64()), ("window_samples", pa.int64()), ("threshold", pa.float64()),
-])
-INDEX_SQL = f"SELECT {', '.join(STATS_COLUMNS)} FROM ({LATEST_STATS})"
+INDEX_SQL = f"SELECT {', '.join(ROW_SCHEMA.names)} FROM ({LATEST_STATS})"
 # prompt_stats keeps superseded rows until they outnumber this (or an eighth of the prompts): then the
 # commit that crosses it deletes them, so a batch pays one small append and readers scan few extra rows
 # (a lookup of 48 prompts took 2.7 ms of CPU on a compact table, 4.3 ms with 40 % superseded rows, load 6).
@@ -60,8 +57,7 @@ STATS_SLACK_FRACTION = 8
 # What one commit runs, in one call (each statement reads its rows from a slot; see _Slot).
 WRITE_SQL = {
     "_batch": f"INSERT INTO attempts ({', '.join(ATTEMPT_SCHEMA.names)}) SELECT * FROM _batch",
-    "_retire": f"INSERT INTO retirements ({', '.join(RETIREMENT_SCHEMA.names)}) SELECT * FROM _retire",
-    "_stats": f"INSERT INTO prompt_stats ({', '.join(STATS_COLUMNS)}, version, last_seen_at) "
+    "_stats": f"INSERT INTO prompt_stats ({', '.join(ROW_SCHEMA.names)}, version, last_seen_at) "
               "SELECT *, {version}, now() FROM _stats",  # now(): the transaction's start, as created_at
 }
 COMPACT_SQL = ("DELETE FROM prompt_stats WHERE rowid NOT IN "
@@ -89,7 +85,14 @@ _OWNED: set[str] = set()
 _OWNED_LOCK = threading.Lock()
 
 
-def _connect(path: Path, read_only: bool) -> duckdb.DuckDBPyConnection:
+# The owner's DuckDB runs one thread unless told otherwise: its statements are small (a training batch,
+# a batch's lookup) and a second thread only adds a hand-off to each, ~0.4 ms of a ~1 ms INSERT (a
+# 768-row batch went from 7.6 to 6.5 ms of CPU, 2 cores). Read-only opens keep DuckDB's default (every
+# core) for analysis; so does a Parquet snapshot.
+OWNER_THREADS = 1
+
+
+def _connect(path: Path, read_only: bool, threads: int | None) -> duckdb.DuckDBPyConnection:
     if read_only and not path.exists():
         raise LedgerError(f"ledger {path} does not exist")
     key = str(path.resolve())
@@ -97,7 +100,10 @@ def _connect(path: Path, read_only: bool) -> duckdb.DuckDBPyConnection:
         if key in _OWNED:
             raise LedgerError(f"ledger {path} is already open in this process; share that Ledger object")
         try:
-            con = duckdb.connect(str(path), read_only=read_only, config={"enable_external_access": False})
+            config: dict[str, Any] = {"enable_external_access": False}
+            if threads is not None or not read_only:
+                config["threads"] = threads or OWNER_THREADS
+            con = duckdb.connect(str(path), read_only=read_only, config=config)
         except duckdb.ConnectionException as exc:
             raise LedgerError(f"ledger {path} is already open in this process ({exc})") from exc
         except duckdb.IOException as exc:
@@ -145,13 +151,16 @@ def check_read_only(sql: str) -> str:
 class Ledger:
     """The pass-rate ledger in one DuckDB file. See the module docstring for what is guaranteed."""
 
-    def __init__(self, path: str | Path, *, read_only: bool = False, retirement: RetirementConfig | None = None):
+    def __init__(self, path: str | Path, *, read_only: bool = False, retirement: RetirementConfig | None = None,
+                 threads: int | None = None):
+        """`threads`: DuckDB threads of this file's database in this process (default: `OWNER_THREADS` for
+        the owner, every core for a read-only open)."""
         self.path = Path(path)
         self.read_only = read_only
         self.retirement = retirement or RetirementConfig()
         self._write_lock = threading.RLock()
         self._index_lock = threading.Lock()
-        self._con = _connect(self.path, read_only)
+        self._con = _connect(self.path, read_only, threads)
         try:
             if read_only:
                 check_readable(self._con, str(self.path))
@@ -160,7 +169,7 @@ class Ledger:
                 self.migrated_from = create_or_migrate(self._con, str(self.path))
             self._load_index()
             self._slots = {} if read_only else {name: _Slot(schema) for name, schema in (
-                ("_batch", ATTEMPT_SCHEMA), ("_retire", RETIREMENT_SCHEMA), ("_stats", STATS_SCHEMA))}
+                ("_batch", ATTEMPT_SCHEMA), ("_stats", ROW_SCHEMA))}
             for name, slot in self._slots.items():
                 self._con.register(name, slot)
         except Exception:
@@ -174,27 +183,28 @@ class Ledger:
 
     # ------------------------------------------------------------------------------------------ index
     def _load_index(self) -> None:
-        stats = {row[0]: Stats(*row[1:]) for row in self._con.execute(INDEX_SQL).fetchall()}
-        retired = self._con.execute("SELECT prompt_id, seq, step FROM retirements").fetchall()
+        latest = self._con.execute(INDEX_SQL).fetchall()
+        counters = len(STATS_COLUMNS)
         epochs = self._con.execute("SELECT domain, max(epoch) FROM epochs GROUP BY domain").fetchall()
         [(rows, version)] = self._con.execute("SELECT count(*), coalesce(max(version), 0) FROM prompt_stats").fetchall()
-        self._stats = stats
+        self._stats = stats = {row[0]: Stats(*row[1:counters]) for row in latest}
         self._stats_rows, self._stats_version = int(rows), int(version)
-        self._retired: dict[str, tuple[int, int | None]] = {pid: (seq, step) for pid, seq, step in retired}
-        self._next_seq = max((seq for seq, _ in self._retired.values()), default=0) + 1
+        self._retired: dict[str, Retirement] = {row[0]: Retirement(*row[counters:]) for row in latest
+                                                if row[counters] is not None}
+        self._next_seq = max((r.seq for r in self._retired.values()), default=0) + 1
         self._epochs: dict[str, int] = {d: int(e) for d, e in epochs}
         self._rates = {pid: self._pass_rate(pid, st) for pid, st in stats.items()}
 
     def _reconcile_retirements(self) -> None:
         """Retire prompts whose current window already passes (after a migration or a config change)."""
         window = self.retirement.window
-        due = [(pid, s) for pid, s in self._stats.items()
-               if pid not in self._retired and passes(*s.window(window), self.retirement)]
+        due = {pid: s for pid, s in self._stats.items()
+               if pid not in self._retired and passes(*s.window(window), self.retirement)}
         if due:
             with self._write_lock:
-                rows = self._retirement_rows([(pid, s.domain, None if s.gstep == NO_STEP else s.gstep,
-                                               *s.window(window)) for pid, s in due])
-                self._commit(None, rows, {})
+                retire = [(pid, s.domain, None if s.gstep == NO_STEP else s.gstep, *s.window(window))
+                          for pid, s in due.items()]
+                self._commit(None, self._retirements(retire), due)  # new rows carrying the retirements
             logger.info("retired %d prompt(s) whose pass-rate window already met the rule", len(due))
 
     # ------------------------------------------------------------------------------------------ writes
@@ -220,7 +230,7 @@ class Ledger:
             return 0
         with self._write_lock:
             updated, retire = self._apply(table)
-            self._commit(table, self._retirement_rows(retire), updated, ingest=ingest)
+            self._commit(table, self._retirements(retire), updated, ingest=ingest)
         return table.num_rows
 
     def _apply(self, table: pa.Table) -> tuple[dict[str, Stats], list[tuple]]:
@@ -242,23 +252,26 @@ class Ledger:
                 retiring.add(g.prompt_id)
         return updated, retire
 
-    def _retirement_rows(self, retire: list[tuple]) -> list[tuple]:
-        return [(pid, domain, self._next_seq + offset, step, self._epochs.get(domain), correct / scored, scored,
-                 self.retirement.threshold)
-                for offset, (pid, domain, step, correct, scored) in enumerate(retire)]
+    def _retirements(self, retire: list[tuple]) -> dict[str, Retirement]:
+        """The decided retirements, numbered in decision order after those already committed."""
+        now = datetime.now(timezone.utc)
+        return {pid: Retirement(self._next_seq + offset, step, self._epochs.get(domain), correct / scored, scored,
+                                self.retirement.threshold, now)
+                for offset, (pid, domain, step, correct, scored) in enumerate(retire)}
 
-    def _commit(self, table: pa.Table | None, retirements: list[tuple], updated: dict[str, Stats], *,
+    def _commit(self, table: pa.Table | None, retirements: dict[str, Retirement], updated: dict[str, Stats], *,
                 ingest: tuple[str, str] | None = None) -> None:
-        """One transaction: the attempts, the retirements, the touched prompts' new prompt_stats rows."""
+        """One transaction: the attempts and the touched prompts' new prompt_stats rows, which carry the
+        retirements (every retiring prompt is in `updated`)."""
         con, slots = self._con, self._slots
         compact = self._compaction_due(updated)
         statements = ["BEGIN TRANSACTION"]
         if table is not None and table.num_rows:
             slots["_batch"].table = table
-        if retirements:
-            slots["_retire"].table = rows_table(retirements, RETIREMENT_SCHEMA)
         if updated:
-            slots["_stats"].table = rows_table([s.row(pid) for pid, s in updated.items()], STATS_SCHEMA)
+            retired = self._retired
+            slots["_stats"].table = rows_table([s.row(pid) + (retirements.get(pid) or retired.get(pid) or NOT_RETIRED)
+                                                for pid, s in updated.items()], ROW_SCHEMA)
         statements += [WRITE_SQL[name].format(version=self._stats_version + 1) for name, slot in slots.items()
                        if slot.table.num_rows]
         if compact:
@@ -282,9 +295,8 @@ class Ledger:
             if updated:
                 self._stats_version += 1
                 self._stats_rows = len(self._stats) if compact else self._stats_rows + len(updated)
-            for pid, _domain, seq, step, *_ in retirements:
-                self._retired[pid] = (seq, step)
-            for pid in {*updated, *(r[0] for r in retirements)}:
+            self._retired.update(retirements)
+            for pid in updated:
                 self._rates[pid] = self._pass_rate(pid, self._stats[pid])
             self._next_seq += len(retirements)
 
@@ -373,7 +385,7 @@ class Ledger:
         retired = self._retired.get(pid)
         return PassRate(pid, s.domain, s.attempts, s.scored, s.correct, s.correct / s.scored if s.scored else None,
                         None if s.gstep == NO_STEP else s.gstep, s.gscored, s.gcorrect, retired is not None,
-                        None if retired is None else retired[1])
+                        None if retired is None else retired.step)
 
     def retired_ids(self) -> set[str]:
         with self._index_lock:
@@ -382,7 +394,7 @@ class Ledger:
     def retired_seq(self) -> dict[str, int]:
         """prompt_id → retirement sequence number (1, 2, ... in commit order); the sampler's watermark."""
         with self._index_lock:
-            return {pid: seq for pid, (seq, _step) in self._retired.items()}
+            return {pid: r.seq for pid, r in self._retired.items()}
 
     def query(self, sql: str, *, timeout_s: float = 10.0, max_rows: int = 100_000) -> QueryResult:
         """Run one read-only statement with a time limit; at most `max_rows` rows are returned."""

@@ -1,9 +1,9 @@
 """The ledger owner's per-prompt counters and the per-batch group counts that advance them.
 
 Guarantees
-- `Stats` holds exactly one `prompt_stats` row (`curriculum.schema`): the counts the `pass_rates` view
-  shows, plus the reward sum and step range they are derived from; `Stats.row()` is that row's values in
-  `STATS_COLUMNS` order.
+- `Stats` holds the counters of one `prompt_stats` row (`curriculum.schema`): the counts the `pass_rates`
+  view shows, plus the reward sum and step range they are derived from; `Stats.row()` is their values in
+  `STATS_COLUMNS` order; a `Retirement` (or `NOT_RETIRED`) completes the row (`ROW_SCHEMA`).
 - `group_counts` of an attempts batch gives, for every (prompt, step group), the rows, scored
   (`status <> 'error'`), correct and truncated counts and the reward sum that the view's definition
   aggregates, in the order retirements are decided: by step, then by first appearance in the batch.
@@ -15,6 +15,7 @@ Not here: deciding retirements, locking and writing (`curriculum.ledger`).
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import NamedTuple
 
 import numpy as np
@@ -23,7 +24,8 @@ import pyarrow.compute as pc
 
 from curriculum.schema import NO_STEP
 
-# The prompt_stats columns the owner writes (version and last_seen_at are added by the INSERT).
+# The prompt_stats counter columns (`Stats.row()`), then the retirement a retired prompt's rows carry
+# (`Retirement`); version and last_seen_at are added by the INSERT.
 STATS_SCHEMA = pa.schema([
     ("prompt_id", pa.string()), ("domain", pa.string()), ("attempts", pa.int64()), ("scored", pa.int64()),
     ("correct", pa.int64()), ("truncated", pa.int64()), ("reward_sum", pa.float64()), ("first_step", pa.int64()),
@@ -31,6 +33,25 @@ STATS_SCHEMA = pa.schema([
     ("last_group_correct", pa.int64()),
 ])
 STATS_COLUMNS = tuple(STATS_SCHEMA.names)
+RETIREMENT_SCHEMA = pa.schema([
+    ("retired_seq", pa.int64()), ("retired_step", pa.int64()), ("retired_epoch", pa.int64()),
+    ("retired_pass_rate", pa.float64()), ("retired_window_samples", pa.int64()), ("retired_threshold", pa.float64()),
+    ("retired_at", pa.timestamp("us", tz="UTC")),
+])
+ROW_SCHEMA = pa.schema([*STATS_SCHEMA, *RETIREMENT_SCHEMA])
+NOT_RETIRED = (None,) * len(RETIREMENT_SCHEMA)
+
+
+class Retirement(NamedTuple):
+    """A prompt's retirement, as its `prompt_stats` rows carry it (`RETIREMENT_SCHEMA` order)."""
+
+    seq: int
+    step: int | None
+    epoch: int | None
+    pass_rate: float
+    window_samples: int
+    threshold: float
+    retired_at: datetime
 
 
 class Stats:

@@ -71,6 +71,7 @@ def test_view_equals_the_aggregate_over_attempts_through_compactions(tmp_path, m
             ledger.record_attempts(random_batch(rng, 12))
             compactions += ledger.query("SELECT count(*) FROM prompt_stats").rows[0][0] < before
             assert same(rows(ledger, view), rows(ledger, reference))
+            assert dict(ledger.query("SELECT prompt_id, seq FROM retirements").rows) == ledger.retired_seq()
         assert compactions >= 3
         (stored, prompts), = ledger.query("SELECT count(*), count(DISTINCT prompt_id) FROM prompt_stats").rows
         assert stored - prompts <= max(6, prompts // ledger_module.STATS_SLACK_FRACTION)
@@ -98,8 +99,8 @@ def test_a_failed_write_leaves_no_stats_behind(tmp_path):
         assert ledger.pass_rates()["a"].attempts == 1
 
 
-def make_v2(path) -> dict[str, tuple]:
-    """A version-2 ledger with history and a retirement; returns what its pass_rates view showed."""
+def make_v2(path) -> tuple[dict[str, tuple], list[tuple]]:
+    """A version-2 ledger with history and a retirement; returns what its pass_rates and retired views showed."""
     rng = random.Random(3)
     con = duckdb.connect(str(path))
     con.execute(V1_DDL)
@@ -116,15 +117,19 @@ def make_v2(path) -> dict[str, tuple]:
     con.execute("INSERT INTO retirements (prompt_id, domain, seq, step, epoch, pass_rate, window_samples, threshold)"
                 " VALUES ('p1', 'math', 1, 3, 0, 1.0, 2, 0.9)")
     shown = rows(con, "SELECT * FROM pass_rates")
+    retired = con.execute("SELECT * FROM retired").fetchall()
     con.close()
-    return shown
+    return shown, retired
 
 
 def test_a_version_2_file_migrates_to_the_same_pass_rates(tmp_path):
     path = tmp_path / "v2.duckdb"
-    shown = make_v2(path)
+    shown, retired = make_v2(path)
     with Ledger(path, retirement=RetirementConfig(enabled=False)) as ledger:
         assert ledger.migrated_from == 2
+        assert [tuple(r) for r in ledger.query("SELECT * FROM retired").rows] == retired
+        assert ledger.query("SELECT table_type FROM information_schema.tables WHERE table_name = 'retirements'"
+                            ).rows == [["VIEW"]]  # the version-3 table moved into prompt_stats
         version = ledger.query("SELECT value FROM ledger_meta WHERE key = 'schema_version'").rows
         assert version == [[str(SCHEMA_VERSION)]]
         assert same(rows(ledger, "SELECT * FROM pass_rates"), shown)
@@ -136,3 +141,28 @@ def test_a_version_2_file_migrates_to_the_same_pass_rates(tmp_path):
         assert (after[2], after[10], after[11], after[12]) == (shown["p0"][2] + 1, 9, 1, 1)
     with Ledger(path, read_only=True) as reopened:
         assert rows(reopened, "SELECT * FROM pass_rates")["p0"] == after
+
+
+def test_retirements_ride_on_every_later_stats_row_and_survive_a_reopen(tmp_path, monkeypatch):
+    monkeypatch.setattr(ledger_module, "STATS_SLACK_MIN", 10**9)  # no compaction: every row stays to be checked
+    rng = random.Random(11)
+    path = tmp_path / "l.duckdb"
+    config = RetirementConfig(threshold=0.6, min_samples=2, window="all")
+    sql = "SELECT prompt_id, seq, step FROM retirements"
+    with Ledger(path, retirement=config) as ledger:
+        for _ in range(40):
+            ledger.record_attempts(random_batch(rng, 12))
+        seq = ledger.retired_seq()
+        assert 2 <= len(seq) < 12  # some retired, and later batches wrote rows for retired prompts too
+        stored = {pid: (s, step) for pid, s, step in ledger.query(sql).rows}
+        assert {pid: s for pid, (s, _) in stored.items()} == seq
+        assert sorted(seq.values()) == list(range(1, len(seq) + 1))
+        assert {pid: r.retired_step for pid, r in ledger.pass_rates().items() if r.retired} == \
+            {pid: step for pid, (_, step) in stored.items()}
+        (carried,), = ledger.query("SELECT count(*) FILTER (WHERE retired_seq IS NOT NULL) > "
+                                            "count(DISTINCT prompt_id) FILTER (WHERE retired_seq IS NOT NULL) "
+                                            "FROM prompt_stats").rows
+        assert carried  # rows written after a retirement carry it too
+    with Ledger(path, retirement=config) as reopened:
+        assert reopened.retired_seq() == seq
+        assert {pid: (s, step) for pid, s, step in reopened.query(sql).rows} == stored
