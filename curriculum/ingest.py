@@ -22,17 +22,16 @@ refusal as before. Both paths accept the same files (the per-line model is the d
 
 from __future__ import annotations
 
-import hashlib
-import io
 import json
 import re
+from concurrent.futures import Future
 from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.json as pa_json
 from pydantic import Field, ValidationError
 
+from curriculum.ingest_read import LINE_SCHEMA, VerdictFile, read_verdict_file
 from curriculum.ledger import Ledger
 from curriculum.models import IngestError
 from curriculum.schema import ATTEMPT_COLUMNS
@@ -106,19 +105,21 @@ def _resolve_domains(ledger: Ledger, path: Path, lines: list[tuple[int, VerdictL
     return domains
 
 
-def ingest_file(ledger: Ledger, path: str | Path, *, allow_unknown: bool = False) -> int:
-    """Append every verdict line of `path` in one transaction; returns the number of rows."""
+def ingest_file(ledger: Ledger, path: str | Path, *, allow_unknown: bool = False,
+                reading: Future[VerdictFile] | None = None) -> int:
+    """Append every verdict line of `path` in one transaction; returns the number of rows. `reading`: the
+    file already being read (`read_verdict_file(path)` submitted to a thread by the caller)."""
     path = Path(path)
     try:
-        data = path.read_bytes()
+        read = reading.result() if reading is not None else read_verdict_file(path)
     except OSError as exc:
         raise IngestError(f"cannot read {path}: {exc}") from exc
-    sha256 = hashlib.sha256(data).hexdigest()
+    data, sha256 = read.data, read.sha256
     earlier = ledger.has_ingested(sha256)
     if earlier is not None:
         raise IngestError(f"{path} (sha256 {sha256[:12]}…) was already ingested from {earlier[0]} at "
                           f"{earlier[2]} ({earlier[1]} rows); refusing to count its samples twice")
-    table = bulk_table(ledger, data, allow_unknown)
+    table = bulk_table(ledger, read, allow_unknown)
     if table is not None:
         return ledger.record_attempts(table, ingest=(sha256, str(path)))
     lines = parse_lines(path, data)  # the per-line path: exact messages for whatever the bulk checks refused
@@ -133,30 +134,16 @@ def ingest_file(ledger: Ledger, path: str | Path, *, allow_unknown: bool = False
 
 
 # ------------------------------------------------------------------------------------------ bulk path
-LINE_SCHEMA = pa.schema([
-    ("prompt_id", pa.string()), ("status", pa.string()), ("reward", pa.float64()), ("elapsed_s", pa.float64()),
-    ("id", pa.string()), ("domain", pa.string()), ("step", pa.int64()), ("policy_version", pa.int64()),
-    ("sample_index", pa.int64()), ("truncated", pa.bool_()), ("completion_tokens", pa.int64()),
-])
-_BLANK_INSIDE = re.compile(rb"\n[ \t\r\f\v]*\n")  # a literal first character: the scan stays fast on 50 MB
 _STATUSES = pa.array([s.value for s in Status])
 _NULL_DETAILS = re.compile(rb'"details"\s*:\s*null')
 _NULL_ELAPSED = re.compile(rb'"elapsed_s"\s*:\s*null')
 
 
-def bulk_table(ledger: Ledger, data: bytes, allow_unknown: bool) -> pa.Table | None:
-    """The attempt rows of `data` read and checked column-wise; None when anything needs the per-line
+def bulk_table(ledger: Ledger, read: VerdictFile, allow_unknown: bool) -> pa.Table | None:
+    """The attempt rows of the file read and checked column-wise; None when anything needs the per-line
     path (a bad line, a blank line, a value pydantic would coerce): that path then decides and explains."""
-    body = data[:-1] if data.endswith(b"\n") else data
-    if _has_blank_line(body):  # blank lines are skipped by the per-line path; rare, so let it
-        return None
-    try:
-        table = pa_json.read_json(io.BytesIO(data), parse_options=pa_json.ParseOptions(
-            explicit_schema=LINE_SCHEMA, unexpected_field_behavior="infer", newlines_in_values=False))
-    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
-        return None
-    lines = body.count(b"\n") + 1  # one object per line, none split over lines, none sharing one
-    if table.num_rows != lines or not _columns_valid(table, data):
+    table = read.table
+    if table is None or not _columns_valid(table, read.data):
         return None
     domains = _bulk_domains(ledger, table, allow_unknown)
     if domains is None:
@@ -167,13 +154,6 @@ def bulk_table(ledger: Ledger, data: bytes, allow_unknown: bool) -> pa.Table | N
         "status": table["status"], "truncated": table["truncated"], "completion_tokens": table["completion_tokens"],
         "item_id": table["id"], "elapsed_s": pc.fill_null(table["elapsed_s"], 0.0),
     })
-
-
-def _has_blank_line(body: bytes) -> bool:
-    """Any empty or whitespace-only line (one regex with a literal first character: fast on 50 MB)."""
-    end = body.find(b"\n")
-    first, last = body[:end if end >= 0 else len(body)], body[body.rfind(b"\n") + 1:]
-    return not first.strip() or not last.strip() or _BLANK_INSIDE.search(body) is not None
 
 
 def _columns_valid(table: pa.Table, data: bytes) -> bool:

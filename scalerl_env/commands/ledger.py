@@ -143,15 +143,21 @@ def ingest(
     Example: scalerl-env ledger ingest --ledger runs/ledger.duckdb --file runs/demo/verdicts.jsonl
     """
     with _without_pandas():
-        from curriculum.ingest import ingest_file
-        from curriculum.ledger import Ledger
-        from curriculum.models import LedgerError
+        from concurrent.futures import ThreadPoolExecutor
 
-        try:
-            with Ledger(ledger) as led:
-                rows = ingest_file(led, file, allow_unknown=allow_unknown)
-        except LedgerError as exc:
-            _fail(str(exc))
+        from curriculum.ingest_read import read_verdict_file
+
+        with ThreadPoolExecutor(1) as pool:  # the file is read while DuckDB, pydantic and the ledger load
+            reading = pool.submit(read_verdict_file, file)
+            from curriculum.ingest import ingest_file
+            from curriculum.ledger import Ledger
+            from curriculum.models import LedgerError
+
+            try:
+                with Ledger(ledger) as led:
+                    rows = ingest_file(led, file, allow_unknown=allow_unknown, reading=reading)
+            except LedgerError as exc:
+                _fail(str(exc))
     typer.echo(f"ingested {rows} rows from {file} into {ledger}")
 
 

@@ -95,6 +95,9 @@ def test_cli_reports_line_numbers_and_exits_2(tmp_path):
     assert out.exit_code == 2 and "v.jsonl:2:" in out.stderr
     out = CliRunner().invoke(build_app(), ["ledger", "query", "DELETE FROM attempts", "--ledger", str(path)])
     assert out.exit_code == 2 and "only read statements" in out.stderr
+    missing = tmp_path / "missing.jsonl"  # read in a thread by the command: its error still ends it cleanly
+    out = CliRunner().invoke(build_app(), ["ledger", "ingest", "--ledger", str(path), "--file", str(missing)])
+    assert out.exit_code == 2 and f"cannot read {missing}" in out.stderr
 
 
 def verdict_lines(n: int) -> list[dict]:
