@@ -1,7 +1,8 @@
 """The reward server's FastAPI app, built by `create_app` (a factory: no app exists at import time).
 
 Middleware order, outermost first: request timing (per route, fixed label set) → `BodyGuard` (413 for
-oversized bodies, 400 for invalid UTF-8) → FastAPI (422 with the field path for schema errors).
+oversized bodies, 400 for invalid UTF-8) → `HotRoutes` (the scoring routes' valid JSON bodies, answered
+without Starlette's routing) → FastAPI (422 with the field path for schema errors).
 The app's lifespan creates the verifier pool and opens the ledger on start-up and, on shutdown (after
 uvicorn has drained in-flight requests), closes the pool (killing sandboxes) and flushes the ledger.
 """
@@ -21,7 +22,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from scalerl_env.server.config import ServerConfig
 from scalerl_env.server.limits import BodyGuard
-from scalerl_env.server.routes import ROUTE_PATHS, router
+from scalerl_env.server.routes import ROUTE_PATHS, HotRoutes, router
 from scalerl_env.server.state import Pool, ServerState, build_version
 
 PROFILE_ENV = "SCALERL_SERVER_PROFILE"
@@ -53,6 +54,7 @@ def create_app(config: ServerConfig | None = None, *, pool: Pool | None = None, 
     app.state.scalerl = state
     app.include_router(router)
     app.add_exception_handler(RequestValidationError, _validation_error)
+    app.add_middleware(HotRoutes, routes=router.routes)
     app.add_middleware(BodyGuard, max_body_bytes=config.limits.max_body_bytes,
                        on_reject=lambda reason: state.metrics.rejected.labels(reason=reason).inc())
     app.add_middleware(_Timing, state=state)
@@ -67,7 +69,7 @@ def _event_loop_profiler() -> Any:
         return None
     import cProfile
 
-    profiler = cProfile.Profile()
+    profiler = cProfile.Profile(time.thread_time)  # CPU time: waiting for the GIL or a core is not charged
     profiler.enable()
     return profiler
 

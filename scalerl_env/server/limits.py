@@ -18,7 +18,7 @@ from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 BODY_METHODS = frozenset({"POST", "PUT", "PATCH"})
-_TOO_LARGE = b"<too large>"  # identity-compared sentinel returned by BodyGuard._read
+_TOO_LARGE = b"<too large>"  # identity-compared sentinel returned by read_body
 
 
 class InFlight:
@@ -59,7 +59,7 @@ class BodyGuard:
         if declared is not None and declared > self.max_body_bytes:
             await self._reject(scope, receive, send, 413, "too_large", self._too_large())
             return
-        body = await self._read(receive)
+        body = await read_body(receive, self.max_body_bytes)
         if body is None:  # the client went away mid-body: nobody to answer
             return
         if body is _TOO_LARGE:
@@ -71,25 +71,10 @@ class BodyGuard:
             await self._reject(scope, receive, send, 400, "bad_encoding",
                                f"request body is not valid UTF-8 (byte {exc.start})")
             return
-        await self.app(scope, _replay(body, receive), send)
+        await self.app(scope, replay(body, receive), send)
 
     def _too_large(self) -> str:
         return f"request body exceeds {self.max_body_bytes} bytes (limits.max_body_bytes)"
-
-    async def _read(self, receive: Receive) -> bytes | None:
-        chunks: list[bytes] = []
-        size = 0
-        while True:
-            message = await receive()
-            if message["type"] == "http.disconnect":
-                return None
-            chunk = message.get("body", b"")
-            size += len(chunk)
-            if size > self.max_body_bytes:  # stop reading; the caller answers 413
-                return _TOO_LARGE
-            chunks.append(chunk)
-            if not message.get("more_body", False):
-                return b"".join(chunks)
 
     async def _reject(self, scope: Scope, receive: Receive, send: Send, status: int, reason: str,
                       detail: str) -> None:
@@ -109,7 +94,26 @@ def _content_length(scope: Scope) -> int | None:
     return None
 
 
-def _replay(body: bytes, receive: Receive) -> Callable[[], Awaitable[Message]]:
+async def read_body(receive: Receive, max_bytes: int | None = None) -> bytes | None:
+    """The whole request body; None when the client went away first; `_TOO_LARGE` (without reading further)
+    past `max_bytes`."""
+    chunks: list[bytes] = []
+    size = 0
+    while True:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            return None
+        chunk = message.get("body", b"")
+        size += len(chunk)
+        if max_bytes is not None and size > max_bytes:
+            return _TOO_LARGE
+        chunks.append(chunk)
+        if not message.get("more_body", False):
+            return b"".join(chunks)
+
+
+def replay(body: bytes, receive: Receive) -> Callable[[], Awaitable[Message]]:
+    """A `receive` that yields `body` as one message, then defers to the original (disconnects)."""
     sent = False
 
     async def replayed() -> Message:

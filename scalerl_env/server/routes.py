@@ -1,4 +1,6 @@
-"""Routes of the reward server. Each takes and returns a pydantic model; errors are 4xx naming the field."""
+"""Routes of the reward server. Each takes and returns a pydantic model; errors are 4xx naming the field.
+
+The scoring routes are answered by `HotRoutes` (below) when their body is valid JSON of their model."""
 
 from __future__ import annotations
 
@@ -15,9 +17,13 @@ from fastapi import APIRouter, HTTPException, Request, Response
 from fastapi.exceptions import RequestValidationError
 from fastapi.routing import APIRoute
 from pydantic import BaseModel, ValidationError
+from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.routing import BaseRoute
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from scalerl_env.adapters import AdapterInputError, openrlhf
 from scalerl_env.records import VerifyItem
+from scalerl_env.server.limits import read_body, replay
 from scalerl_env.server.models import (
     ErrorResponse,
     Health,
@@ -33,48 +39,78 @@ from scalerl_env.server.models import (
 from scalerl_env.server.state import ServerState
 
 
-class JsonBodyRoute(APIRoute):
-    """A route whose JSON body is validated from the raw bytes in one pydantic pass (`model_validate_json`)
-    and handed straight to the endpoint: FastAPI's own handler decodes the JSON into Python objects,
-    validates those, and solves the endpoint's dependencies on every request: about 50 µs more event-loop
-    CPU per 16-item /v1/verify request than this (the app called in-process). Any body that pass does not
-    accept (malformed JSON, schema errors, lone surrogates, another content type, no body) goes to
-    FastAPI's handler instead, so every error answer is FastAPI's, unchanged; so is the OpenAPI document.
-    Only endpoints that take one body model and the `Request` and build their own `Response` (so there is
-    no output model for FastAPI to apply) take the fast path; the others get FastAPI's handler only."""
+class HotRoutes:
+    """ASGI middleware that answers the scoring routes (`POST /v1/verify`, `/get_reward`) itself: it validates
+    the raw body in one pydantic pass (`model_validate_json`), calls the route's endpoint and sends the
+    `Response` it builds, without Starlette's routing, exception middleware and request-response wrapper
+    or FastAPI's handler (which decodes the JSON into Python objects, validates those and solves the
+    endpoint's dependencies): measured in benchmarks/bench_server.py, that machinery was most of the
+    event loop's own CPU per request. Exceptions raised by the endpoint (`HTTPException`,
+    `RequestValidationError`) go to the app's registered handlers, as `ExceptionMiddleware` would send them.
 
-    def get_route_handler(self) -> Callable[[Request], Any]:
-        standard = super().get_route_handler()
-        d = self.dependant
-        returns = typing.get_type_hints(d.call).get("return") if d.call else None
-        if (len(d.body_params) != 1 or d.request_param_name is None or d.dependencies or d.query_params
-                or d.path_params or d.header_params or d.cookie_params or d.response_param_name
-                or not (isinstance(returns, type) and issubclass(returns, Response))):
-            return standard
-        model, name, request_name, endpoint = (
-            d.body_params[0].field_info.annotation, d.body_params[0].name, d.request_param_name, d.call)
+    Any request this pass does not accept (another content type, no body, malformed JSON, schema errors)
+    goes on to the app with its body replayed, so every error answer is FastAPI's own, unchanged; so is
+    the OpenAPI document (the routes stay registered). Hot routes are the POST endpoints that take one
+    body model and the `Request` and build their own `Response` (no output model for FastAPI to apply).
+    Sits inside `BodyGuard` (size and UTF-8 checks) and the request timing, which apply to both paths."""
 
-        async def handler(request: Request) -> Any:
-            if _declares_json(request.scope):
-                try:
-                    body = model.model_validate_json(await request.body())
-                except ValidationError:
-                    pass  # FastAPI's handler below answers it (the body stays cached on the request)
-                else:
-                    return await endpoint(**{name: body, request_name: request})
-            return await standard(request)
+    def __init__(self, app: ASGIApp, routes: Sequence[BaseRoute]) -> None:
+        self.app = app
+        self.hot = {route.path: spec for route in routes if (spec := _hot_spec(route)) is not None}
 
-        return handler
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        spec = self.hot.get(scope["path"]) if scope["type"] == "http" and scope["method"] == "POST" else None
+        if spec is None or not _declares_json(scope):
+            await self.app(scope, receive, send)
+            return
+        body = await read_body(receive)
+        if body is None:  # the client went away mid-body: nobody to answer
+            return
+        model, body_name, request_name, endpoint = spec
+        try:
+            parsed = model.model_validate_json(body)
+        except ValidationError:  # the app answers it (FastAPI's 422 naming the field)
+            await self.app(scope, replay(body, receive), send)
+            return
+        request = Request(scope, receive)
+        try:
+            response = await endpoint(**{body_name: parsed, request_name: request})
+        except Exception as exc:
+            handler = _exception_handler(scope["app"].exception_handlers, exc)
+            if handler is None:
+                raise
+            response = await handler(request, exc)
+        await response(scope, receive, send)
 
 
-def _declares_json(scope: dict[str, Any]) -> bool:
+def _hot_spec(route: BaseRoute) -> tuple[type[BaseModel], str, str, Callable[..., Any]] | None:
+    """(body model, its parameter name, the request's parameter name, endpoint) of a hot route, else None."""
+    if not isinstance(route, APIRoute) or route.methods != {"POST"}:
+        return None
+    d = route.dependant
+    returns = typing.get_type_hints(d.call).get("return") if d.call else None
+    if (len(d.body_params) != 1 or d.request_param_name is None or d.dependencies or d.query_params
+            or d.path_params or d.header_params or d.cookie_params or d.response_param_name
+            or not (isinstance(returns, type) and issubclass(returns, Response))):
+        return None
+    return d.body_params[0].field_info.annotation, d.body_params[0].name, d.request_param_name, d.call
+
+
+def _exception_handler(handlers: dict[Any, Callable[..., Any]], exc: Exception) -> Callable[..., Any] | None:
+    """The handler Starlette's `ExceptionMiddleware` would pick: by status code, then by exception class."""
+    if isinstance(exc, StarletteHTTPException) and exc.status_code in handlers:
+        return handlers[exc.status_code]
+    return next((handlers[cls] for cls in type(exc).__mro__ if cls in handlers), None)
+
+
+def _declares_json(scope: Scope) -> bool:
     for key, value in scope["headers"]:
         if key == b"content-type":
             return value.partition(b";")[0].strip().lower() == b"application/json"
     return False
 
 
-router = APIRouter(route_class=JsonBodyRoute)
+router = APIRouter()
 ROUTE_PATHS = frozenset({"/v1/verify", "/healthz", "/readyz", "/metrics", "/v1/ledger/query", "/get_reward"})
 METRICS_CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 

@@ -1,5 +1,6 @@
-"""The scoring routes' JSON fast path (`routes.JsonBodyRoute`): it answers every body exactly as FastAPI's
-own handler does, and it only accepts bodies that FastAPI's validation accepts, as the same model."""
+"""The scoring routes' JSON fast path (`routes.HotRoutes`): it answers every body exactly as FastAPI's
+routing and handler do (verdicts, 422s, and the errors that scoring raises, headers included), and it
+only accepts bodies that FastAPI's validation accepts, as the same model."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from hypothesis import strategies as st
 from pydantic import ValidationError
 
 from scalerl_env.server.models import RewardRequest, VerifyRequest
-from tests.support.server_harness import shared_server
+from tests.support.server_harness import OVERLOAD, shared_server
 
 FAST = {"content-type": "application/json"}
 STANDARD = {"content-type": "application/vnd.scalerl+json"}  # parsed as JSON by FastAPI, not by the fast path
@@ -68,10 +69,27 @@ def test_reward_route_takes_the_fast_path_with_the_same_answers(server):
 
 
 def test_only_endpoints_that_build_their_response_take_the_fast_path():
-    from scalerl_env.server.routes import router
+    from scalerl_env.server.app import create_app
+    from scalerl_env.server.routes import HotRoutes, router
 
-    fast = {route.path for route in router.routes if "JsonBodyRoute" in route.get_route_handler().__qualname__}
-    assert fast == {"/v1/verify", "/get_reward"}  # /v1/ledger/query returns a model FastAPI serialises
+    assert set(HotRoutes(None, router.routes).hot) == {"/v1/verify", "/get_reward"}  # /v1/ledger/query
+    # returns a model FastAPI serialises; GET routes take no body
+    assert [m.cls for m in create_app().user_middleware].count(HotRoutes) == 1
+
+
+def test_errors_raised_while_scoring_are_answered_like_fastapis_handler(request):
+    """A 413 for too many items comes from the endpoint as an `HTTPException` (as do 503 and 504): the fast
+    path hands it to the app's exception handler, so status, body and headers are FastAPI's."""
+    server = shared_server(request, "overload", *OVERLOAD)  # limits.max_batch_items=8
+    item = {"domain": "math", "completion": "\\boxed{2}", "answer": "2"}
+    for path, body in (("/v1/verify", {"items": [item] * 9}),
+                       ("/get_reward", {"query": ["\\boxed{2}"] * 9, "labels": ["2"] * 9})):
+        raw = json.dumps(body).encode()
+        fast = httpx.post(server.url + path, content=raw, headers=FAST, timeout=60)
+        standard = httpx.post(server.url + path, content=raw, headers=STANDARD, timeout=60)
+        assert fast.status_code == standard.status_code == 413
+        assert fast.json() == standard.json() and "max_batch_items=8" in fast.json()["detail"]
+        assert fast.headers["content-type"] == standard.headers["content-type"] == "application/json"
 
 
 TEXT = st.text(st.characters(codec="utf-16", exclude_categories=()), max_size=12)  # lone surrogates included
