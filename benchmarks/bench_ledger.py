@@ -16,7 +16,12 @@ What is measured (one process, one run, so the ratio is immune to how busy the m
 - lookups at that size: `pass_rates()` for all prompts and for one batch of 48, the `pass_rates` SQL view
   for 48 prompts through `Ledger.query` (wall p50/p95, and the calling thread's CPU p50, which a busy
   machine inflates less), the size of `prompt_stats` it reads, and rebuilding the index when the file
-  is opened.
+  is opened;
+- where one batch's time goes (`--phase-batches` batches into a fresh file): the Python work (Arrow
+  conversion and checks; group counts and the `prompt_stats` rows), DuckDB appending the attempts and
+  committing with nothing else, and DuckDB appending the attempts and the `prompt_stats` rows as the
+  ledger commits them; the bare append's ratio is the ceiling of any ledger that keeps per-prompt rows
+  current in the same transaction.
 Before each timed write phase (batched, baseline, `ledger ingest`) the page cache is flushed (`os.sync`),
 so no phase pays for writing back what the benchmark wrote before it (the 56 MB verdict file it has just
 generated, the ledger of the phase before); every phase's own commits are still synced as they go.
@@ -39,7 +44,9 @@ import duckdb
 import numpy as np
 import pyarrow as pa
 
-from curriculum.ledger import Ledger
+from curriculum.attempts import to_attempts_table
+from curriculum.ledger import WRITE_SQL, Ledger
+from curriculum.ledger_index import NOT_RETIRED, ROW_SCHEMA, rows_table
 from scalerl_env.records import ProblemRecord, Verdict, VerifyItem
 
 PROMPTS_PER_STEP, GROUP = 48, 16
@@ -129,10 +136,39 @@ def bench(args: argparse.Namespace, workdir: Path) -> dict:
 
     res.update(baseline(path, batches, args.baseline_rows))
     res["speedup"] = res["batched_rows_per_s"] / res["baseline_rows_per_s"]
+    res.update(phases(workdir, batches[: args.phase_batches]))
+    res["bare_append_speedup"] = (PROMPTS_PER_STEP * GROUP / (res["phase_append_commit_ms"] / 1000.0)
+                                  / res["baseline_rows_per_s"])
     if args.ingest_lines:
         res.update(ingest_cli(workdir, args.ingest_lines, args.prompts, args.ingest_module))
         res["ingest_speedup"] = res["ingest_rows_per_s"] / res["baseline_rows_per_s"]
     return res
+
+
+def phases(workdir: Path, batches: list[pa.Table]) -> dict:
+    """ms per batch of each part of a batched write (see the module docstring)."""
+    with Ledger(workdir / "phases.duckdb") as led:
+        t0 = time.perf_counter()
+        tables = [to_attempts_table(b) for b in batches]
+        convert_s = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        stats = [rows_table([s.row(pid) + NOT_RETIRED for pid, s in led._apply(t)[0].items()], ROW_SCHEMA)
+                 for t in tables]
+        index_s = time.perf_counter() - t0
+        con, slots = led._con, led._slots
+        timings = {}
+        for name, with_stats in (("append_commit", False), ("append_stats_commit", True)):
+            os.sync()
+            t0 = time.perf_counter()
+            for version, (table, stats_rows) in enumerate(zip(tables, stats)):
+                slots["_batch"].table, slots["_stats"].table = table, stats_rows
+                sql = [WRITE_SQL["_batch"]] + ([WRITE_SQL["_stats"].format(version=version)] if with_stats else [])
+                con.execute("; ".join(["BEGIN TRANSACTION", *sql, "COMMIT"]))
+            timings[name] = time.perf_counter() - t0
+        for slot in slots.values():
+            slot.table = slot.schema.empty_table()
+    per_batch = {"convert": convert_s, "index": index_s, **timings}
+    return {f"phase_{k}_ms": v / len(batches) * 1000.0 for k, v in per_batch.items()}
 
 
 def ingest_cli(workdir: Path, rows: int, prompts: int, use_module: bool = False) -> dict:
@@ -188,6 +224,7 @@ def main() -> int:
     ap.add_argument("--baseline-rows", type=int, default=1_000)
     ap.add_argument("--record-batches", type=int, default=20, help="batches timed through record()")
     ap.add_argument("--reps", type=int, default=50)
+    ap.add_argument("--phase-batches", type=int, default=300, help="batches timed part by part")
     ap.add_argument("--ingest-lines", type=int, default=200_000, help="lines for the `ledger ingest` run (0: skip)")
     ap.add_argument("--ingest-module", action="store_true",
                     help="run `python -m scalerl_env.cli` (honours PYTHONPATH, e.g. an older checkout) instead of "
@@ -204,6 +241,10 @@ def main() -> int:
     print(f"baseline       : {res['baseline_rows_per_s']:>10,.0f} rows/s  (row-at-a-time INSERT, "
           f"{res['baseline_rows']} rows)")
     print(f"speedup        : {res['speedup']:>10.1f}x  (target >= 200x)")
+    print(f"one batch, ms  : Arrow conversion and checks {res['phase_convert_ms']:.2f}, group counts and stats rows "
+          f"{res['phase_index_ms']:.2f}; DuckDB append + commit {res['phase_append_commit_ms']:.2f} "
+          f"(alone = {res['bare_append_speedup']:.0f}x baseline), append + prompt_stats + commit "
+          f"{res['phase_append_stats_commit_ms']:.2f}")
     if "ingest_s" in res:
         print(f"ledger ingest  : {res['ingest_rows_per_s']:>10,.0f} rows/s  ({res['ingest_lines']:,} lines, "
               f"{res['ingest_bytes'] / 1e6:.0f} MB, {res['ingest_s']:.2f} s as a fresh process) = "
