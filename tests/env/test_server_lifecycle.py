@@ -1,5 +1,5 @@
 """SIGTERM during load: in-flight requests are answered, every acknowledged verdict is in the ledger
-after a restart, and the process exits 0."""
+after a restart, and the process exits 0. Start-up freezes its objects out of the cyclic collector."""
 
 from __future__ import annotations
 
@@ -99,3 +99,39 @@ def test_sigterm_during_load_drains_and_keeps_every_acknowledged_verdict(tmp_pat
     assert set(recorded) <= sent_ids
     assert len(recorded) == len(set(recorded)), "no verdict recorded twice"
     assert "reward server stopped" in log
+
+
+def test_a_started_server_freezes_its_start_up_objects_out_of_the_collector():
+    """`lifecycle._Server` freezes what start-up built (gc.freeze) before it serves: the cyclic collector's
+    full collections no longer rescan those objects."""
+    import gc
+    import types
+
+    import uvicorn
+
+    from scalerl_env.server.lifecycle import _Server
+    from tests.support.server_harness import free_port
+
+    async def app(scope, receive, send) -> None:  # a lifespan-only ASGI app: start-up is what is tested
+        while scope["type"] == "lifespan":
+            kind = (await receive())["type"]
+            await send({"type": f"{kind}.complete"})
+            if kind == "lifespan.shutdown":
+                return
+
+    async def serve() -> int:
+        task = asyncio.create_task(server.serve())
+        while not server.started:
+            await asyncio.sleep(0.01)
+        frozen = gc.get_freeze_count()
+        server.should_exit = True
+        await task
+        return frozen
+
+    config = uvicorn.Config(app, port=free_port(), log_config=None, lifespan="on")
+    server = _Server(config, types.SimpleNamespace(draining=False))
+    gc.unfreeze()
+    try:
+        assert asyncio.run(serve()) > 1000
+    finally:
+        gc.unfreeze()  # this test process goes on collecting as before
