@@ -1,6 +1,5 @@
 """Reward-server overhead: the same items through `scalerl-env serve` (HTTP, N client threads with keep-alive
-connections)
-and through the in-process batch API (`VerifierPool.verify_batch`, N concurrent threads).
+connections) and through the in-process batch API (`VerifierPool.verify_batch`, N concurrent threads).
 
 Workload: RL-shaped groups. Math groups are MATH-500 problems x --samples completions (the
 `bench_math.workload` generator: reference solutions, short boxed answers, wrong answers, truncations);
@@ -8,17 +7,18 @@ code groups are MBPP (sanitized, CodeT format, bodies re-indented) with the refe
 broken one, --code-samples per task. One request / one `verify_batch` call = one group.
 
 Both sides use the same verifier config (--workers math workers and sandbox slots) and are warm
-before timing (workers ready, sandbox started). Rounds alternate, in-process then HTTP, --repeats
-times, so a busy machine slows both alike; the median round of each side is reported. The HTTP
-client runs in this process, so on a small machine it competes with the server's verifier workers
-for CPU; that cost is part of what is measured. Prints items/s of each, the ratio of medians
-(target >= 0.95), p50/p99 latency per group, whether every round gave identical verdicts, the load
-average, the CPU time of each round's Python processes (in-process: this process; HTTP: the client
-threads here plus the server process, its event loop apart; the verifier subprocesses do the same work
-on both sides and are left out), and a profile of the server's event loop during two extra, untimed
-rounds (what HTTP adds). On a machine that the verifiers keep busy, the CPU the HTTP side adds is
-what it loses in throughput, so the CPU line says where a ratio below 1 comes from with far less noise
-than the ratio itself.
+before timing (workers ready, sandbox started). Both call from the same N threads, which (with the
+HTTP side's connections) last from round to round, as a trainer's do from step to step. Rounds
+alternate, in-process then HTTP, --repeats times, so a busy machine slows both alike; the median round
+of each side is reported. The HTTP client runs in this process, so on a small machine it competes with
+the server's verifier workers for CPU; that cost is part of what is measured. Prints items/s of each,
+the ratio of medians (target >= 0.95), p50/p99 latency per group, whether every round gave identical
+verdicts, the load average, the CPU time of each round's Python processes (in-process: this process;
+HTTP: the client threads here plus the server process, its event loop apart; the verifier subprocesses
+do the same work on both sides and are left out), and a profile of the server's event loop (CPU time)
+during two extra, untimed rounds (what HTTP adds). On a machine that the verifiers keep busy, the CPU
+the HTTP side adds is what it loses in throughput, so the CPU line says where a ratio below 1 comes
+from with far less noise than the ratio itself.
 
     python benchmarks/bench_server.py                        # 100 problems x 16 + 24 tasks x 8
     python benchmarks/bench_server.py --problems 500 --code-tasks 64
@@ -80,7 +80,7 @@ def percentile(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
 
 
-def time_in_process(pool, groups: list[list[dict]], concurrency: int) -> tuple[dict, float, list[float]]:
+def time_in_process(pool, groups: list[list[dict]], ex: ThreadPoolExecutor) -> tuple[dict, float, list[float]]:
     latencies: list[float] = []
 
     def one(group: list[dict]) -> list:
@@ -90,8 +90,7 @@ def time_in_process(pool, groups: list[list[dict]], concurrency: int) -> tuple[d
         return out
 
     start = time.perf_counter()
-    with ThreadPoolExecutor(concurrency) as ex:
-        results = list(ex.map(one, groups))
+    results = list(ex.map(one, groups))
     elapsed = time.perf_counter() - start
     return {v.id: v.status.value for r in results for v in r}, elapsed, latencies
 
@@ -146,8 +145,8 @@ class KeepAlivePoster:
         return json.loads(payload)
 
 
-def time_server(url: str, groups: list[list[dict]], concurrency: int) -> tuple[dict, float, list[float]]:
-    poster = KeepAlivePoster(url)
+def time_server(poster: KeepAlivePoster, groups: list[list[dict]],
+                ex: ThreadPoolExecutor) -> tuple[dict, float, list[float]]:
     bodies = [json.dumps({"items": g}).encode() for g in groups]  # a trainer has its request ready too
     latencies: list[float] = []
 
@@ -158,8 +157,7 @@ def time_server(url: str, groups: list[list[dict]], concurrency: int) -> tuple[d
         return out
 
     start = time.perf_counter()
-    with ThreadPoolExecutor(concurrency) as ex:
-        results = list(ex.map(one, bodies))
+    results = list(ex.map(one, bodies))
     elapsed = time.perf_counter() - start
     return {v["id"]: v["status"] for r in results for v in r}, elapsed, latencies
 
@@ -182,20 +180,23 @@ def cpu_s(server_pid: int) -> tuple[float, float, float]:
 
 def alternate(groups: list[list[dict]], config, workers: int, concurrency: int, repeats: int) -> dict:
     """Both sides warm and idle-waiting; rounds alternate (A B A B ...) so machine noise hits both alike.
-    An idle side costs nothing: its verifier workers block on their pipes. Each round is (verdicts,
-    seconds, latencies, CPU seconds of this process, of the server process, of its event loop)."""
+    An idle side costs nothing: its verifier workers block on their pipes. The caller threads (and the
+    HTTP side's keep-alive connections, one per thread) last across rounds, as a trainer's would across
+    steps. Each round is (verdicts, seconds, latencies, CPU seconds of this process, of the server
+    process, of its event loop)."""
     from verifiers import VerifierPool
 
     runs: dict[str, list] = {"local": [], "remote": []}
     proc, url = start_server(workers)
     try:
-        with VerifierPool(config) as pool:
+        with VerifierPool(config) as pool, ThreadPoolExecutor(concurrency) as ex:
+            poster = KeepAlivePoster(url)
             warm(pool.verify_batch, pool.ready, groups)
             warm(lambda batch: httpx.post(url + "/v1/verify", json={"items": batch}, timeout=600),
                  lambda: server_ready(url), groups)
             for _ in range(repeats):
-                for key, side in (("local", lambda: time_in_process(pool, groups, concurrency)),
-                                  ("remote", lambda: time_server(url, groups, concurrency))):
+                for key, side in (("local", lambda: time_in_process(pool, groups, ex)),
+                                  ("remote", lambda: time_server(poster, groups, ex))):
                     before = cpu_s(proc.pid)
                     result = side()
                     runs[key].append((*result, *(b - a for a, b in zip(before, cpu_s(proc.pid)))))
@@ -232,7 +233,9 @@ def profile_round(groups: list[list[dict]], workers: int, concurrency: int) -> s
         try:
             warm(lambda batch: httpx.post(url + "/v1/verify", json={"items": batch}, timeout=600),
                  lambda: server_ready(url), groups)
-            secs = [time_server(url, groups, concurrency)[1] for _ in range(2)]  # the second one warm
+            with ThreadPoolExecutor(concurrency) as ex:
+                poster = KeepAlivePoster(url)
+                secs = [time_server(poster, groups, ex)[1] for _ in range(2)]  # the second one warm
         finally:
             proc.send_signal(signal.SIGTERM)
             proc.wait(timeout=120)
