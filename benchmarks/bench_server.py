@@ -80,18 +80,23 @@ def percentile(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
 
 
-def time_in_process(pool, groups: list[list[dict]], ex: ThreadPoolExecutor) -> tuple[dict, float, list[float]]:
+def timed_round(call, requests: list, ex: ThreadPoolExecutor) -> tuple[list, float, list[float]]:
+    """`call` on every request from the caller threads: (results in order, seconds, latency of each)."""
     latencies: list[float] = []
 
-    def one(group: list[dict]) -> list:
+    def one(request):
         start = time.perf_counter()
-        out = pool.verify_batch(group)
+        out = call(request)
         latencies.append(time.perf_counter() - start)
         return out
 
     start = time.perf_counter()
-    results = list(ex.map(one, groups))
-    elapsed = time.perf_counter() - start
+    results = list(ex.map(one, requests))
+    return results, time.perf_counter() - start, latencies
+
+
+def time_in_process(pool, groups: list[list[dict]], ex: ThreadPoolExecutor) -> tuple[dict, float, list[float]]:
+    results, elapsed, latencies = timed_round(pool.verify_batch, groups, ex)
     return {v.id: v.status.value for r in results for v in r}, elapsed, latencies
 
 
@@ -148,17 +153,7 @@ class KeepAlivePoster:
 def time_server(poster: KeepAlivePoster, groups: list[list[dict]],
                 ex: ThreadPoolExecutor) -> tuple[dict, float, list[float]]:
     bodies = [json.dumps({"items": g}).encode() for g in groups]  # a trainer has its request ready too
-    latencies: list[float] = []
-
-    def one(body: bytes) -> list:
-        start = time.perf_counter()
-        out = poster.post("/v1/verify", body)["results"]
-        latencies.append(time.perf_counter() - start)
-        return out
-
-    start = time.perf_counter()
-    results = list(ex.map(one, bodies))
-    elapsed = time.perf_counter() - start
+    results, elapsed, latencies = timed_round(lambda body: poster.post("/v1/verify", body)["results"], bodies, ex)
     return {v["id"]: v["status"] for r in results for v in r}, elapsed, latencies
 
 

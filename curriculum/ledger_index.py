@@ -22,7 +22,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from curriculum.schema import NO_STEP
+from curriculum.schema import NO_STEP, RETIRED_COLUMNS
 
 # The prompt_stats counter columns (`Stats.row()`), then the retirement a retired prompt's rows carry
 # (`Retirement`); version and last_seen_at are added by the INSERT.
@@ -33,11 +33,8 @@ STATS_SCHEMA = pa.schema([
     ("last_group_correct", pa.int64()),
 ])
 STATS_COLUMNS = tuple(STATS_SCHEMA.names)
-RETIREMENT_SCHEMA = pa.schema([
-    ("retired_seq", pa.int64()), ("retired_step", pa.int64()), ("retired_epoch", pa.int64()),
-    ("retired_pass_rate", pa.float64()), ("retired_window_samples", pa.int64()), ("retired_threshold", pa.float64()),
-    ("retired_at", pa.timestamp("us", tz="UTC")),
-])
+_ARROW_TYPES = {"BIGINT": pa.int64(), "DOUBLE": pa.float64(), "TIMESTAMPTZ": pa.timestamp("us", tz="UTC")}
+RETIREMENT_SCHEMA = pa.schema([(name, _ARROW_TYPES[kind]) for name, kind in RETIRED_COLUMNS])
 ROW_SCHEMA = pa.schema([*STATS_SCHEMA, *RETIREMENT_SCHEMA])
 NOT_RETIRED = (None,) * len(RETIREMENT_SCHEMA)
 

@@ -27,6 +27,7 @@ import tempfile
 import threading
 import time
 import weakref
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 
 from verifiers.sandbox._testcode import pack as pack_test
@@ -155,22 +156,21 @@ class _Server:
         # The server's death signal (PR_SET_PDEATHSIG) fires when the *thread* that forked it exits, so
         # it is launched by the thread that then reads its messages for as long as it lives; a server
         # started from a short-lived caller thread would otherwise die with that thread.
-        launched: dict[str, object] = {}
-        ready = threading.Event()
-        threading.Thread(target=self._launch_and_dispatch, args=(cfg, parent_sock, child_sock, launched, ready),
+        launched: Future[subprocess.Popen] = Future()
+        threading.Thread(target=self._launch_and_dispatch, args=(cfg, parent_sock, child_sock, launched),
                          daemon=True, name="sandbox-dispatch").start()
-        ready.wait()
-        if "error" in launched:
+        try:
+            self._proc = launched.result()
+        except BaseException:
             parent_sock.close()
-            raise launched["error"]  # type: ignore[misc]
-        self._proc = launched["proc"]  # type: ignore[assignment]
+            raise
         self._sock = parent_sock
         self._closed = False
 
     def _launch_and_dispatch(self, cfg: dict, parent_sock: socket.socket, child_sock: socket.socket,
-                             launched: dict, ready: threading.Event) -> None:
+                             launched: Future[subprocess.Popen]) -> None:
         try:
-            launched["proc"] = subprocess.Popen(
+            proc = subprocess.Popen(
                 [sys.executable, "-I", "-S", ZYGOTE, json.dumps(cfg)], pass_fds=[child_sock.fileno()],
                 stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, close_fds=True,
                 # No host secrets in the server's memory. Symbols bound at start: children inherit a filled
@@ -178,11 +178,11 @@ class _Server:
                 env={"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", "LD_BIND_NOW": "1"},
             )
         except BaseException as exc:  # reported to the caller of _start_server
-            launched["error"] = exc
+            launched.set_exception(exc)
             return
         finally:
             child_sock.close()
-            ready.set()
+        launched.set_result(proc)
         self._dispatch(parent_sock)
 
     def _dispatch(self, sock: socket.socket) -> None:
