@@ -40,6 +40,7 @@ import duckdb
 import pyarrow as pa
 
 from curriculum.attempts import ATTEMPT_SCHEMA, rows_from_verdicts, to_attempts_table
+from curriculum.deadlines import Deadlines
 from curriculum.filters import RetirementConfig, passes
 from curriculum.ledger_index import NOT_RETIRED, ROW_SCHEMA, STATS_COLUMNS, Retirement, Stats, group_counts, rows_table
 from curriculum.models import LedgerError, PassRate, QueryResult, QueryTimeoutError, ReadOnlyQueryError
@@ -83,6 +84,7 @@ class _Slot:
 # two Ledger writers in one process would each keep their own index; refuse the second one instead.
 _OWNED: set[str] = set()
 _OWNED_LOCK = threading.Lock()
+_DEADLINES = Deadlines()  # one watchdog thread (started by the first query) for every ledger's queries
 
 
 # The owner's DuckDB runs one thread unless told otherwise: its statements are small (a training batch,
@@ -400,10 +402,8 @@ class Ledger:
         """Run one read-only statement with a time limit; at most `max_rows` rows are returned."""
         statement = check_read_only(sql)
         cur = self._cursor()
-        timer = threading.Timer(timeout_s, cur.interrupt)
-        timer.daemon = True
+        deadline = _DEADLINES.arm(timeout_s, cur.interrupt)
         try:
-            timer.start()
             cur.execute(statement)
             columns = [d[0] for d in cur.description or []]
             rows = cur.fetchmany(max_rows + 1)
@@ -412,7 +412,7 @@ class Ledger:
         except duckdb.Error as exc:
             raise LedgerError(f"query failed: {exc}") from exc
         finally:
-            timer.cancel()
+            _DEADLINES.disarm(deadline)
             cur.close()
         return QueryResult(columns=columns, rows=[list(r) for r in rows[:max_rows]], truncated=len(rows) > max_rows)
 
