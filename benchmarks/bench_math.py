@@ -25,7 +25,7 @@ import random
 import time
 from collections import Counter
 
-from scalerl_env.paths import reference_dir
+from scalerl_env.contracts.paths import reference_dir
 
 REF = reference_dir() / "math500" / "test.jsonl"
 TARGET_RATIO = 8.0

@@ -24,7 +24,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from scalerl_env.config import load_config
+from scalerl_env.contracts.config import load_config
 from trainer.config import TrainConfig
 from trainer.rollout.simulation import SimConfig, simulate
 from trainer.run_log import read_metrics

@@ -50,7 +50,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 from bench_math import workload  # one workload generator for both math benchmarks
 
-from scalerl_env.paths import reference_dir
+from scalerl_env.contracts.paths import reference_dir
 
 MBPP = reference_dir() / "mbpp_sanitized_codet" / "mbpp_sanitized_for_code_generation.jsonl"
 TARGET_RATIO = 0.95

@@ -1,27 +1,11 @@
-"""The ScaleRL data filters: the zero-variance filter (a pure function returning its statistics) and
-the retirement rule that the ledger applies as it records attempts (its one implementation).
+"""The zero-variance filter of ScaleRL: a pure function returning its statistics. The retirement rule
+(no-positive resampling) is the ledger's: `curriculum.ledger.retirement`.
 
 Zero-variance filtering (ScaleRL §3, "zero-variance filtering"): a group whose rewards are all equal
 has zero advantage for every sample, so it contributes nothing but noise to the batch statistics. It is
 dropped from the *effective* batch; nothing is resampled, so the batch shrinks and the fraction dropped
 is reported (`ZeroVarianceStats.frac_dropped`, the quantity TRL logs as `frac_reward_zero_std`).
 A group of one sample is zero-variance by definition and is dropped.
-
-No-positive resampling (ScaleRL §3, after Polaris, An et al. 2025): "maintain a history of pass rates
-and permanently remove from subsequent epochs any prompt with pass rate ≥ 0.9". Here:
-- the pass rate is `passed / scored` over a *window* (`RetirementConfig.window`):
-  `"group"` (default) — the samples of the prompt's most recent group, i.e. the samples drawn for it at
-  one step; the paper samples each prompt once per epoch, so this is its pass rate in its latest epoch
-  and a prompt retires as soon as any one group reaches the threshold.
-  `"all"` — every sample the prompt has ever had (a cumulative rate: slower to retire a prompt the
-  policy has only recently learned).
-- a sample passes when its verdict status is `correct` (shaped rewards never decide retirement).
-- retirement is permanent: a later, worse group never brings a retired prompt back.
-- a window with fewer than `min_samples` scored samples never retires a prompt (guards against a group
-  recorded in pieces retiring on its first few samples).
-
-Samples whose verification *failed* (`status = error`) are not scored: the ledger leaves them out of
-the window.
 """
 
 from __future__ import annotations
@@ -29,11 +13,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Literal, Protocol, TypeVar, runtime_checkable
-
-from pydantic import Field
-
-from scalerl_env.records import Strict
+from typing import Protocol, TypeVar, runtime_checkable
 
 
 @runtime_checkable
@@ -53,22 +33,6 @@ class RewardGroup:
     domain: str
     rewards: Sequence[float]
     correct: Sequence[bool] | None = None
-
-
-class RetirementConfig(Strict):
-    """No-positive resampling settings (ScaleRL: threshold 0.9, retired for good)."""
-
-    enabled: bool = Field(default=True, description="off: nothing is ever retired (the paper's ablation)")
-    threshold: float = Field(default=0.9, gt=0.0, le=1.0, description="retire when pass rate >= this")
-    window: Literal["group", "all"] = Field(
-        default="group", description="'group': the latest group's samples (one epoch); 'all': every sample"
-    )
-    min_samples: int = Field(default=1, ge=1, description="a window needs this many scored samples")
-
-
-def passes(correct: int, scored: int, config: RetirementConfig) -> bool:
-    """The retirement rule on one window's counts (the ledger applies the same function)."""
-    return config.enabled and scored >= config.min_samples and correct / scored >= config.threshold
 
 
 @dataclass

@@ -2,7 +2,7 @@
 
 `Sampler(..., policy=CurriculumPolicy(cfg, seed=...))` hands three decisions to this object: the
 domain weights of each batch, and which prompt of a domain is drawn next. Before each batch the
-policy reads the counts its active strategies need from the ledger (`curriculum.ledger_counts`);
+policy reads the counts its active strategies need from the ledger (`curriculum.ledger.counts`);
 every decision is a function of those counts, the seed and the sampler's stored state, so a sampler
 rebuilt on the same ledger draws the same prompts (the policy's state — prompts drawn this epoch,
 the re-admission queue, a draw counter — travels inside the sampler state).
@@ -29,7 +29,7 @@ from collections import Counter
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from curriculum import ledger_counts as lc
+from curriculum.ledger import counts as lc
 from curriculum import strategies as st
 from curriculum.strategy_config import StrategyConfig
 

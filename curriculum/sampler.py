@@ -46,9 +46,9 @@ from collections.abc import Mapping, Sequence
 from collections.abc import Set as AbstractSet
 from typing import Any
 
-from curriculum.ledger import Ledger
+from curriculum.ledger.store import Ledger
 from curriculum.source_mix import SourceMix
-from scalerl_env.records import ProblemRecord
+from scalerl_env.contracts.records import ProblemRecord
 
 logger = logging.getLogger(__name__)
 STATE_VERSION = 1

@@ -2,7 +2,7 @@
 
 Every function here takes numbers (counts, pass rates, flags, a seed) and returns a decision; none
 reads the ledger, the clock or global randomness, so each is tested on hand-made inputs and the
-same inputs always give the same decision. `curriculum.ledger_counts` turns a ledger into these
+same inputs always give the same decision. `curriculum.ledger.counts` turns a ledger into these
 inputs (SQL over `attempts`), `curriculum.policy` applies the decisions in the sampler, and
 `trainer.curriculum_runtime` applies the zero-variance modes in the training loop.
 

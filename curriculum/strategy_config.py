@@ -13,7 +13,7 @@ from typing import Literal
 
 from pydantic import Field, model_validator
 
-from scalerl_env.records import Strict
+from scalerl_env.contracts.records import Strict
 
 ZeroVarianceMode = Literal["shrink", "refill", "duplicate", "keep"]
 PriorityMode = Literal["uniform", "learnability", "failure", "pools"]

@@ -24,7 +24,7 @@ from typing import Any
 import httpx
 from typing_extensions import Self
 
-from scalerl_env.records import Verdict, VerifyItem
+from scalerl_env.contracts.records import Verdict, VerifyItem
 from scalerl_env.server.models import LedgerQueryResponse, RewardResponse, VerifyResponse
 
 DEFAULT_URL = "http://127.0.0.1:8000"

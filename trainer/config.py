@@ -3,7 +3,7 @@
 It composes the trainer-core configs (`LossConfig`, `AdvantageConfig`, `OptimConfig`, `LengthConfig`
 from `trainer.core.config`), the verifier config (`verifiers.config`) and the pieces this module
 owns (pipeline, engine, data, validation, warm start, checkpoints). Load with
-`scalerl_env.config.load_config(TrainConfig, yaml, overrides)`; unknown keys are errors naming the dotted path.
+`scalerl_env.contracts.config.load_config(TrainConfig, yaml, overrides)`; unknown keys are errors naming the dotted path.
 
 Departures from the paper's defaults, all because the defaults here are the *built-in CPU default*
 (a ~0.8 M-parameter character model on 2 cores) — set them back for a
@@ -24,9 +24,9 @@ from typing import Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from curriculum.filters import RetirementConfig
+from curriculum.ledger.retirement import RetirementConfig
 from curriculum.strategy_config import StageConfig, StrategyConfig
-from scalerl_env.records import DOMAINS, Strict
+from scalerl_env.contracts.records import DOMAINS, Strict
 from trainer.core.config import AdvantageConfig, LengthConfig, LossConfig, OptimConfig
 from trainer.core.length_control import output_budget, stage_length
 from trainer.data_config import PromptsConfig, RolloutLogConfig, SourceConfig

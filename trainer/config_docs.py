@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from scalerl_env.config import atomic_write_text, reference_markdown
-from scalerl_env.paths import REPO
+from scalerl_env.contracts.config import atomic_write_text, reference_markdown
+from scalerl_env.contracts.paths import REPO
 
 DOC = REPO / "docs" / "configuration.md"
 HEADER = """# Configuration reference

@@ -25,9 +25,9 @@ from typing import Any
 
 import torch
 
-from curriculum.filters import RetirementConfig
-from curriculum.ledger import Ledger
-from scalerl_env.records import ProblemRecord
+from curriculum.ledger.retirement import RetirementConfig
+from curriculum.ledger.store import Ledger
+from scalerl_env.contracts.records import ProblemRecord
 from trainer.config import TrainConfig
 
 IN_FLIGHT = 8  # requests submitted ahead (the engine batches their samples)

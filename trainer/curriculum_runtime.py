@@ -27,10 +27,10 @@ from collections.abc import Callable
 from typing import Any
 
 from curriculum.filters import zero_variance_filter
-from curriculum.ledger_counts import profile_prior
+from curriculum.ledger.counts import profile_prior
 from curriculum.policy import CurriculumPolicy
 from curriculum.strategies import ZERO_VARIANCE_MODES
-from scalerl_env.config import ConfigError
+from scalerl_env.contracts.config import ConfigError
 from trainer.config import TrainConfig
 from trainer.core.length_control import stage_length
 from trainer.rollout.messages import RolloutGroup

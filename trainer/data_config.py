@@ -12,7 +12,7 @@ from typing import Literal
 
 from pydantic import Field, model_validator
 
-from scalerl_env.records import Domain, Strict
+from scalerl_env.contracts.records import Domain, Strict
 
 
 class SourceConfig(Strict):

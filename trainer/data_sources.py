@@ -28,8 +28,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from scalerl_env.config import ConfigError
-from scalerl_env.records import ProblemRecord
+from scalerl_env.contracts.config import ConfigError
+from scalerl_env.contracts.records import ProblemRecord
 from scalerl_env.sources.prepare import holdout_count, split_holdout
 from scalerl_env.sources.verl import RecordFileError, load_record_file
 from trainer.config import TrainConfig

@@ -23,7 +23,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from scalerl_env.config import ConfigError
+from scalerl_env.contracts.config import ConfigError
 from trainer.core.config import DEFAULT_PHRASE
 
 PRESETS: dict[str, dict[str, Any]] = {

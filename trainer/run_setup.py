@@ -24,8 +24,8 @@ import torch
 from curriculum.sampler import Sampler
 from curriculum.strategies import stage_index
 from curriculum.strategy_config import StageConfig
-from scalerl_env.config import ConfigError, write_resolved
-from scalerl_env.records import ProblemRecord
+from scalerl_env.contracts.config import ConfigError, write_resolved
+from scalerl_env.contracts.records import ProblemRecord
 from trainer.config import TrainConfig
 from trainer.core.checkpoint import latest_checkpoint, load_model_weights
 from trainer.core.update import PolicyTrainer
@@ -66,7 +66,7 @@ class Run:
     trainer: PolicyTrainer
     runtime: LocalRuntime
     rollouts: Rollouts
-    ledger: Any  # curriculum.ledger.Ledger, or its Ray actor proxy
+    ledger: Any  # curriculum.ledger.store.Ledger, or its Ray actor proxy
     sampler: Sampler
     verifier: Any
     pools: dict[str, DomainPool]

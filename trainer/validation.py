@@ -17,7 +17,7 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from scalerl_env.records import ProblemRecord
+from scalerl_env.contracts.records import ProblemRecord
 from trainer.config import TrainConfig
 from trainer.engines.base import GenerationEngine, GenerationRequest, SamplingParams
 from trainer.engines.factory import build_torch_engine

@@ -30,8 +30,8 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from scalerl_env.config import validation_problems
-from scalerl_env.records import Status, Verdict, VerifyItem
+from scalerl_env.contracts.config import validation_problems
+from scalerl_env.contracts.records import Status, Verdict, VerifyItem
 from verifiers.config import VerifierConfig
 from verifiers.extract import clean_answer, extract_answer
 from verifiers.math_fast import fast_verdict

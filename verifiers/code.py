@@ -26,7 +26,7 @@ from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from scalerl_env.records import AssertTests, FunctionalTests, Limits, Status, StdioTests, Verdict, VerifyItem
+from scalerl_env.contracts.records import AssertTests, FunctionalTests, Limits, Status, StdioTests, Verdict, VerifyItem
 from verifiers.code_compare import compare_output, functional_equal
 from verifiers.code_extract import extract_code
 from verifiers.config import CodeConfig

@@ -1,6 +1,6 @@
 """Output comparators (stdio) and result equality (functional), run in the parent, never the sandbox.
 
-stdio `compare` values (`StdioTests.compare` in `scalerl_env.records`):
+stdio `compare` values (`StdioTests.compare` in `scalerl_env.contracts.records`):
 - `tokens` (default): whitespace-split, case-sensitive; where the *expected* token is a float literal
   (has '.', 'e' or 'E', or is inf/nan), the output token matches within 1e-6 absolute or relative;
   integer and text tokens must match exactly.

@@ -6,7 +6,7 @@ from typing import Literal
 
 from pydantic import Field
 
-from scalerl_env.records import RewardTable, Strict
+from scalerl_env.contracts.records import RewardTable, Strict
 
 
 class MathConfig(Strict):

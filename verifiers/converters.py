@@ -1,4 +1,4 @@
-"""Converters from common code-benchmark rows to the three test kinds of `scalerl_env.records`.
+"""Converters from common code-benchmark rows to the three test kinds of `scalerl_env.contracts.records`.
 
 Each `from_<format>(row)` takes one dataset row (a dict, as Hugging Face `datasets` yields it) and
 returns a `StdioTests`, `FunctionalTests` or `AssertTests`; a malformed row raises ValueError naming
@@ -27,7 +27,7 @@ import pickle
 import zlib
 from typing import Any
 
-from scalerl_env.records import AssertTests, FunctionalCase, FunctionalTests, StdioCase, StdioTests
+from scalerl_env.contracts.records import AssertTests, FunctionalCase, FunctionalTests, StdioCase, StdioTests
 
 
 def _field(row: dict, name: str) -> Any:

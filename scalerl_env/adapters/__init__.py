@@ -28,8 +28,8 @@ from typing import Any
 
 from pydantic import TypeAdapter, ValidationError
 
-from scalerl_env.config import validation_problems
-from scalerl_env.records import CodeTests, Limits, Verdict, VerifyItem
+from scalerl_env.contracts.config import validation_problems
+from scalerl_env.contracts.records import CodeTests, Limits, Verdict, VerifyItem
 
 URL_ENV = "SCALERL_REWARD_URL"
 _TESTS = TypeAdapter(CodeTests)

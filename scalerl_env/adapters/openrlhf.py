@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from scalerl_env.adapters import reference_item, score_items
-from scalerl_env.records import Status, Verdict, VerifyItem
+from scalerl_env.contracts.records import Status, Verdict, VerifyItem
 from scalerl_env.server.models import RewardRequest, RewardResponse
 
 

@@ -23,7 +23,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from scalerl_env.adapters import id_text, reference_item, score_items
-from scalerl_env.records import Status, Verdict, VerifyItem
+from scalerl_env.contracts.records import Status, Verdict, VerifyItem
 
 GROUND_TRUTH = ("reward_model", "ground_truth")
 

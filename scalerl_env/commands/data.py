@@ -143,7 +143,7 @@ def check_cmd(
 
     Example: scalerl-env data check runs/data/gsm8k.parquet --drop-failing
     """
-    from scalerl_env.records import Limits
+    from scalerl_env.contracts.records import Limits
     from scalerl_env.sources.prepare import check_records
     from scalerl_env.sources.prepare import drop_failing as drop
     from scalerl_env.sources.verl import read_records, write_records

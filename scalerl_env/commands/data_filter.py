@@ -47,7 +47,7 @@ def filter_file(path: Path, ledger_path: Path, low: float, high: float, out: Pat
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from curriculum.ledger import Ledger
+    from curriculum.ledger.store import Ledger
     from scalerl_env.sources.verl import load_record_file
 
     records = load_record_file(path)
@@ -77,7 +77,7 @@ def filter_cmd(
 
     Example: scalerl-env data filter gsm8k.parquet --ledger profile.duckdb --pass-rate 0.01:0.99 --out band.parquet
     """
-    from curriculum.models import LedgerError
+    from curriculum.ledger.models import LedgerError
     from scalerl_env.sources.verl import RecordFileError
 
     low, high = parse_band(pass_rate)

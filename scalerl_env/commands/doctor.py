@@ -18,7 +18,7 @@ EXAMPLE = "scalerl-env doctor --sandbox standard --json"
 
 def code_smoke(level: str) -> dict:
     """One honest and one wrong program through a real CodeVerifier at `level`."""
-    from scalerl_env.records import VerifyItem
+    from scalerl_env.contracts.records import VerifyItem
     from verifiers.code import CodeVerifier
     from verifiers.config import CodeConfig
     from verifiers.sandbox import SandboxUnavailable

@@ -48,7 +48,7 @@ def _fail(message: str, code: int = 2) -> None:
 
 def run_query(sql: str, *, ledger: Path | None, url: str | None, timeout_s: float):
     """QueryResult from the owner at `url`, or from the file opened read-only."""
-    from curriculum.models import LedgerError, QueryResult
+    from curriculum.ledger.models import LedgerError, QueryResult
 
     if (ledger is None) == (url is None):
         _fail("give exactly one of --ledger FILE or --url URL")
@@ -68,7 +68,7 @@ def run_query(sql: str, *, ledger: Path | None, url: str | None, timeout_s: floa
             _fail(f"owner answered {resp.status_code}: {detail}")
         body = resp.json()
         return QueryResult(columns=body["columns"], rows=body["rows"], truncated=body.get("truncated", False))
-    from curriculum.ledger import Ledger
+    from curriculum.ledger.store import Ledger
 
     try:
         with Ledger(ledger, read_only=True) as led:
@@ -122,8 +122,8 @@ def snapshot(
 
     Example: scalerl-env ledger snapshot --ledger runs/ledger.duckdb --out runs/ledger_snapshots
     """
-    from curriculum.ledger import Ledger
-    from curriculum.models import LedgerError
+    from curriculum.ledger.store import Ledger
+    from curriculum.ledger.models import LedgerError
 
     try:
         with Ledger(ledger, read_only=True) as led:
@@ -147,7 +147,7 @@ def ingest(
 
         import pyarrow as pa
 
-        from curriculum.ingest_read import read_verdict_file
+        from curriculum.ledger.ingest_read import read_verdict_file
 
         # The process's Arrow allocations are a few large buffers for one JSON read: the system allocator
         # parsed 200,000 lines in 0.16-0.19 s, pyarrow's default mimalloc pool in 0.28-0.41 s (first read
@@ -155,9 +155,9 @@ def ingest(
         pa.set_memory_pool(pa.system_memory_pool())
         with ThreadPoolExecutor(1) as pool:  # the file is read while DuckDB, pydantic and the ledger load
             reading = pool.submit(read_verdict_file, file)
-            from curriculum.ingest import ingest_file
-            from curriculum.ledger import Ledger
-            from curriculum.models import LedgerError
+            from curriculum.ledger.ingest import ingest_file
+            from curriculum.ledger.store import Ledger
+            from curriculum.ledger.models import LedgerError
 
             try:
                 with Ledger(ledger) as led:

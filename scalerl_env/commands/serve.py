@@ -31,7 +31,7 @@ def register(app: typer.Typer) -> None:
         set_: Annotated[list[str] | None, typer.Option(
             "--set", help="dotted override, e.g. --set limits.max_batch_items=256")] = None,
     ) -> None:
-        from scalerl_env.config import ConfigError, load_config
+        from scalerl_env.contracts.config import ConfigError, load_config
         from scalerl_env.server.config import ServerConfig
         from scalerl_env.server.lifecycle import run_server
 

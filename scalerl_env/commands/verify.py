@@ -35,8 +35,8 @@ def read_items(source: str) -> list:
 def _parse_lines(stream) -> list:
     from pydantic import ValidationError
 
-    from scalerl_env.config import validation_problems
-    from scalerl_env.records import VerifyItem
+    from scalerl_env.contracts.config import validation_problems
+    from scalerl_env.contracts.records import VerifyItem
 
     items = []
     for lineno, line in enumerate(stream, start=1):
@@ -130,7 +130,7 @@ def register(app: typer.Typer) -> None:
         config: Path | None = typer.Option(None, "--config", help="VerifierConfig YAML"),
         overrides: list[str] | None = typer.Argument(None, help="dotted overrides, e.g. math.timeout_s=2"),
     ) -> None:
-        from scalerl_env.config import ConfigError, atomic_write_text, load_config
+        from scalerl_env.contracts.config import ConfigError, atomic_write_text, load_config
         from verifiers.batch import VerifierPool
         from verifiers.config import VerifierConfig
 

@@ -1,14 +1,14 @@
 """Reward-server settings: one pydantic model, the one source of truth for every server default.
 
 `ServerConfig` embeds the verifier settings (`verifiers.config.VerifierConfig`), so one YAML file
-configures the whole service. Load it with `scalerl_env.config.load_config(ServerConfig, path, overrides)`.
+configures the whole service. Load it with `scalerl_env.contracts.config.load_config(ServerConfig, path, overrides)`.
 """
 
 from __future__ import annotations
 
 from pydantic import Field, model_validator
 
-from scalerl_env.records import Strict
+from scalerl_env.contracts.records import Strict
 from verifiers.config import VerifierConfig
 
 

@@ -10,7 +10,7 @@ from typing import Any
 
 from pydantic import Field, model_validator
 
-from scalerl_env.records import Strict, Verdict, VerifyItem
+from scalerl_env.contracts.records import Strict, Verdict, VerifyItem
 
 
 class VerifyRequest(Strict):
@@ -39,7 +39,7 @@ class LedgerQueryRequest(Strict):
 
 
 class LedgerQueryResponse(Strict):
-    """Same shape as `curriculum.models.QueryResult`."""
+    """Same shape as `curriculum.ledger.models.QueryResult`."""
 
     columns: list[str]
     rows: list[list[Any]]

@@ -22,7 +22,7 @@ from starlette.routing import BaseRoute
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from scalerl_env.adapters import AdapterInputError, openrlhf
-from scalerl_env.records import VerifyItem
+from scalerl_env.contracts.records import VerifyItem
 from scalerl_env.server.limits import read_body, replay
 from scalerl_env.server.models import (
     ErrorResponse,
@@ -201,7 +201,7 @@ async def ledger_query(body: LedgerQueryRequest, request: Request) -> LedgerQuer
             state.ledger.query, body.sql, timeout_s=timeout_s, max_rows=state.config.max_ledger_rows
         )
     except Exception as exc:  # noqa: BLE001 - read-only guard, SQL errors: the caller's mistake, not ours
-        from curriculum.models import QueryTimeoutError  # importable whenever a ledger is attached
+        from curriculum.ledger.models import QueryTimeoutError  # importable whenever a ledger is attached
 
         status = 504 if isinstance(exc, QueryTimeoutError) else 400
         raise HTTPException(status, f"{type(exc).__name__}: {exc}") from None

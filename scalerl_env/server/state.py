@@ -4,7 +4,7 @@ Guarantees:
 - Scoring runs on worker threads that call the (thread-safe) verifier pool, never on the event loop,
   so one slow item does not stall other requests, health checks or metrics.
 - Items that carry a `prompt_id` are committed to the attached ledger before their request is answered:
-  an acknowledged verdict is a committed one (`curriculum.ledger.Ledger.record` returns after commit;
+  an acknowledged verdict is a committed one (`curriculum.ledger.store.Ledger.record` returns after commit;
   the ledger serialises writers itself and lets read-only queries run beside them).
 - Items count against `max_items_in_flight` from admission until the pool has finished with them, even
   when their request already got 504 for passing its deadline; the bound holds for work, not for replies.
@@ -25,7 +25,7 @@ from typing import Any, Protocol
 
 from fastapi import HTTPException
 
-from scalerl_env.records import Verdict, VerifyItem
+from scalerl_env.contracts.records import Verdict, VerifyItem
 from scalerl_env.server.config import ServerConfig
 from scalerl_env.server.limits import InFlight
 from scalerl_env.server.metrics import ServerMetrics
@@ -81,7 +81,7 @@ class ServerState:
         """Open the ledger first (it fails fast when another process owns it), then start the pool."""
         try:
             if self.ledger is None and self.config.ledger:
-                from curriculum.ledger import Ledger
+                from curriculum.ledger.store import Ledger
 
                 self.ledger = await asyncio.to_thread(Ledger, self.config.ledger)
             if self.pool is None:

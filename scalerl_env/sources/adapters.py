@@ -31,7 +31,7 @@ from typing import Any
 
 from pydantic import Field
 
-from scalerl_env.records import ChatMessage, ProblemRecord, Strict, make_prompt_id
+from scalerl_env.contracts.records import ChatMessage, ProblemRecord, Strict, make_prompt_id
 
 from .manifest import Difficulty, SourceManifest
 

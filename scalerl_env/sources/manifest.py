@@ -17,7 +17,7 @@ from typing import Literal
 import yaml
 from pydantic import Field, ValidationError
 
-from scalerl_env.records import Strict
+from scalerl_env.contracts.records import Strict
 
 DATASETS_DIR = Path(__file__).resolve().parents[2] / "datasets"
 MANIFEST_DIR = DATASETS_DIR / "manifests"

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from scalerl_env.records import Limits, ProblemRecord, VerifyItem
+from scalerl_env.contracts.records import Limits, ProblemRecord, VerifyItem
 
 from .adapters import AdapterError, PromptConfig, adapt_row, converter
 from .loading import DataLoadError, RowError, iter_rows

@@ -26,7 +26,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from pydantic import TypeAdapter, ValidationError
 
-from scalerl_env.records import CodeTests, ProblemRecord, make_prompt_id
+from scalerl_env.contracts.records import CodeTests, ProblemRecord, make_prompt_id
 
 from .loading import RowError
 

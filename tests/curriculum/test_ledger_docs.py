@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from curriculum.ledger import Ledger
+from curriculum.ledger.store import Ledger
 from curriculum.sampler import Sampler
 from tests.support.ledger_data import PROBLEMS
 

@@ -7,9 +7,9 @@ import json
 import pytest
 from typer.testing import CliRunner
 
-from curriculum.ingest import ingest_file
-from curriculum.ledger import Ledger
-from curriculum.models import mean_pass_at_k
+from curriculum.ledger.ingest import ingest_file
+from curriculum.ledger.store import Ledger
+from curriculum.ledger.models import mean_pass_at_k
 from scalerl_env.cli import build_app
 from tests.support.ledger_data import humaneval_problems, write_verdicts
 

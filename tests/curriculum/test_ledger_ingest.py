@@ -9,11 +9,11 @@ import sys
 import pytest
 from typer.testing import CliRunner
 
-from curriculum.ingest import ingest_file
-from curriculum.ledger import Ledger
-from curriculum.models import IngestError
+from curriculum.ledger.ingest import ingest_file
+from curriculum.ledger.store import Ledger
+from curriculum.ledger.models import IngestError
 from scalerl_env.cli import build_app
-from scalerl_env.records import ChatMessage, ProblemRecord
+from scalerl_env.contracts.records import ChatMessage, ProblemRecord
 
 
 def problem(pid: str, domain: str = "math") -> ProblemRecord:
@@ -113,7 +113,7 @@ ROWS_SQL = ("SELECT prompt_id, domain, step, policy_version, sample_index, rewar
 
 
 def test_bulk_path_stores_what_the_per_line_path_stores(tmp_path, monkeypatch):
-    import curriculum.ingest as ingest
+    import curriculum.ledger.ingest as ingest
 
     lines = verdict_lines(40)
     results = []

@@ -7,9 +7,9 @@ from collections import Counter
 
 import pytest
 
-from curriculum.ledger import Ledger
+from curriculum.ledger.store import Ledger
 from curriculum.sampler import Sampler, SamplerExhausted, SamplerStateError
-from scalerl_env.records import Verdict, VerifyItem
+from scalerl_env.contracts.records import Verdict, VerifyItem
 from tests.support.ledger_data import PROBLEMS
 
 

@@ -9,7 +9,7 @@ from collections import Counter
 
 import pytest
 
-from curriculum.ledger import Ledger
+from curriculum.ledger.store import Ledger
 from curriculum.policy import CurriculumPolicy
 from curriculum.sampler import Sampler, SamplerStateError
 from curriculum.source_mix import SourceWalk, quotas

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from curriculum.ledger import Ledger
+from curriculum.ledger.store import Ledger
 from curriculum.policy import CurriculumPolicy
 from curriculum.sampler import Sampler
 from curriculum.strategy_config import StrategyConfig

@@ -7,10 +7,10 @@ import random
 
 import pytest
 
-from curriculum import ledger_counts as lc
+from curriculum.ledger import counts as lc
 from curriculum import strategies as st
-from curriculum.filters import RetirementConfig
-from curriculum.ledger import Ledger
+from curriculum.ledger.retirement import RetirementConfig
+from curriculum.ledger.store import Ledger
 from curriculum.strategy_config import (
     BenchConfig,
     MixingConfig,

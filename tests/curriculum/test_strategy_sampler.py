@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from collections import Counter
 
-from curriculum.filters import RetirementConfig
-from curriculum.ledger import Ledger
+from curriculum.ledger.retirement import RetirementConfig
+from curriculum.ledger.store import Ledger
 from curriculum.policy import CurriculumPolicy
 from curriculum.sampler import Sampler
 from curriculum.strategy_config import StrategyConfig

@@ -145,7 +145,7 @@ def test_bad_ground_truth_reaches_the_trainer_named(server, cluster, tmp_path):
 
 def test_parquet_written_by_scalerl_env(server, cluster, tmp_path):
     # `scalerl_env.sources.verl.write_records` (behind `scalerl-env data prepare`) writes the verl schema.
-    from scalerl_env.records import ProblemRecord
+    from scalerl_env.contracts.records import ProblemRecord
     from scalerl_env.sources.verl import write_records
 
     records = [ProblemRecord(prompt_id=f"records-{i}", domain=p.domain, source="scalerl/test",

@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from scalerl_env.records import FunctionalTests, ProblemRecord, make_prompt_id
+from scalerl_env.contracts.records import FunctionalTests, ProblemRecord, make_prompt_id
 from scalerl_env.sources.generators import GENERATORS, families_at, generate
 
 LEVELS = range(6)

@@ -9,7 +9,7 @@ import httpx
 import pytest
 
 from scalerl_env.client import RewardClient, RewardServerError
-from scalerl_env.records import Status
+from scalerl_env.contracts.records import Status
 from tests.support.server_harness import OVERLOAD, REPO, shared_server
 
 BOXED = "Reasoning... so the answer is \\boxed{{{}}}."

@@ -9,7 +9,7 @@ import httpx
 import pytest
 
 from scalerl_env.client import AsyncRewardClient, RewardClient
-from scalerl_env.records import Status
+from scalerl_env.contracts.records import Status
 from tests.support.server_harness import OVERLOAD, shared_server
 
 SUM_TESTS = {"kind": "stdio", "cases": [{"input": "2 3\n", "output": "5\n"}]}

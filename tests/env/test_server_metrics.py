@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from prometheus_client.parser import text_string_to_metric_families
 
-from scalerl_env.records import DOMAINS, Status, Verdict
+from scalerl_env.contracts.records import DOMAINS, Status, Verdict
 from scalerl_env.server.metrics import LATENCY_BUCKETS_S, ServerMetrics
 
 

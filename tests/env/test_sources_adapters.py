@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from scalerl_env.records import AssertTests, FunctionalTests, ProblemRecord, StdioTests
+from scalerl_env.contracts.records import AssertTests, FunctionalTests, ProblemRecord, StdioTests
 from scalerl_env.sources.adapters import PromptConfig, adapt_row
 from scalerl_env.sources.manifest import (
     DATASETS_DIR,

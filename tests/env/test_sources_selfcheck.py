@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from scalerl_env.records import Limits
+from scalerl_env.contracts.records import Limits
 from scalerl_env.sources.manifest import load_manifest
 from scalerl_env.sources.prepare import check_records, prepare
 from tests.support.reference import REFERENCE

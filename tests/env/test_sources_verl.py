@@ -7,7 +7,7 @@ import random
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from scalerl_env.records import make_prompt_id
+from scalerl_env.contracts.records import make_prompt_id
 from scalerl_env.sources.generators import generate
 from scalerl_env.sources.manifest import fixture_path, load_manifest
 from scalerl_env.sources.prepare import prepare, split_holdout

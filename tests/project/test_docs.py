@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from scalerl_env.paths import REPO
+from scalerl_env.contracts.paths import REPO
 
 PACKAGES = ("scalerl_env", "verifiers", "curriculum", "trainer")
 CHECKED_DOCS = ("docs/design.md", "docs/modules.md", "docs/development.md", "README.md", "docs/train.md",

@@ -18,7 +18,7 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from scalerl_env.records import ChatMessage, ProblemRecord, Verdict
+from scalerl_env.contracts.records import ChatMessage, ProblemRecord, Verdict
 from trainer.engines.base import EngineStats, GeneratedGroup, GeneratedSample, GenerationEngine, GenerationRequest
 from trainer.rollout.messages import RolloutGroup
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from scalerl_env.records import (
+from scalerl_env.contracts.records import (
     AssertTests,
     ChatMessage,
     FunctionalCase,

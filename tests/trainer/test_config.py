@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from scalerl_env.config import ConfigError, load_config
+from scalerl_env.contracts.config import ConfigError, load_config
 from trainer.cli import build_app
 from trainer.config import TrainConfig
 

@@ -7,10 +7,10 @@ import pyarrow.parquet as pq
 import pytest
 from typer.testing import CliRunner
 
-from curriculum.filters import RetirementConfig
-from curriculum.ledger import Ledger
+from curriculum.ledger.retirement import RetirementConfig
+from curriculum.ledger.store import Ledger
 from scalerl_env.cli import build_app as env_app
-from scalerl_env.config import load_config
+from scalerl_env.contracts.config import load_config
 from scalerl_env.sources.generators import generate
 from scalerl_env.sources.verl import load_record_file, write_records
 from trainer.commands.data_flags import data_overrides

@@ -6,8 +6,8 @@ from __future__ import annotations
 from types import SimpleNamespace
 
 from curriculum.filters import zero_variance_filter
-from scalerl_env.config import load_config
-from scalerl_env.records import Verdict
+from scalerl_env.contracts.config import load_config
+from scalerl_env.contracts.records import Verdict
 from tests.support.ledger_data import problem
 from trainer.config import TrainConfig
 from trainer.curriculum_runtime import build_policy, curriculum_metrics, plan_zero_variance, refill_groups
@@ -138,8 +138,8 @@ def test_refill_on_the_in_process_runtime_keeps_the_pipeline_fed():
 
 
 def test_a_profile_ledger_becomes_the_samplers_prior(tmp_path):
-    from curriculum.filters import RetirementConfig
-    from curriculum.ledger import Ledger
+    from curriculum.ledger.retirement import RetirementConfig
+    from curriculum.ledger.store import Ledger
 
     path = tmp_path / "profile.duckdb"
     with Ledger(path, retirement=RetirementConfig(enabled=False)) as led:

@@ -7,7 +7,7 @@ from __future__ import annotations
 import duckdb
 import pytest
 
-from scalerl_env.config import load_config
+from scalerl_env.contracts.config import load_config
 from trainer.config import TrainConfig
 from trainer.run_log import read_metrics
 

@@ -12,7 +12,7 @@ from collections import Counter
 import pytest
 from typer.testing import CliRunner
 
-from scalerl_env.config import ConfigError, load_config
+from scalerl_env.contracts.config import ConfigError, load_config
 from scalerl_env.sources.generators import generate
 from scalerl_env.sources.verl import write_records
 from trainer.cli import build_app

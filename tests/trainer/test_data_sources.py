@@ -10,8 +10,8 @@ from types import SimpleNamespace
 import pytest
 from typer.testing import CliRunner
 
-from scalerl_env.config import ConfigError, load_config
-from scalerl_env.records import Verdict
+from scalerl_env.contracts.config import ConfigError, load_config
+from scalerl_env.contracts.records import Verdict
 from scalerl_env.sources.generators import generate
 from scalerl_env.sources.prepare import holdout_count, split_holdout
 from scalerl_env.sources.verl import write_records

@@ -7,7 +7,7 @@ import socket
 
 import pytest
 
-from scalerl_env.config import ConfigError, load_config
+from scalerl_env.contracts.config import ConfigError, load_config
 from trainer.config import TrainConfig
 from trainer.run_setup import LEDGER, check_model_path, prepare_folder
 

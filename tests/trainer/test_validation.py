@@ -7,7 +7,7 @@ import math
 
 import pytest
 
-from scalerl_env.records import ChatMessage, ProblemRecord, make_prompt_id
+from scalerl_env.contracts.records import ChatMessage, ProblemRecord, make_prompt_id
 from tests.support.tiny_policy import SMALL_MODEL, scripted_tiny_model, small_train_config
 from trainer.config import TrainConfig
 from trainer.data_sources import build_data

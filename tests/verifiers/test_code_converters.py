@@ -10,8 +10,8 @@ import zlib
 
 import pytest
 
-from scalerl_env.paths import reference_dir
-from scalerl_env.records import AssertTests, FunctionalTests, Status, StdioTests, VerifyItem
+from scalerl_env.contracts.paths import reference_dir
+from scalerl_env.contracts.records import AssertTests, FunctionalTests, Status, StdioTests, VerifyItem
 from verifiers import converters as cv
 from verifiers.code import CodeVerifier
 

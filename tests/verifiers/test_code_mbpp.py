@@ -13,8 +13,8 @@ import warnings
 
 import pytest
 
-from scalerl_env.paths import reference_dir
-from scalerl_env.records import Status, VerifyItem
+from scalerl_env.contracts.paths import reference_dir
+from scalerl_env.contracts.records import Status, VerifyItem
 from verifiers.code import CodeVerifier
 from verifiers.converters import from_mbpp
 

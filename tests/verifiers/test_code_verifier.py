@@ -7,7 +7,7 @@ import threading
 
 import pytest
 
-from scalerl_env.records import Status, VerifyItem
+from scalerl_env.contracts.records import Status, VerifyItem
 from verifiers.code import CodeVerifier
 from verifiers.code_compare import compare_output, functional_equal
 from verifiers.code_extract import extract_code

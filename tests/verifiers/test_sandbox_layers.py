@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from scalerl_env.records import Status, VerifyItem
+from scalerl_env.contracts.records import Status, VerifyItem
 from verifiers.code import CodeVerifier
 from verifiers.config import CodeConfig
 from verifiers.sandbox import LEVELS, SandboxUnavailable, best_level, detect_layers, enabled_layers

@@ -184,7 +184,7 @@ def test_code_items_route_to_the_code_verifier(pool):
 
 
 def test_reward_table_applies_to_every_domain():
-    from scalerl_env.records import RewardTable
+    from scalerl_env.contracts.records import RewardTable
 
     cfg = VerifierConfig(math=MathConfig(workers=1), rewards=RewardTable(correct=2.0, wrong=-1.0))
     code = {"id": "c", "domain": "code", "completion": "```python\nprint(4)\n```",

@@ -30,7 +30,7 @@ from pathlib import Path
 import numpy as np
 from pydantic import Field
 
-from scalerl_env.records import Strict
+from scalerl_env.contracts.records import Strict
 from trainer.ablate.study import Manifest
 from trainer.ablate.variants import BASELINE
 

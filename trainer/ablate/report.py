@@ -14,7 +14,7 @@ import json
 import shlex
 from pathlib import Path
 
-from scalerl_env.config import atomic_write_text
+from scalerl_env.contracts.config import atomic_write_text
 from trainer.ablate.analysis import POINT_SE_TARGET, AnalysisResult, VariantDomain
 from trainer.ablate.figures import plot_fixed_a, plot_heldout
 from trainer.ablate.study import Manifest

@@ -27,8 +27,8 @@ from typing import Literal
 
 from pydantic import Field
 
-from scalerl_env.config import ConfigError, atomic_write_text
-from scalerl_env.records import Strict
+from scalerl_env.contracts.config import ConfigError, atomic_write_text
+from scalerl_env.contracts.records import Strict
 from trainer.ablate.variants import Variant, load_user_variants, overrides_for, resolve
 
 MANIFEST = "manifest.json"

@@ -24,8 +24,8 @@ import yaml
 from pydantic import Field
 
 from curriculum.strategy_config import ABLATE_VARIANTS as CURRICULUM_TABLE
-from scalerl_env.config import ConfigError
-from scalerl_env.records import Strict
+from scalerl_env.contracts.config import ConfigError
+from scalerl_env.contracts.records import Strict
 
 BASELINE = "baseline"
 

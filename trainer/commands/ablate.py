@@ -61,7 +61,7 @@ def register(app: typer.Typer) -> None:
         fit_fraction: Annotated[float, typer.Option(help="fit on compute <= this share of the budget")] = 0.5,
         report_only: Annotated[bool, typer.Option("--report-only", help="fit and report finished runs only")] = False,
     ) -> None:
-        from scalerl_env.config import ConfigError
+        from scalerl_env.contracts.config import ConfigError
         from trainer.ablate.study import StudySpec, build_run_config, merge_previous, plan, write_manifest
 
         folder = out or Path("runs") / time.strftime("ablate-%Y%m%d-%H%M%S")

@@ -48,7 +48,7 @@ def profile_cmd(
     config: Annotated[Path | None, typer.Option("--config", help="YAML file of TrainConfig values")] = None,
     preset: Annotated[str | None, typer.Option(help="tiny-cpu (default) | small-cpu | paper")] = None,
 ) -> None:
-    from scalerl_env.config import ConfigError
+    from scalerl_env.contracts.config import ConfigError
     from trainer.commands.train import build_config
     from trainer.curriculum_profile import profile
 

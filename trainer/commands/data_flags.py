@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import json
 
-from scalerl_env.config import ConfigError
-from scalerl_env.records import DOMAINS
+from scalerl_env.contracts.config import ConfigError
+from scalerl_env.contracts.records import DOMAINS
 
 
 def _split(flag: str, text: str) -> tuple[str, list[str]]:

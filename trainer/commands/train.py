@@ -52,7 +52,7 @@ def build_config(config: Path | None, overrides: list[str], *, domains: str | No
     """The resolved `TrainConfig`: defaults → preset → YAML → flags → overrides (on resume: the run's own
     config.yaml, then flags and overrides). `model` without `preset`, `config` or `resume` on a cpu
     engine: `model_preset_values()` (small-cpu's, all but the model) in place of the preset."""
-    from scalerl_env.config import ConfigError, load_config
+    from scalerl_env.contracts.config import ConfigError, load_config
     from trainer.commands.data_flags import data_overrides
     from trainer.config import TrainConfig
     from trainer.presets import IMPLIED_BY_MODEL, model_preset_values, preset_values
@@ -137,7 +137,7 @@ def register(app: typer.Typer) -> None:
         dry_run: Annotated[bool, typer.Option(
             "--dry-run", help="load data and tokenizer, print counts and prompt lengths, exit")] = False,
     ) -> None:
-        from scalerl_env.config import ConfigError
+        from scalerl_env.contracts.config import ConfigError
 
         try:
             cfg = build_config(config, overrides or [], domains=domains, model=model, engine=engine,
@@ -152,7 +152,7 @@ def register(app: typer.Typer) -> None:
             typer.echo(f"error: {exc}", err=True)
             raise typer.Exit(2) from None
         if print_config:
-            from scalerl_env.config import dump_yaml
+            from scalerl_env.contracts.config import dump_yaml
 
             typer.echo(dump_yaml(cfg), nl=False)
             return

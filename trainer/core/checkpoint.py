@@ -34,7 +34,7 @@ import torch
 from safetensors.torch import load_file
 from torch import nn
 
-from scalerl_env.config import atomic_write_text
+from scalerl_env.contracts.config import atomic_write_text
 from trainer.core.update import PolicyTrainer
 
 STATE_PT = "trainer_state.pt"

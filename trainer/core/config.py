@@ -11,7 +11,7 @@ from typing import Literal
 
 from pydantic import Field, model_validator
 
-from scalerl_env.records import Strict
+from scalerl_env.contracts.records import Strict
 
 Aggregation = Literal["prompt", "sample", "token"]
 DEFAULT_PHRASE = "Okay, time is up. Let me stop thinking and formulate a final answer now. </think>"

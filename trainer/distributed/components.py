@@ -21,7 +21,7 @@ class LocalComponents:
         self.cfg, self.out = cfg, out
 
     def ledger(self, path: Path, retirement: Any) -> Any:
-        from curriculum.ledger import Ledger
+        from curriculum.ledger.store import Ledger
 
         return Ledger(path, retirement=retirement)
 
@@ -100,7 +100,7 @@ class RayComponents:
     def ledger(self, path: Path, retirement: Any) -> ActorProxy:
         import ray
 
-        from curriculum.ledger import Ledger
+        from curriculum.ledger.store import Ledger
 
         actor = ray.remote(Ledger).options(num_cpus=0, scheduling_strategy=_here())
         return ActorProxy(actor.remote(path, retirement=retirement))

@@ -7,7 +7,7 @@ from typing import Literal
 
 from pydantic import Field, model_validator
 
-from scalerl_env.records import Strict
+from scalerl_env.contracts.records import Strict
 
 
 class RayConfig(Strict):

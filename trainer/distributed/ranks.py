@@ -41,7 +41,7 @@ import torch
 import torch.distributed as dist
 from pydantic import Field
 
-from scalerl_env.records import Strict
+from scalerl_env.contracts.records import Strict
 from trainer.core.config import LossConfig, OptimConfig
 from trainer.core.update import PolicyTrainer
 from trainer.distributed import sharding

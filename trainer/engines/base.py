@@ -23,7 +23,7 @@ from typing import Any, Literal
 
 from pydantic import Field, model_validator
 
-from scalerl_env.records import Strict
+from scalerl_env.contracts.records import Strict
 
 FinishReason = Literal["stop", "length", "interrupted", "abort"]
 

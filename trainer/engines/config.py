@@ -6,7 +6,7 @@ from typing import Literal
 
 from pydantic import Field
 
-from scalerl_env.records import Strict
+from scalerl_env.contracts.records import Strict
 
 
 class VLLMOptions(Strict):

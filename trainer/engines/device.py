@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import torch
 
-from scalerl_env.config import ConfigError
+from scalerl_env.contracts.config import ConfigError
 
 
 def resolve_device(name: str) -> str:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from scalerl_env.records import ProblemRecord, Strict, Verdict
+from scalerl_env.contracts.records import ProblemRecord, Strict, Verdict
 from trainer.engines.base import GeneratedSample
 
 

@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from scalerl_env.records import ProblemRecord
+from scalerl_env.contracts.records import ProblemRecord
 from trainer.tiny.model import CharTokenizer, render_prompt
 
 

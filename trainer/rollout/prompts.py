@@ -21,8 +21,8 @@ from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
-from scalerl_env.config import ConfigError
-from scalerl_env.records import ProblemRecord
+from scalerl_env.contracts.config import ConfigError
+from scalerl_env.contracts.records import ProblemRecord
 from trainer.config import TrainConfig
 from trainer.core.length_control import output_budget, stage_length
 from trainer.data_config import PromptsConfig

@@ -26,7 +26,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from scalerl_env.records import ProblemRecord, Verdict
+from scalerl_env.contracts.records import ProblemRecord, Verdict
 from trainer.data_config import RolloutLogConfig
 
 log = logging.getLogger(__name__)

@@ -24,7 +24,7 @@ import math
 import random
 from dataclasses import dataclass
 
-from scalerl_env.records import ProblemRecord
+from scalerl_env.contracts.records import ProblemRecord
 from trainer.engines.base import GeneratedSample
 from trainer.rollout.lag_rules import admission_limit, choose_groups, must_take_version
 from trainer.rollout.messages import RolloutGroup

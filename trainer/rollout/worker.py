@@ -25,7 +25,7 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
-from scalerl_env.records import ProblemRecord, Verdict
+from scalerl_env.contracts.records import ProblemRecord, Verdict
 from trainer.config import TrainConfig
 from trainer.core.length_control import length_penalties, plan_interruption, stage_length
 from trainer.engines.base import GeneratedGroup, GenerationRequest, SamplingParams

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pydantic import Field, model_validator
 
-from scalerl_env.records import Strict
+from scalerl_env.contracts.records import Strict
 
 
 class TinyModelConfig(Strict):

@@ -35,7 +35,7 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
-from scalerl_env.records import ProblemRecord
+from scalerl_env.contracts.records import ProblemRecord
 from trainer.tiny.config import WarmStartConfig
 from trainer.tiny.model import CharTokenizer, TinyModelConfig, build_tiny_model, render_prompt, save_tiny
 

@@ -33,7 +33,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal
 
-from scalerl_env.records import ProblemRecord, make_prompt_id
+from scalerl_env.contracts.records import ProblemRecord, make_prompt_id
 
 from .code_tasks import CODE_FAMILIES
 from .math_tasks import MATH_FAMILIES

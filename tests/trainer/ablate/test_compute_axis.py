@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from scalerl_env.config import load_config
+from scalerl_env.contracts.config import load_config
 from trainer.config import TrainConfig
 from trainer.run_log import ComputeClock, devices_in_use, read_metrics
 

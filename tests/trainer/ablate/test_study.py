@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from scalerl_env.config import ConfigError
+from scalerl_env.contracts.config import ConfigError
 from trainer.ablate.study import MANIFEST, StudySpec, merge_previous, plan, prepare_folder, run_state, write_manifest
 
 

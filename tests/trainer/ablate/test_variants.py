@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from scalerl_env.config import ConfigError
+from scalerl_env.contracts.config import ConfigError
 from tests.support.config_diff import changed_keys
 from trainer.ablate.study import StudySpec, build_run_config, plan
 from trainer.ablate.variants import BASELINE, PAPER_VARIANTS, load_user_variants, overrides_for, resolve

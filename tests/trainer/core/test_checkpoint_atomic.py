@@ -7,7 +7,7 @@ import subprocess
 import sys
 import textwrap
 
-from scalerl_env.paths import REPO
+from scalerl_env.contracts.paths import REPO
 from trainer.core.checkpoint import latest_checkpoint
 from trainer.run_setup import LEDGER, prepare_folder
 
@@ -15,7 +15,7 @@ SCRIPT = textwrap.dedent("""
     import contextlib, os, shutil, sys
     from pathlib import Path
     from types import SimpleNamespace
-    from curriculum.ledger import Ledger
+    from curriculum.ledger.store import Ledger
     from tests.support.models import tiny_llama
     from trainer.config import TrainConfig
     from trainer.distributed.leader import start_ranks

@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from curriculum.ledger import Ledger
+from curriculum.ledger.store import Ledger
 from tests.support.tiny_policy import SMALL_MODEL, small_train_config
 from trainer.distributed.components import LocalComponents, RayComponents, make_components
 from trainer.engines.torch_engine import TorchEngine

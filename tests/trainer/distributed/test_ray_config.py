@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from scalerl_env.config import load_config
+from scalerl_env.contracts.config import load_config
 from trainer.commands.train import build_config
 from trainer.config import TrainConfig
 

@@ -13,7 +13,7 @@ import time
 import pytest
 import ray
 
-from scalerl_env.config import load_config
+from scalerl_env.contracts.config import load_config
 from trainer.config import TrainConfig
 from trainer.run_log import read_metrics
 

@@ -11,7 +11,7 @@ import pytest
 import torch
 
 import trainer
-from scalerl_env.config import ConfigError
+from scalerl_env.contracts.config import ConfigError
 from tests.support.tiny_policy import SMALL_MODEL, small_train_config
 from trainer.engines import torch_engine
 from trainer.engines.factory import build_engine, build_torch_engine
@@ -109,6 +109,6 @@ class FakeVerifier:
     """Every completion wrong (the test is about the engine, not the scores)."""
 
     def verify_batch(self, items):
-        from scalerl_env.records import Verdict
+        from scalerl_env.contracts.records import Verdict
 
         return [Verdict.of("wrong", id=item.id) for item in items]

@@ -12,11 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from curriculum.ledger import Ledger
+from curriculum.ledger.store import Ledger
 from curriculum.policy import CurriculumPolicy
 from curriculum.sampler import Sampler
-from scalerl_env.config import ConfigError, load_config
-from scalerl_env.records import ChatMessage, ProblemRecord
+from scalerl_env.contracts.config import ConfigError, load_config
+from scalerl_env.contracts.records import ChatMessage, ProblemRecord
 from trainer.config import TrainConfig
 from trainer.core.length_control import plan_interruption, stage_length
 from trainer.curriculum_runtime import stage_budget_metrics

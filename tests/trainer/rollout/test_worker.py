@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from scalerl_env.config import load_config
-from scalerl_env.records import ChatMessage, ProblemRecord
+from scalerl_env.contracts.config import load_config
+from scalerl_env.contracts.records import ChatMessage, ProblemRecord
 from trainer.config import TrainConfig
 from trainer.engines.base import GeneratedGroup, GeneratedSample, GenerationRequest
 from trainer.rollout.problems import PromptCodec

@@ -22,8 +22,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(HERE)))
 sys.path.insert(0, REPO)
 
-from scalerl_env.paths import reference_dir
-from scalerl_env.records import VerifyItem
+from scalerl_env.contracts.paths import reference_dir
+from scalerl_env.contracts.records import VerifyItem
 from verifiers.code import CodeVerifier
 from verifiers.config import CodeConfig
 

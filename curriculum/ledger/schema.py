@@ -18,7 +18,7 @@ version is refused with `LedgerSchemaError` (this code cannot know what the newe
 
 `pass_rates` is the one definition of a prompt's statistics, and `STATS_FROM_ATTEMPTS` says what it
 means in terms of `attempts`:
-- `scored` excludes `status = 'error'` (the verifier failed, not the model; `scalerl_env.records.Status`);
+- `scored` excludes `status = 'error'` (the verifier failed, not the model; `scalerl_env.contracts.records.Status`);
   `pass_rate = correct / scored`.
 - The "last group" is the prompt's samples at its most recent step (`coalesce(step, -1)`, so samples
   without a step form one group); `last_group_pass_rate` is what no-positive resampling compares with
@@ -38,7 +38,7 @@ from collections.abc import Callable
 
 import duckdb
 
-from curriculum.models import LedgerError
+from curriculum.ledger.models import LedgerError
 
 SCHEMA_VERSION = 4
 NO_STEP = -1  # the group key of samples recorded without a step

@@ -11,7 +11,7 @@ from typing import Any, NamedTuple
 
 from pydantic import Field
 
-from scalerl_env.records import Strict
+from scalerl_env.contracts.records import Strict
 
 
 class LedgerError(RuntimeError):
@@ -39,7 +39,7 @@ class QueryResult(Strict):
 
 
 class PassRate(NamedTuple):
-    """One prompt's row of the `pass_rates` view (see `curriculum.schema` for the definitions).
+    """One prompt's row of the `pass_rates` view (see `curriculum.ledger.schema` for the definitions).
     A NamedTuple: immutable and cheap to build by the ten thousand."""
 
     prompt_id: str

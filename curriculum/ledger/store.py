@@ -11,14 +11,14 @@ Guarantees
   (each query on its own DuckDB cursor, MVCC snapshot isolation).
 - SQL from outside (`query`) must be one SELECT statement; it runs with a time limit (interrupted on
   expiry) and with file-system access disabled (no `read_csv('/etc/passwd')` through the server).
-- Retirement is decided by `curriculum.filters.passes` on each batch as it is recorded and is permanent.
+- Retirement is decided by `curriculum.ledger.retirement.passes` on each batch as it is recorded and is permanent.
 
 Not guaranteed
 - One writer process per file (DuckDB's own file lock enforces it: a second read-write open fails, and
   read-only opens fail while the owner runs; read through the owner's `/v1/ledger/query` or snapshots).
 - `record` does not deduplicate: every call is new samples (duplicate *files* are refused by `ingest`).
 - `record` accepts prompt_ids that are not in `problems` (the reward server scores prompts from any
-  trainer); `curriculum.ingest` refuses them unless told otherwise.
+  trainer); `curriculum.ledger.ingest` refuses them unless told otherwise.
 
 The owner keeps an in-memory index of the `pass_rates` view (read from the latest `prompt_stats` rows at
 open, then updated after each commit, one immutable `PassRate` per prompt), so `pass_rates()` and
@@ -39,13 +39,13 @@ from typing import Any
 import duckdb
 import pyarrow as pa
 
-from curriculum.attempts import ATTEMPT_SCHEMA, rows_from_verdicts, to_attempts_table
-from curriculum.deadlines import Deadlines
-from curriculum.filters import RetirementConfig, passes
-from curriculum.ledger_index import NOT_RETIRED, ROW_SCHEMA, STATS_COLUMNS, Retirement, Stats, group_counts, rows_table
-from curriculum.models import LedgerError, PassRate, QueryResult, QueryTimeoutError, ReadOnlyQueryError
-from curriculum.schema import LATEST_STATS, NO_STEP, check_readable, create_or_migrate
-from scalerl_env.records import ProblemRecord, Verdict, VerifyItem
+from curriculum.ledger.attempts import ATTEMPT_SCHEMA, rows_from_verdicts, to_attempts_table
+from curriculum.ledger.deadlines import Deadlines
+from curriculum.ledger.retirement import RetirementConfig, passes
+from curriculum.ledger.index import NOT_RETIRED, ROW_SCHEMA, STATS_COLUMNS, Retirement, Stats, group_counts, rows_table
+from curriculum.ledger.models import LedgerError, PassRate, QueryResult, QueryTimeoutError, ReadOnlyQueryError
+from curriculum.ledger.schema import LATEST_STATS, NO_STEP, check_readable, create_or_migrate
+from scalerl_env.contracts.records import ProblemRecord, Verdict, VerifyItem
 
 logger = logging.getLogger(__name__)
 
@@ -417,8 +417,8 @@ class Ledger:
         return QueryResult(columns=columns, rows=[list(r) for r in rows[:max_rows]], truncated=len(rows) > max_rows)
 
     def snapshot(self, out_dir: str | Path, *, keep: int = 3) -> Path:
-        """Write an atomic Parquet snapshot under `out_dir` (see `curriculum.snapshot`)."""
-        from curriculum.snapshot import write_snapshot
+        """Write an atomic Parquet snapshot under `out_dir` (see `curriculum.ledger.snapshot`)."""
+        from curriculum.ledger.snapshot import write_snapshot
 
         cur = self._cursor()
         try:

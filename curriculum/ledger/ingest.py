@@ -31,12 +31,12 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from pydantic import Field, ValidationError
 
-from curriculum.ingest_read import LINE_SCHEMA, VerdictFile, read_verdict_file
-from curriculum.ledger import Ledger
-from curriculum.models import IngestError
-from curriculum.schema import ATTEMPT_COLUMNS
-from scalerl_env.config import validation_problems
-from scalerl_env.records import DOMAINS, Domain, Status, Strict
+from curriculum.ledger.ingest_read import LINE_SCHEMA, VerdictFile, read_verdict_file
+from curriculum.ledger.store import Ledger
+from curriculum.ledger.models import IngestError
+from curriculum.ledger.schema import ATTEMPT_COLUMNS
+from scalerl_env.contracts.config import validation_problems
+from scalerl_env.contracts.records import DOMAINS, Domain, Status, Strict
 
 MAX_REPORTED = 20
 

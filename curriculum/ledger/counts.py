@@ -85,7 +85,7 @@ def stage_pass_rates(ledger: Any, after_step: int, up_to_step: int) -> dict[str,
 
 def profile_prior(path: str | Path) -> dict[str, float]:
     """prompt_id -> pass rate over every scored sample of a profile ledger (opened read-only)."""
-    from curriculum.ledger import Ledger
+    from curriculum.ledger.store import Ledger
 
     with Ledger(path, read_only=True) as ledger:
         return {pid: r.pass_rate for pid, r in ledger.pass_rates().items() if r.pass_rate is not None}

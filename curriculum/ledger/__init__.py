@@ -1,0 +1,1 @@
+"""The pass-rate ledger store: DuckDB schema, the owner's index, ingest, snapshots and retirement."""
