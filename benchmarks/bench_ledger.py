@@ -45,8 +45,8 @@ import numpy as np
 import pyarrow as pa
 
 from curriculum.ledger.attempts import to_attempts_table
-from curriculum.ledger.store import WRITE_SQL, Ledger
 from curriculum.ledger.index import NOT_RETIRED, ROW_SCHEMA, rows_table
+from curriculum.ledger.store import WRITE_SQL, Ledger
 from scalerl_env.contracts.records import ProblemRecord, Verdict, VerifyItem
 
 PROMPTS_PER_STEP, GROUP = 48, 16

@@ -29,8 +29,8 @@ from collections import Counter
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from curriculum.ledger import counts as lc
 from curriculum import strategies as st
+from curriculum.ledger import counts as lc
 from curriculum.strategy_config import StrategyConfig
 
 if TYPE_CHECKING:

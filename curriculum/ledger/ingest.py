@@ -32,9 +32,9 @@ import pyarrow.compute as pc
 from pydantic import Field, ValidationError
 
 from curriculum.ledger.ingest_read import LINE_SCHEMA, VerdictFile, read_verdict_file
-from curriculum.ledger.store import Ledger
 from curriculum.ledger.models import IngestError
 from curriculum.ledger.schema import ATTEMPT_COLUMNS
+from curriculum.ledger.store import Ledger
 from scalerl_env.contracts.config import validation_problems
 from scalerl_env.contracts.records import DOMAINS, Domain, Status, Strict
 

@@ -41,9 +41,9 @@ import pyarrow as pa
 
 from curriculum.ledger.attempts import ATTEMPT_SCHEMA, rows_from_verdicts, to_attempts_table
 from curriculum.ledger.deadlines import Deadlines
-from curriculum.ledger.retirement import RetirementConfig, passes
 from curriculum.ledger.index import NOT_RETIRED, ROW_SCHEMA, STATS_COLUMNS, Retirement, Stats, group_counts, rows_table
 from curriculum.ledger.models import LedgerError, PassRate, QueryResult, QueryTimeoutError, ReadOnlyQueryError
+from curriculum.ledger.retirement import RetirementConfig, passes
 from curriculum.ledger.schema import LATEST_STATS, NO_STEP, check_readable, create_or_migrate
 from scalerl_env.contracts.records import ProblemRecord, Verdict, VerifyItem
 

@@ -122,8 +122,8 @@ def snapshot(
 
     Example: scalerl-env ledger snapshot --ledger runs/ledger.duckdb --out runs/ledger_snapshots
     """
-    from curriculum.ledger.store import Ledger
     from curriculum.ledger.models import LedgerError
+    from curriculum.ledger.store import Ledger
 
     try:
         with Ledger(ledger, read_only=True) as led:
@@ -156,8 +156,8 @@ def ingest(
         with ThreadPoolExecutor(1) as pool:  # the file is read while DuckDB, pydantic and the ledger load
             reading = pool.submit(read_verdict_file, file)
             from curriculum.ledger.ingest import ingest_file
-            from curriculum.ledger.store import Ledger
             from curriculum.ledger.models import LedgerError
+            from curriculum.ledger.store import Ledger
 
             try:
                 with Ledger(ledger) as led:

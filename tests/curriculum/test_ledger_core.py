@@ -9,9 +9,9 @@ import sys
 import pyarrow as pa
 import pytest
 
+from curriculum.ledger.models import LedgerError, QueryTimeoutError, ReadOnlyQueryError
 from curriculum.ledger.retirement import RetirementConfig
 from curriculum.ledger.store import Ledger
-from curriculum.ledger.models import LedgerError, QueryTimeoutError, ReadOnlyQueryError
 from scalerl_env.contracts.records import Verdict, VerifyItem
 
 VIEW_COLUMNS = ("prompt_id", "domain", "attempts", "scored", "correct", "pass_rate", "last_group_step",

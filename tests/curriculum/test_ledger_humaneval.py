@@ -8,8 +8,8 @@ import pytest
 from typer.testing import CliRunner
 
 from curriculum.ledger.ingest import ingest_file
-from curriculum.ledger.store import Ledger
 from curriculum.ledger.models import mean_pass_at_k
+from curriculum.ledger.store import Ledger
 from scalerl_env.cli import build_app
 from tests.support.ledger_data import humaneval_problems, write_verdicts
 

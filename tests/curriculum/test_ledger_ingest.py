@@ -10,8 +10,8 @@ import pytest
 from typer.testing import CliRunner
 
 from curriculum.ledger.ingest import ingest_file
-from curriculum.ledger.store import Ledger
 from curriculum.ledger.models import IngestError
+from curriculum.ledger.store import Ledger
 from scalerl_env.cli import build_app
 from scalerl_env.contracts.records import ChatMessage, ProblemRecord
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 import duckdb
 import pytest
 
-from curriculum.ledger.store import Ledger
 from curriculum.ledger.models import LedgerError
 from curriculum.ledger.schema import SCHEMA_VERSION, V1_DDL, LedgerSchemaError
+from curriculum.ledger.store import Ledger
 
 
 def make_v1(path) -> None:

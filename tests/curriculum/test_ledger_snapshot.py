@@ -9,8 +9,8 @@ import time
 
 from typer.testing import CliRunner
 
-from curriculum.ledger.store import Ledger
 from curriculum.ledger.snapshot import PeriodicSnapshotter
+from curriculum.ledger.store import Ledger
 from scalerl_env.cli import build_app
 from tests.support.ledger_data import batch_rows
 

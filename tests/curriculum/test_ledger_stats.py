@@ -12,8 +12,8 @@ import pytest
 
 import curriculum.ledger.store as ledger_module
 from curriculum.ledger.retirement import RetirementConfig
-from curriculum.ledger.store import Ledger
 from curriculum.ledger.schema import NO_STEP, SCHEMA_VERSION, STATS_FROM_ATTEMPTS, V1_DDL, V2_DDL
+from curriculum.ledger.store import Ledger
 
 VIEW = ("prompt_id", "domain", "attempts", "scored", "correct", "truncated", "pass_rate", "reward_mean", "first_step",
         "last_step", "last_group_step", "last_group_scored", "last_group_correct", "last_group_pass_rate", "retired",

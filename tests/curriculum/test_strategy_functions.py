@@ -7,8 +7,8 @@ import random
 
 import pytest
 
-from curriculum.ledger import counts as lc
 from curriculum import strategies as st
+from curriculum.ledger import counts as lc
 from curriculum.ledger.retirement import RetirementConfig
 from curriculum.ledger.store import Ledger
 from curriculum.strategy_config import (
