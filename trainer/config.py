@@ -3,7 +3,8 @@
 It composes the trainer-core configs (`LossConfig`, `AdvantageConfig`, `OptimConfig`, `LengthConfig`
 from `trainer.core.config`), the verifier config (`verifiers.config`) and the pieces this module
 owns (pipeline, engine, data, validation, warm start, checkpoints). Load with
-`scalerl_env.contracts.config.load_config(TrainConfig, yaml, overrides)`; unknown keys are errors naming the dotted path.
+`scalerl_env.contracts.config.load_config(TrainConfig, yaml, overrides)`; unknown keys are errors
+naming the dotted path.
 
 Departures from the paper's defaults, all because the defaults here are the *built-in CPU default*
 (a ~0.8 M-parameter character model on 2 cores) — set them back for a
