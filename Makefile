@@ -85,7 +85,7 @@ lint: install
 
 # Regenerate what is generated from the config models (a test fails when they drift).
 docs: install
-	$(PY) -m trainer.config_docs
+	$(PY) -m trainer.config.docs
 	$(VENV)/bin/scalerl train --print-config > tests/trainer/snapshots/default_config.yaml
 
 clean:

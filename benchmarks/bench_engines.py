@@ -79,7 +79,7 @@ def main() -> None:
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
     from trainer.engines.torch_engine import TorchEngine
-    from trainer.model_loading import load_hf_policy, resolve_model
+    from trainer.run.model_loading import load_hf_policy, resolve_model
 
     model, tok = load_hf_policy(MODEL)
     model.eval()

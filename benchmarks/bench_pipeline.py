@@ -25,9 +25,9 @@ import time
 from pathlib import Path
 
 from scalerl_env.contracts.config import load_config
-from trainer.config import TrainConfig
+from trainer.config.train import TrainConfig
 from trainer.rollout.simulation import SimConfig, simulate
-from trainer.run_log import read_metrics
+from trainer.run.log import read_metrics
 
 TARGET_RATIO = 1.3
 TARGET_GEN_UTIL = 0.95
@@ -38,7 +38,7 @@ MODES = (("pipeline-8", ["pipeline.mode=pipeline", "pipeline.k=8"]),
 
 
 def run_mode(overrides: list[str], steps: int, workdir: Path) -> dict:
-    from trainer.loop import train
+    from trainer.run.loop import train
 
     cfg = load_config(TrainConfig, None, [*overrides, f"pipeline.max_steps={steps}", "validation.enabled=false",
                                           "checkpoint.every_steps=100000", "logging.progress=lines"])

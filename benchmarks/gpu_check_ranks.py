@@ -36,7 +36,7 @@ from tests.trainer.distributed.test_ranks_equivalence import BATCHES  # noqa: E4
 from trainer.core.config import LossConfig, OptimConfig  # noqa: E402
 from trainer.distributed.leader import RankGroup, architecture_args  # noqa: E402
 from trainer.distributed.ranks import RankSpec, free_port  # noqa: E402
-from trainer.run_log import read_metrics  # noqa: E402
+from trainer.run.log import read_metrics  # noqa: E402
 
 BF16_TOL = 1e-3
 

@@ -160,7 +160,7 @@ class StrategyConfig(Strict):
         default_factory=list, description="empty: one stage, no levels, the run's own length budgets; each stage: "
         "until_batch, min_prior/max_prior, drop_above, length budgets (docs/curriculum.md)")
     prior_ledger: str | None = Field(
-        default=None, description="a profile ledger (`scalerl curriculum profile`): its pass rates are the prior p "
+        default=None, description="a profile ledger (`scalerl profile`): its pass rates are the prior p "
         "of prompts without samples, and the levels of `stages`")
 
     @model_validator(mode="after")

@@ -1,6 +1,6 @@
 """`scalerl-env data filter`: keep the prompts of a prepared file whose profiled pass rate lies in a band.
 
-    scalerl curriculum profile --data math=gsm8k.parquet --samples 8 --ledger runs/profile.duckdb
+    scalerl profile --data math=gsm8k.parquet --samples 8 --ledger runs/profile.duckdb
     scalerl-env data filter gsm8k.parquet --ledger runs/profile.duckdb --pass-rate 0.01:0.99 --out gsm8k_band.parquet
 
 The pass rate of a prompt is `correct / scored` over every attempt the ledger holds for it (the
@@ -9,7 +9,7 @@ attempt in the ledger are dropped and counted (`--keep-unprofiled` keeps them). 
 input's own parquet table, filtered row by row: same columns, same order, same schema.
 
 This command lives in `scalerl_env` (it needs only the ledger); profiling needs the trainer's
-engines, so it is `scalerl curriculum profile`. Attached to the `data` group by `register`.
+engines, so it is `scalerl profile`. Attached to the `data` group by `register`.
 """
 
 from __future__ import annotations

@@ -103,7 +103,7 @@ def test_every_module_and_file_a_doc_names_exists(doc):
 
 def test_design_names_the_phases_of_one_step():
     design = (REPO / "docs/design.md").read_text()
-    loop = top_level_names(REPO / "trainer/loop.py")
+    loop = top_level_names(REPO / "trainer/run/loop.py")
     phases = [a or b for a, b in re.findall(r"^ (\w+) \.{4,}|^\s+→ (\w+) \.+", design, re.M)]
     assert phases[:2] == ["sample_groups", "record_attempts"], phases
     assert [p for p in phases if p not in loop] == []

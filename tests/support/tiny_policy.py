@@ -15,7 +15,7 @@ from typing import Any
 import torch
 
 from scalerl_env.contracts.config import load_config
-from trainer.config import TrainConfig
+from trainer.config.train import TrainConfig
 from trainer.tiny.config import TinyModelConfig
 from trainer.tiny.model import ANSWER_MARKER, CharTokenizer, build_tiny_model
 

@@ -10,7 +10,7 @@ from typer.testing import CliRunner
 
 from scalerl_env.contracts.config import ConfigError, load_config
 from trainer.cli import build_app
-from trainer.config import TrainConfig
+from trainer.config.train import TrainConfig
 
 SNAPSHOT = Path(__file__).parent / "snapshots" / "default_config.yaml"
 

@@ -8,8 +8,8 @@ import duckdb
 import pytest
 
 from scalerl_env.contracts.config import load_config
-from trainer.config import TrainConfig
-from trainer.run_log import read_metrics
+from trainer.config.train import TrainConfig
+from trainer.run.log import read_metrics
 
 P, N, STEPS = 8, 8, 5
 SHORT = [f"pipeline.max_steps={STEPS}", "pipeline.k=2", f"pipeline.prompts_per_step={P}",
@@ -25,7 +25,7 @@ pytestmark = pytest.mark.timeout(2400)
 
 
 def run(tmp_path, name: str, overrides: list[str]):
-    from trainer.loop import train
+    from trainer.run.loop import train
 
     out = tmp_path / name
     train(load_config(TrainConfig, None, SHORT + overrides), out)

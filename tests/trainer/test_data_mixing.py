@@ -18,9 +18,9 @@ from scalerl_env.sources.verl import write_records
 from trainer.cli import build_app
 from trainer.commands.data_flags import data_overrides
 from trainer.commands.train import build_config
-from trainer.config import TrainConfig
-from trainer.data_sources import build_data, domain_weights, source_labels
-from trainer.presets import PRESETS
+from trainer.config.presets import PRESETS
+from trainer.config.train import TrainConfig
+from trainer.run.data_sources import build_data, domain_weights, source_labels
 
 
 @pytest.fixture
@@ -84,7 +84,7 @@ def test_data_flag_weights_reach_the_sources_and_the_dry_run(files):
 def test_a_run_logs_the_mix_per_step_and_per_sample(files, tmp_path):
     """The tiny model (no warm start) for 6 steps on two math files weighted 1 : 3: the step records count
     the draws per source and the rollout lines name each sample's source."""
-    from trainer.run_log import read_metrics
+    from trainer.run.log import read_metrics
 
     paths, _ = files
     out = tmp_path / "run"

@@ -16,9 +16,9 @@ from scalerl_env.sources.generators import generate
 from scalerl_env.sources.prepare import holdout_count, split_holdout
 from scalerl_env.sources.verl import write_records
 from trainer.cli import build_app
-from trainer.config import TrainConfig
-from trainer.data_sources import DataFileError, build_data, domain_weights
-from trainer.presets import PRESETS, preset_values
+from trainer.config.presets import PRESETS, preset_values
+from trainer.config.train import TrainConfig
+from trainer.run.data_sources import DataFileError, build_data, domain_weights
 
 
 def _files(tmp_path):
@@ -89,8 +89,8 @@ def test_preset_sits_between_defaults_and_file(tmp_path):
 
 
 def test_malformed_file_stops_the_run_before_the_model_loads(tmp_path, monkeypatch):
-    import trainer.run_setup as run_setup
-    from trainer.loop import train
+    import trainer.run.setup as run_setup
+    from trainer.run.loop import train
 
     p = _files(tmp_path)
     bad = tmp_path / "bad.parquet"
@@ -139,7 +139,7 @@ def _group(domain, statuses, truncated):
 def test_rollout_log_bounds_lines_and_names_the_likely_cause(tmp_path, caplog):
     import json
 
-    from trainer.data_config import RolloutLogConfig
+    from trainer.config.data import RolloutLogConfig
     from trainer.rollout.sample_log import RolloutLog
 
     log = RolloutLog(tmp_path, RolloutLogConfig(samples_per_step=3, warn_after_steps=2), skipped={"math": 4})
@@ -161,7 +161,7 @@ def test_tiny_model_trains_on_prepared_real_files(tmp_path):
 
     from scalerl_env.sources.verl import read_records
     from tests.support.real_model import prepared_files
-    from trainer.run_log import read_metrics
+    from trainer.run.log import read_metrics
 
     files = prepared_files(tmp_path, limit=30)
     out = tmp_path / "run"

@@ -1,4 +1,4 @@
-"""`trainer.run_setup` fail-fast checks: a folder that holds a run, `--resume` without a checkpoint,
+"""`trainer.run.setup` fail-fast checks: a folder that holds a run, `--resume` without a checkpoint,
 and a `--model` that is not here (refused without touching the network)."""
 
 from __future__ import annotations
@@ -8,8 +8,8 @@ import socket
 import pytest
 
 from scalerl_env.contracts.config import ConfigError, load_config
-from trainer.config import TrainConfig
-from trainer.run_setup import LEDGER, check_model_path, prepare_folder
+from trainer.config.train import TrainConfig
+from trainer.run.setup import LEDGER, check_model_path, prepare_folder
 
 
 @pytest.fixture

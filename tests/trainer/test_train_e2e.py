@@ -15,8 +15,8 @@ import duckdb
 import pytest
 
 from scalerl_env.contracts.config import load_config
-from trainer.config import TrainConfig
-from trainer.run_log import read_metrics
+from trainer.config.train import TrainConfig
+from trainer.run.log import read_metrics
 
 K = 4
 P, STEPS = 16, 90
@@ -39,7 +39,7 @@ pytestmark = pytest.mark.timeout(2400)
 
 @pytest.fixture(scope="module")
 def short_run(tmp_path_factory):
-    from trainer.loop import train
+    from trainer.run.loop import train
 
     out = tmp_path_factory.mktemp("e2e") / "run"
     summary = train(load_config(TrainConfig, None, SHORT), out)
@@ -106,7 +106,7 @@ def test_metrics_and_curves_are_written(short_run):
 @pytest.mark.slow
 def test_cpu_default_full_length_learns_in_both_domains(tmp_path):
     """What `make demo` runs (the TrainConfig defaults), end to end."""
-    from trainer.loop import train
+    from trainer.run.loop import train
 
     summary = train(TrainConfig(), tmp_path / "run")
     for domain, rise in MIN_HELDOUT_RISE.items():

@@ -12,7 +12,7 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from trainer.run_log import read_metrics
+from trainer.run.log import read_metrics
 
 pytestmark = pytest.mark.timeout(2400)
 P, N = 8, 8

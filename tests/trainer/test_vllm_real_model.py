@@ -17,7 +17,7 @@ from scalerl_env.sources.verl import read_records
 from tests.support.real_model import prepared_files, require_model
 from tests.trainer.test_real_model import short_args
 from trainer.cli import build_app
-from trainer.run_log import read_metrics
+from trainer.run.log import read_metrics
 
 pytestmark = [pytest.mark.vllm, pytest.mark.timeout(1200)]
 

@@ -17,7 +17,7 @@ pytest.importorskip("vllm", reason="the vLLM tests run in .venv-vllm (make test-
 from typer.testing import CliRunner
 
 from trainer.cli import build_app
-from trainer.run_log import read_metrics
+from trainer.run.log import read_metrics
 
 pytestmark = [pytest.mark.vllm, pytest.mark.timeout(2400)]
 K, STEPS, N_EVAL = 2, 60, 1024

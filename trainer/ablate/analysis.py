@@ -129,7 +129,7 @@ class AnalysisResult:
 
 def load_curves(folder: Path, variant: str, seed: int, domains: list[str]) -> list[Curve]:
     """The validation points of one run folder, per domain, in step order."""
-    from trainer.run_log import read_metrics
+    from trainer.run.log import read_metrics
 
     rows = read_metrics(folder / "metrics.jsonl", "validation")
     out = []

@@ -7,7 +7,7 @@ wins over a shared override and every run stops at the same compute. The study's
   held-out set (`data.seed`) and the starting policy (the cached warm start, `warm_start.seed`) stay
   fixed, so runs of one variant differ only by sampling and order, and variants only by the variant.
 - `pipeline.budget_device_s=<budget>` with `max_time_s=null` and a step limit out of reach: the RL
-  phase stops when wall time x devices in use reaches the budget (`trainer.run_log.ComputeClock`).
+  phase stops when wall time x devices in use reaches the budget (`trainer.run.log.ComputeClock`).
 - `validation.min_evaluations_per_domain=<eval_samples>` (default 2,500): the binomial standard error
   of one evaluation is then at most sqrt(0.25 / 2500) = 0.01, half the paper's ±0.02 margin on A, so
   a difference the margin flags is not one evaluation's noise.

@@ -54,8 +54,8 @@ def build_config(config: Path | None, overrides: list[str], *, domains: str | No
     engine: `model_preset_values()` (small-cpu's, all but the model) in place of the preset."""
     from scalerl_env.contracts.config import ConfigError, load_config
     from trainer.commands.data_flags import data_overrides
-    from trainer.config import TrainConfig
-    from trainer.presets import IMPLIED_BY_MODEL, model_preset_values, preset_values
+    from trainer.config.presets import IMPLIED_BY_MODEL, model_preset_values, preset_values
+    from trainer.config.train import TrainConfig
 
     if resume is not None:
         if config is not None:
@@ -100,7 +100,7 @@ def build_config(config: Path | None, overrides: list[str], *, domains: str | No
             import vllm  # noqa: F401 - installed by `make vllm-env` (.venv-vllm)
         except ImportError as exc:
             raise ConfigError(f"--engine vllm is not available here ({exc}); use --engine torch") from exc
-    from trainer.run_setup import check_model_path
+    from trainer.run.setup import check_model_path
 
     check_model_path(cfg.model)
     return cfg
@@ -144,7 +144,7 @@ def register(app: typer.Typer) -> None:
                                max_steps=max_steps, resume=resume, ray=ray, ray_address=ray_address,
                                trainer_ranks=trainer_ranks, preset=preset, data=data, heldout=heldout)
             if dry_run:
-                from trainer.dry_run import dry_run_report
+                from trainer.run.dry_run import dry_run_report
 
                 typer.echo(dry_run_report(cfg))
                 return
@@ -157,7 +157,7 @@ def register(app: typer.Typer) -> None:
             typer.echo(dump_yaml(cfg), nl=False)
             return
         folder = resume or out or Path("runs") / time.strftime("train-%Y%m%d-%H%M%S")
-        from trainer.loop import train as run_training
+        from trainer.run.loop import train as run_training
 
         if cfg.ray.enabled:  # the same loop inside a trainer actor
             from trainer.distributed.launch import run_in_ray as run_training

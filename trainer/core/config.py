@@ -1,6 +1,6 @@
 """The settings of the trainer core: loss, advantages, optimizer/update step, length control.
 
-Config only (pydantic, no torch), so `trainer.config` can compose them without importing tensor code.
+Config only (pydantic, no torch), so `trainer.config.train` can compose them without importing tensor code.
 Defaults are the paper's; the formulas each setting selects are documented in the module that uses it
 (`trainer.core.losses`, `.advantages`, `.update`, `.length_control`).
 """

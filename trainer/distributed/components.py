@@ -3,7 +3,7 @@
 `make_components(cfg, out)` returns `LocalComponents` (the default: objects in the trainer's process)
 or, with `ray.enabled`, `RayComponents`: the ledger (the single writing owner) and the verifier pool
 as actors pinned to the trainer's node behind `ActorProxy` (same methods as the objects), and the
-generators anywhere (`trainer.distributed.generators.RemoteEngines`). `trainer.run_setup` builds a
+generators anywhere (`trainer.distributed.generators.RemoteEngines`). `trainer.run.setup` builds a
 run through this one seam, so the training loop and the in-process runtime are identical in both.
 """
 

@@ -1,4 +1,4 @@
-"""Launch a run on Ray: `TrainerActor` runs `trainer.loop.train` unchanged on its node (rank 0;
+"""Launch a run on Ray: `TrainerActor` runs `trainer.run.loop.train` unchanged on its node (rank 0;
 `ray.trainer_num_gpus`), with the loop, the in-process runtime's feeder/scorer threads, checkpoints
 and metrics there; generators, the verifier pool and the ledger owner become actors
 (`trainer.distributed.components`).
@@ -19,7 +19,7 @@ class TrainerActor:
     """Rank 0 of the trainer: runs the whole training loop on its node (see the module docstring)."""
 
     def train(self, cfg: Any, out: str, resume: bool) -> dict[str, Any]:
-        from trainer.loop import train
+        from trainer.run.loop import train
 
         logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
         return train(cfg, Path(out), resume=resume)

@@ -26,7 +26,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict
 
 from trainer.fit.model import FitError
-from trainer.run_log import metric_records
+from trainer.run.log import metric_records
 
 ComputeKind = Literal["device_hours", "device_s", "flops"]
 COMPUTE_KEYS: dict[str, tuple[str, float]] = {

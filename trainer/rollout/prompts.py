@@ -23,9 +23,9 @@ from typing import Any
 
 from scalerl_env.contracts.config import ConfigError
 from scalerl_env.contracts.records import ProblemRecord
-from trainer.config import TrainConfig
+from trainer.config.data import PromptsConfig
+from trainer.config.train import TrainConfig
 from trainer.core.length_control import output_budget, stage_length
-from trainer.data_config import PromptsConfig
 from trainer.rollout.problems import DomainPool, PromptCodec
 
 log = logging.getLogger(__name__)
@@ -78,7 +78,7 @@ class ProblemPrompts:
 def completion_budget(cfg: TrainConfig, codec: PromptCodec | None = None) -> int:
     """Most tokens a completion may take (what the engine checks): thinking budget + interruption phrase +
     answer budget, or `engine.max_new_tokens`; with `curriculum.stages` the largest over the stages and
-    the run's own (held-out validation and `curriculum profile` sample with the run's own), so a prompt
+    the run's own (held-out validation and `scalerl profile` sample with the run's own), so a prompt
     kept fits whichever stage draws it. Without a codec the phrase counts one token per character."""
     return largest_budget(cfg, codec)[0]
 
@@ -121,7 +121,7 @@ def prepare_prompts(cfg: TrainConfig, tokenizer: Any, pools: Mapping[str, Domain
                     ) -> tuple[PromptCodec, dict[str, DomainPool], dict[str, int]]:
     """The run's codec (stop ids from the tokenizer and generation config, the template as its problem
     encoder) and the pools without the prompts too long for the budget (unchanged when not `drop`)."""
-    from trainer.model_loading import stop_token_ids
+    from trainer.run.model_loading import stop_token_ids
 
     codec = PromptCodec(tokenizer, None if cfg.model is None else stop_token_ids(tokenizer, cfg.model))
     encode = ProblemPrompts(codec, cfg.prompts)
@@ -138,6 +138,6 @@ def run_tokenizer(cfg: TrainConfig) -> Any:
         from trainer.tiny.model import CharTokenizer
 
         return CharTokenizer()
-    from trainer.model_loading import load_tokenizer
+    from trainer.run.model_loading import load_tokenizer
 
     return load_tokenizer(cfg.model)

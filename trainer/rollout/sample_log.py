@@ -3,7 +3,7 @@ warning when a domain's samples are nearly all unreadable for several steps.
 
 Each line: `kind` (train | validation), `step` (the step that trains on it; for validation the step
 validated), `prompt_id` (joins the ledger's `attempts.prompt_id`), `domain`, `source` (the `data.sources`
-entry's label, `trainer.data_sources.source_labels`; null for a held-out file's problem), `sample_index`,
+entry's label, `trainer.run.data_sources.source_labels`; null for a held-out file's problem), `sample_index`,
 `completion` (cut to `rollout_log.max_chars`), `status`, `reward`, `truncated`, `finish_reason`,
 `completion_tokens`, `policy_versions` ([first, last] version that produced its tokens).
 Per step at most `rollout_log.samples_per_step` lines (the first sample of each group, then the second,
@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from scalerl_env.contracts.records import ProblemRecord, Verdict
-from trainer.data_config import RolloutLogConfig
+from trainer.config.data import RolloutLogConfig
 
 log = logging.getLogger(__name__)
 FORMAT_FAILURES = ("no_answer", "unparsable")
@@ -94,7 +94,7 @@ class RolloutLog:
         return rate
 
     def validation_recorder(self, step: int):
-        """A callback for `trainer.validation.evaluate`: keeps the first samples of each domain."""
+        """A callback for `trainer.run.validation.evaluate`: keeps the first samples of each domain."""
         counts: dict[str, int] = {}
 
         def record(problem: ProblemRecord, samples: Sequence[Any], texts: Sequence[str],

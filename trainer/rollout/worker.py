@@ -26,7 +26,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from scalerl_env.contracts.records import ProblemRecord, Verdict
-from trainer.config import TrainConfig
+from trainer.config.train import TrainConfig
 from trainer.core.length_control import length_penalties, plan_interruption, stage_length
 from trainer.engines.base import GeneratedGroup, GenerationRequest, SamplingParams
 from trainer.rollout.messages import RolloutGroup

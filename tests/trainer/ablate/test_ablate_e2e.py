@@ -16,7 +16,7 @@ import yaml
 from typer.testing import CliRunner
 
 from trainer.cli import build_app
-from trainer.run_log import read_metrics
+from trainer.run.log import read_metrics
 
 # The first test of a cold machine that runs the CPU default pays its warm start (~5 min on idle 2 cores).
 pytestmark = pytest.mark.timeout(2400)

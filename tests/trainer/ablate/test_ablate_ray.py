@@ -15,7 +15,7 @@ import pytest
 from typer.testing import CliRunner
 
 from trainer.cli import build_app
-from trainer.run_log import read_metrics
+from trainer.run.log import read_metrics
 
 ray = pytest.importorskip("ray", reason="ray is a dependency of the main environment")
 

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from scalerl_env.contracts.config import load_config
-from trainer.config import TrainConfig
-from trainer.run_log import ComputeClock, devices_in_use, read_metrics
+from trainer.config.train import TrainConfig
+from trainer.run.log import ComputeClock, devices_in_use, read_metrics
 
 
 def test_clock_keeps_busy_and_wall_device_seconds_apart() -> None:
@@ -38,7 +38,7 @@ def test_devices_in_use() -> None:
 
 @pytest.mark.timeout(2400)  # may pay the CPU default's warm start on a cold machine
 def test_idle_generator_accrues_wall_times_devices(tmp_path: Path) -> None:
-    from trainer.loop import train
+    from trainer.run.loop import train
 
     cfg = load_config(TrainConfig, None, [
         "pipeline.k=0", "pipeline.max_steps=6", "pipeline.max_time_s=null", "pipeline.prompts_per_step=4",

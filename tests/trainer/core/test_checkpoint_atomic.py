@@ -9,7 +9,7 @@ import textwrap
 
 from scalerl_env.contracts.paths import REPO
 from trainer.core.checkpoint import latest_checkpoint
-from trainer.run_setup import LEDGER, prepare_folder
+from trainer.run.setup import LEDGER, prepare_folder
 
 SCRIPT = textwrap.dedent("""
     import contextlib, os, shutil, sys
@@ -17,9 +17,9 @@ SCRIPT = textwrap.dedent("""
     from types import SimpleNamespace
     from curriculum.ledger.store import Ledger
     from tests.support.models import tiny_llama
-    from trainer.config import TrainConfig
+    from trainer.config.train import TrainConfig
     from trainer.distributed.leader import start_ranks
-    from trainer.loop import checkpoint
+    from trainer.run.loop import checkpoint
 
     out = Path(sys.argv[1])
     model = tiny_llama()

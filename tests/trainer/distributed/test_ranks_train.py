@@ -15,7 +15,7 @@ import sys
 
 import pytest
 
-from trainer.run_log import read_metrics
+from trainer.run.log import read_metrics
 
 pytestmark = pytest.mark.timeout(1200)
 ARGS = ["warm_start.enabled=false", "curriculum.zero_variance_filter=false", "pipeline.prompts_per_step=4",

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from scalerl_env.contracts.config import load_config
 from trainer.commands.train import build_config
-from trainer.config import TrainConfig
+from trainer.config.train import TrainConfig
 
 EXAMPLE = Path(__file__).resolve().parents[3] / "examples" / "multinode.yaml"
 

@@ -14,8 +14,8 @@ import pytest
 import ray
 
 from scalerl_env.contracts.config import load_config
-from trainer.config import TrainConfig
-from trainer.run_log import read_metrics
+from trainer.config.train import TrainConfig
+from trainer.run.log import read_metrics
 
 pytestmark = pytest.mark.ray
 
@@ -51,7 +51,7 @@ def _step_keys(out) -> set[str]:
 
 def test_ray_run_logs_the_same_metrics_schema_as_in_process(cluster, tmp_path):
     from trainer.distributed.launch import run_in_ray
-    from trainer.loop import train
+    from trainer.run.loop import train
 
     # Every group kept (the random-ish policy's rewards are mostly all 0): the training path runs too.
     steps = ["pipeline.max_steps=3", "pipeline.k=0", "curriculum.zero_variance_filter=false"]

@@ -16,8 +16,8 @@ from tests.support.tiny_policy import SMALL_MODEL, small_train_config
 from trainer.engines import torch_engine
 from trainer.engines.factory import build_engine, build_torch_engine
 from trainer.rollout.problems import PromptCodec
+from trainer.run.validation import evaluate
 from trainer.tiny.model import CharTokenizer, build_tiny_model
-from trainer.validation import evaluate
 
 SETTINGS = ["engine.dtype=bfloat16", "engine.max_slots=7", "engine.max_seq_len=96"]
 
@@ -97,8 +97,8 @@ def test_only_the_factory_constructs_a_torch_engine():
 
 
 def build_pools_math():
-    from trainer.config import TrainConfig
-    from trainer.data_sources import build_data
+    from trainer.config.train import TrainConfig
+    from trainer.run.data_sources import build_data
 
     cfg = TrainConfig.model_validate({"domains": ["math"], "data": {"generated_per_domain": 20,
                                                                     "holdout_fraction": 0.1, "holdout_max_prompts": 2}})

@@ -17,14 +17,14 @@ from curriculum.policy import CurriculumPolicy
 from curriculum.sampler import Sampler
 from scalerl_env.contracts.config import ConfigError, load_config
 from scalerl_env.contracts.records import ChatMessage, ProblemRecord
-from trainer.config import TrainConfig
+from trainer.config.train import TrainConfig
 from trainer.core.length_control import plan_interruption, stage_length
-from trainer.curriculum_runtime import stage_budget_metrics
 from trainer.engines.base import GeneratedGroup, GeneratedSample
 from trainer.rollout.problems import DomainPool, PromptCodec
 from trainer.rollout.prompts import completion_budget, prepare_prompts
 from trainer.rollout.worker import Rollouts
-from trainer.run_setup import BatchDrawer
+from trainer.run.sampling import stage_budget_metrics
+from trainer.run.setup import BatchDrawer
 from trainer.tiny.model import CharTokenizer
 from verifiers import VerifierPool
 

@@ -7,7 +7,7 @@ import pytest
 
 from scalerl_env.contracts.config import load_config
 from scalerl_env.contracts.records import ChatMessage, ProblemRecord
-from trainer.config import TrainConfig
+from trainer.config.train import TrainConfig
 from trainer.engines.base import GeneratedGroup, GeneratedSample, GenerationRequest
 from trainer.rollout.problems import PromptCodec
 from trainer.rollout.worker import Rollouts

@@ -1,5 +1,5 @@
-"""`scalerl curriculum profile`: sample every prompt N times with the trainer's engine and verifiers,
-attempts into a ledger (`trainer.curriculum_profile`).
+"""`scalerl profile`: sample every prompt N times with the trainer's engine and verifiers,
+attempts into a ledger (`trainer.run.profile`).
 
 A `scalerl` command, not a `scalerl-env` one: it needs the trainer's engines and prompt template, and
 `scalerl_env` never imports the trainer. Filtering a file by the profile needs only the ledger:
@@ -18,9 +18,9 @@ HELP = """Profile a dataset's difficulty before training: N samples per prompt i
 
 Examples:
 
-  scalerl curriculum profile --data math=gsm8k.parquet --samples 8 --ledger runs/profile.duckdb
+  scalerl profile --data math=gsm8k.parquet --samples 8 --ledger runs/profile.duckdb
 
-  scalerl curriculum profile --data math=gsm8k.parquet --model smollm2-135m-instruct --preset small-cpu \\
+  scalerl profile --data math=gsm8k.parquet --model smollm2-135m-instruct --preset small-cpu \\
       --samples 16 --ledger runs/profile.duckdb
 
   scalerl-env data filter gsm8k.parquet --ledger runs/profile.duckdb --pass-rate 0.01:0.99 --out band.parquet
@@ -31,10 +31,8 @@ Examples:
 
 
 def register(app: typer.Typer) -> None:
-    """Add the `curriculum` command group (`profile`) to `app`."""
-    group = typer.Typer(help="Curriculum tools.\n\nExample: scalerl curriculum profile --help", no_args_is_help=True)
-    group.command("profile", help=HELP)(profile_cmd)
-    app.add_typer(group, name="curriculum")
+    """Add the `profile` command to `app`."""
+    app.command("profile", help=HELP)(profile_cmd)
 
 
 def profile_cmd(
@@ -50,7 +48,7 @@ def profile_cmd(
 ) -> None:
     from scalerl_env.contracts.config import ConfigError
     from trainer.commands.train import build_config
-    from trainer.curriculum_profile import profile
+    from trainer.run.profile import profile
 
     try:
         cfg = build_config(config, overrides or [], domains=domains, model=model, engine=engine, max_steps=None,

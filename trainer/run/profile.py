@@ -28,7 +28,7 @@ import torch
 from curriculum.ledger.retirement import RetirementConfig
 from curriculum.ledger.store import Ledger
 from scalerl_env.contracts.records import ProblemRecord
-from trainer.config import TrainConfig
+from trainer.config.train import TrainConfig
 
 IN_FLIGHT = 8  # requests submitted ahead (the engine batches their samples)
 
@@ -54,11 +54,11 @@ def _missing(ledger: Ledger, problems: list[ProblemRecord], samples: int) -> lis
 
 def _setup(cfg: TrainConfig, work_dir: Path) -> tuple[list[ProblemRecord], Any, Any, Any, int]:
     """(problems, codec, engine, verifier, prompts left out as too long) for `cfg`."""
-    from trainer.data_sources import build_data
     from trainer.distributed.components import LocalComponents
     from trainer.engines.device import resolve_device
     from trainer.rollout.prompts import prepare_prompts
-    from trainer.run_setup import load_policy
+    from trainer.run.data_sources import build_data
+    from trainer.run.setup import load_policy
 
     device = resolve_device(cfg.engine.device)
     torch.set_num_threads(cfg.pipeline.torch_threads)

@@ -1,4 +1,4 @@
-"""Offline profiling with the trainer's engine and verifiers (`scalerl curriculum profile`), and the band
+"""Offline profiling with the trainer's engine and verifiers (`scalerl profile`), and the band
 filter on its ledger (`scalerl-env data filter`)."""
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ from scalerl_env.contracts.config import load_config
 from scalerl_env.sources.generators import generate
 from scalerl_env.sources.verl import load_record_file, write_records
 from trainer.commands.data_flags import data_overrides
-from trainer.config import TrainConfig
-from trainer.curriculum_profile import profile
+from trainer.config.train import TrainConfig
+from trainer.run.profile import profile
 
 pytestmark = pytest.mark.timeout(900)
 

@@ -32,8 +32,8 @@ from scalerl_env.contracts.config import ConfigError
 from scalerl_env.contracts.records import ProblemRecord
 from scalerl_env.sources.prepare import holdout_count, split_holdout
 from scalerl_env.sources.verl import RecordFileError, load_record_file
-from trainer.config import TrainConfig
-from trainer.data_config import SourceConfig
+from trainer.config.data import SourceConfig
+from trainer.config.train import TrainConfig
 from trainer.rollout.problems import DomainPool
 
 __all__ = ["DataFileError", "build_data", "domain_weights", "effective_sources", "source_labels"]

@@ -18,7 +18,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from scalerl_env.contracts.records import ProblemRecord
-from trainer.config import TrainConfig
+from trainer.config.train import TrainConfig
 from trainer.engines.base import GenerationEngine, GenerationRequest, SamplingParams
 from trainer.engines.factory import build_torch_engine
 from trainer.rollout.problems import PromptCodec

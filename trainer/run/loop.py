@@ -29,15 +29,15 @@ from typing import Any
 import numpy as np
 import torch
 
-from trainer.config import TrainConfig
+from trainer.config.train import TrainConfig
 from trainer.core.advantages import compute_advantages
 from trainer.core.length_control import length_metrics, training_loss_mask
 from trainer.core.update import pack_samples
-from trainer.curriculum_runtime import curriculum_metrics, plan_zero_variance, refill_groups
 from trainer.rollout.messages import RolloutGroup
-from trainer.run_log import devices_in_use
-from trainer.run_setup import LEDGER, Run, setup_run
-from trainer.validation import evaluate
+from trainer.run.log import devices_in_use
+from trainer.run.sampling import curriculum_metrics, plan_zero_variance, refill_groups
+from trainer.run.setup import LEDGER, Run, setup_run
+from trainer.run.validation import evaluate
 
 log = logging.getLogger(__name__)
 TAKE_TIMEOUT_S = 600.0
@@ -100,7 +100,7 @@ def record_attempts(run: Run, groups: list[RolloutGroup]) -> None:
 def filter_zero_variance(run: Run, groups: list[RolloutGroup]) -> tuple[list[RolloutGroup], set[int]]:
     """Find the groups whose rewards are all equal (the one zero-variance test of the step) and apply
     `curriculum.zero_variance.mode` (ScaleRL: drop them, the batch shrinks); returns the groups the step
-    trains on and the zero-variance group ids (`trainer.curriculum_runtime.plan_zero_variance`).
+    trains on and the zero-variance group ids (`trainer.run.sampling.plan_zero_variance`).
     No-positive resampling needs no phase here: the ledger retires prompts as `record_attempts`
     records them, and the sampler never draws a retired prompt again."""
     return plan_zero_variance(run, groups)
@@ -248,7 +248,7 @@ def finish(run: Run) -> dict[str, Any]:
 
 
 def summarize(run: Run, last: dict | None, curves: dict) -> dict[str, Any]:
-    from trainer.run_log import read_metrics
+    from trainer.run.log import read_metrics
 
     vals = read_metrics(run.out / "metrics.jsonl", "validation")
     heldout = {d: {"first": vals[0]["val"][d]["pass_rate"], "last": vals[-1]["val"][d]["pass_rate"]}

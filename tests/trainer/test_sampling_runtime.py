@@ -9,10 +9,10 @@ from curriculum.filters import zero_variance_filter
 from scalerl_env.contracts.config import load_config
 from scalerl_env.contracts.records import Verdict
 from tests.support.ledger_data import problem
-from trainer.config import TrainConfig
-from trainer.curriculum_runtime import build_policy, curriculum_metrics, plan_zero_variance, refill_groups
+from trainer.config.train import TrainConfig
 from trainer.engines.base import GeneratedSample
 from trainer.rollout.messages import RolloutGroup
+from trainer.run.sampling import build_policy, curriculum_metrics, plan_zero_variance, refill_groups
 
 P = 4
 
@@ -120,8 +120,8 @@ class _Worker:
 def test_refill_on_the_in_process_runtime_keeps_the_pipeline_fed():
     """take_extra + credit_admission on a real LocalRuntime (PipelineRL-2): every step still gets its
     share, the extra groups are the oldest scored ones, and the generator replaces them."""
-    from trainer.curriculum_runtime import credit_admission, take_extra
     from trainer.rollout.runtime import LocalRuntime
+    from trainer.run.sampling import credit_admission, take_extra
 
     runtime = LocalRuntime(_Engine(), _Worker(), mode="pipeline", k=2, prompts_per_step=P)
     runtime.start(0)

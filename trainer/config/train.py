@@ -28,9 +28,9 @@ from pydantic import Field, field_validator, model_validator
 from curriculum.ledger.retirement import RetirementConfig
 from curriculum.strategy_config import StageConfig, StrategyConfig
 from scalerl_env.contracts.records import DOMAINS, Strict
+from trainer.config.data import PromptsConfig, RolloutLogConfig, SourceConfig
 from trainer.core.config import AdvantageConfig, LengthConfig, LossConfig, OptimConfig
 from trainer.core.length_control import output_budget, stage_length
-from trainer.data_config import PromptsConfig, RolloutLogConfig, SourceConfig
 from trainer.distributed.config import RayConfig, TrainerRanksConfig
 from trainer.engines.config import EngineConfig
 from trainer.tiny.config import TinyModelConfig, WarmStartConfig
@@ -79,7 +79,7 @@ class DataConfig(Strict):
     domain_weights: dict[str, float] = Field(default_factory=dict, description="mixing weights; empty = equal")
     seed: int = 0
     sources: list[SourceConfig] = Field(
-        default_factory=list, description="problem files or generators per domain (trainer.data_sources); "
+        default_factory=list, description="problem files or generators per domain (trainer.run.data_sources); "
         "empty = the generator for every domain with level/generated_per_domain/seed above")
     heldout: dict[str, list[str]] = Field(
         default_factory=dict, description="held-out files per domain; a domain without = split from its training data")

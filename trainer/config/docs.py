@@ -1,6 +1,6 @@
 """Render `docs/configuration.md` from the configuration models (the one source of every default).
 
-`python -m trainer.config_docs` rewrites the file; a test fails when the committed file differs from
+`python -m trainer.config.docs` rewrites the file; a test fails when the committed file differs from
 what the models say, so the reference can never drift from the code.
 """
 
@@ -14,20 +14,20 @@ from scalerl_env.contracts.paths import REPO
 DOC = REPO / "docs" / "configuration.md"
 HEADER = """# Configuration reference
 
-Generated from the pydantic models by `python -m trainer.config_docs` (do not edit by hand; a test
+Generated from the pydantic models by `python -m trainer.config.docs` (do not edit by hand; a test
 compares this file with the models). Precedence everywhere: model default → preset (`scalerl train
 --preset`) → `--config FILE.yaml` → command-line flags → dotted overrides such as `loss.eps_max=4`.
 `scalerl train --print-config [overrides]` prints the resolved result; each run folder keeps it as
-`config.yaml`. Which defaults depart from the paper, and why, is said in `trainer/config.py`.
+`config.yaml`. Which defaults depart from the paper, and why, is said in `trainer/config/train.py`.
 """
 
 
 def sections() -> list[tuple[str, str, type]]:
     """(title, what uses it, model) for each configuration the project reads."""
     from scalerl_env.server.config import ServerConfig
-    from trainer.config import TrainConfig
+    from trainer.config.train import TrainConfig
 
-    return [("`scalerl train`", "`TrainConfig` (`trainer/config.py`); `verifier.*` is the verifier pool's",
+    return [("`scalerl train`", "`TrainConfig` (`trainer/config/train.py`); `verifier.*` is the verifier pool's",
              TrainConfig),
             ("`scalerl-env serve`", "`ServerConfig` (`scalerl_env/server/config.py`), `--config FILE.yaml`",
              ServerConfig)]

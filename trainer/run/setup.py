@@ -1,4 +1,4 @@
-"""Build (or resume) everything a training run needs; the loop itself is `trainer.loop`.
+"""Build (or resume) everything a training run needs; the loop itself is `trainer.run.loop`.
 
 A run folder holds: `config.yaml` (resolved), `metrics.jsonl`, `ledger.duckdb`, `checkpoints/`
 (each with the model, optimizer state and a copy of the ledger, so ledger and sampler resume
@@ -26,11 +26,9 @@ from curriculum.strategies import stage_index
 from curriculum.strategy_config import StageConfig
 from scalerl_env.contracts.config import ConfigError, write_resolved
 from scalerl_env.contracts.records import ProblemRecord
-from trainer.config import TrainConfig
+from trainer.config.train import TrainConfig
 from trainer.core.checkpoint import latest_checkpoint, load_model_weights
 from trainer.core.update import PolicyTrainer
-from trainer.curriculum_runtime import build_policy
-from trainer.data_sources import build_data, domain_weights
 from trainer.distributed.components import make_components
 from trainer.distributed.leader import RankGroup, start_ranks
 from trainer.engines.device import resolve_device
@@ -39,7 +37,9 @@ from trainer.rollout.prompts import prepare_prompts, run_tokenizer
 from trainer.rollout.runtime import LocalRuntime
 from trainer.rollout.sample_log import RolloutLog
 from trainer.rollout.worker import Rollouts
-from trainer.run_log import ComputeClock, RunLog, truncate_after
+from trainer.run.data_sources import build_data, domain_weights
+from trainer.run.log import ComputeClock, RunLog, truncate_after
+from trainer.run.sampling import build_policy
 from trainer.tiny.model import CharTokenizer, build_tiny_model
 
 log = logging.getLogger(__name__)
@@ -94,7 +94,7 @@ class Run:
 
 def check_model_path(model: str | None) -> None:
     """A local folder, or a hub id already in the local HF cache (nothing downloads at run time)."""
-    from trainer.model_loading import ALIASES, alias_file, is_local_model
+    from trainer.run.model_loading import ALIASES, alias_file, is_local_model
 
     if model is None:
         return
@@ -121,7 +121,7 @@ def load_policy(cfg: TrainConfig, pools: dict[str, DomainPool]) -> tuple[Any, An
                 torch.set_num_threads(threads)
             load_model_weights(folder, model)
         return model, tok
-    from trainer.model_loading import load_hf_policy
+    from trainer.run.model_loading import load_hf_policy
 
     return load_hf_policy(cfg.model)  # a folder, cached hub id, .gguf file (converted once) or alias
 

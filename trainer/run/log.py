@@ -29,7 +29,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from trainer.config import LoggingConfig, TrainConfig
+from trainer.config.train import LoggingConfig, TrainConfig
 
 log = logging.getLogger(__name__)
 

@@ -1,6 +1,6 @@
 """The curriculum strategies inside a training run: the sampler's policy and the zero-variance modes.
 
-The loop calls three phases from here (`trainer.loop`): `refill_groups` (mode `refill` only: take
+The loop calls three phases from here (`trainer.run.loop`): `refill_groups` (mode `refill` only: take
 more scored groups until the step has `prompts_per_step` informative ones), `plan_zero_variance`
 (which groups the step trains on under the mode: shrink | refill | duplicate | keep) and
 `curriculum_metrics` (what was dropped, refilled, duplicated, skipped, re-admitted and the effective
@@ -31,7 +31,7 @@ from curriculum.ledger.counts import profile_prior
 from curriculum.policy import CurriculumPolicy
 from curriculum.strategies import ZERO_VARIANCE_MODES
 from scalerl_env.contracts.config import ConfigError
-from trainer.config import TrainConfig
+from trainer.config.train import TrainConfig
 from trainer.core.length_control import stage_length
 from trainer.rollout.messages import RolloutGroup
 

@@ -1,6 +1,6 @@
 """`scalerl train --dry-run`: what a run would train on and what a step costs, without loading the model.
 
-Loads the data (`trainer.data_sources.build_data`: a malformed file fails here, naming file, row and
+Loads the data (`trainer.run.data_sources.build_data`: a malformed file fails here, naming file, row and
 field) and the tokenizer only (a `.gguf` model is converted once, as a real run would), renders every
 prompt with the run's template and reports per domain: training / held-out problem counts, prompt-length
 percentiles in tokens, how many prompts exceed the budget (prompt + completion budget >
@@ -15,10 +15,10 @@ from collections import Counter
 
 import numpy as np
 
-from trainer.config import TrainConfig
-from trainer.data_sources import build_data, domain_weights, effective_sources
+from trainer.config.train import TrainConfig
 from trainer.rollout.problems import DomainPool
 from trainer.rollout.prompts import completion_budget, prepare_prompts, run_tokenizer
+from trainer.run.data_sources import build_data, domain_weights, effective_sources
 
 
 def dry_run_report(cfg: TrainConfig) -> str:
