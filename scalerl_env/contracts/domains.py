@@ -1,0 +1,138 @@
+"""The domain registry: one `DomainSpec` per verifiable domain, found through the `scalerl.domains`
+entry-point group.
+
+A domain is everything the project needs to know to train on and score one kind of problem: the
+reference field a record must carry (`answer` or `tests`) and how to check it, the verifier factory,
+the default prompt template, the procedural generator families, how a public dataset's row becomes a
+reference, and how a verl `ability` names it. The built-in domains (math, code, instruction following)
+are declared in the project's own `pyproject.toml` exactly as a lab's package declares its own:
+
+    [project.entry-points."scalerl.domains"]
+    chem = "chem_rlvr.spec:SPEC"
+
+Every site that needs a domain reads it from here; nothing else spells the set of domains.
+
+Guarantees
+- Loaded once per process, on first use (never at import): `domains()` is cached.
+- Names are unique: two entry points naming one domain are an error naming both.
+- `domain(name)` raises `UnknownDomainError` (a ValueError) that lists the known domains.
+
+Not guaranteed: that a plug-in's hooks are sound; its verifier answers `error` verdicts for its own
+failures as the built-in ones do only if it is written so.
+"""
+
+from __future__ import annotations
+
+import functools
+import random
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from importlib.metadata import entry_points
+from typing import Any, Literal, Protocol
+
+ENTRY_POINT_GROUP = "scalerl.domains"
+
+
+class UnknownDomainError(ValueError):
+    """A domain name that no installed spec declares."""
+
+
+class DomainVerifier(Protocol):
+    """What a domain's verifier gives the batch API (`verifiers.batch.VerifierPool`).
+
+    `submit` starts scoring `items` (all of this domain) and returns a function that waits for and
+    returns one verdict per item, in order; the pool submits every domain of a batch before it
+    collects any, so domains score concurrently. Model text never raises; a verifier failure is an
+    `error` verdict. `info()` may carry `alive` (worker processes) and `kills` ({reason: count}).
+    """
+
+    def submit(self, items: Sequence[Any]) -> Callable[[], list[Any]]: ...
+
+    def ready(self) -> bool: ...
+
+    def info(self) -> dict[str, Any]: ...
+
+    def close(self) -> None: ...
+
+
+@dataclass(frozen=True)
+class PromptDefaults:
+    """The domain's default chat template: `instruction` is appended to the last user message unless
+    the text already holds `marker`; `system` (when set) goes first. Overridable per run."""
+
+    instruction: str = ""
+    marker: str = ""
+    system: str | None = None
+
+
+@dataclass(frozen=True)
+class RowReference:
+    """What a public dataset's row gives a problem record: the reference, a gold completion and the
+    instruction that follows the problem text."""
+
+    answer: str | None = None
+    tests: Any = None
+    solution: str | None = None
+    instruction: str = ""
+
+
+GeneratorFamily = tuple[int, Callable[[random.Random, int], Any]]  # (min_level, make(rng, level))
+
+
+@dataclass(frozen=True)
+class DomainSpec:
+    """One verifiable domain (see the module docstring). Hooks are callables so that loading the
+    registry imports no verifier, sandbox or dataset code until a hook is called."""
+
+    name: str
+    reference: Literal["answer", "tests"]
+    description: str
+    verifier: Callable[[Any], DomainVerifier]  # VerifierConfig -> DomainVerifier
+    check_reference: Callable[[Any], None] | None = None  # raises ValueError on a reference it cannot score
+    prompt: PromptDefaults = PromptDefaults()
+    generator_families: Callable[[], Mapping[str, GeneratorFamily]] | None = None
+    row_reference: Callable[[Any, dict[str, Any], Any], RowReference] | None = None  # (manifest, row, prompts)
+    verl_abilities: tuple[str, ...] = ()  # lower-case words of a verl `ability` that name this domain
+    rank: int = 100  # order in listings: the built-ins first
+    options: Mapping[str, Any] = field(default_factory=dict)  # free-form, read by the domain's own hooks
+
+    def check(self, record: Any, noun: str) -> None:
+        """The one reference rule for items and problems: the field is present and the domain can read it."""
+        value = getattr(record, self.reference)
+        if value is None:
+            raise ValueError(f"{self.name} {noun} need '{self.reference}'")
+        if self.check_reference is not None:
+            self.check_reference(value)
+
+
+@functools.cache
+def domains() -> dict[str, DomainSpec]:
+    """Every installed domain, by name, in `rank` then name order."""
+    found: dict[str, tuple[DomainSpec, str]] = {}
+    for ep in entry_points(group=ENTRY_POINT_GROUP):
+        spec = ep.load()
+        if not isinstance(spec, DomainSpec):
+            raise TypeError(f"entry point {ep.value!r} of {ENTRY_POINT_GROUP} is not a DomainSpec")
+        if spec.name != ep.name:
+            raise ValueError(f"entry point {ep.name!r} ({ep.value}) declares domain {spec.name!r}")
+        if spec.name in found and found[spec.name][1] != ep.value:
+            raise ValueError(f"domain {spec.name!r} is declared twice: {found[spec.name][1]} and {ep.value}")
+        found[spec.name] = (spec, ep.value)
+    return {name: spec for name, (spec, _) in sorted(found.items(), key=lambda kv: (kv[1][0].rank, kv[0]))}
+
+
+def domain_names() -> tuple[str, ...]:
+    return tuple(domains())
+
+
+def domain(name: str) -> DomainSpec:
+    specs = domains()
+    if name not in specs:
+        raise UnknownDomainError(f"unknown domain {name!r}; installed: {', '.join(specs) or '(none)'}")
+    return specs[name]
+
+
+def check_domain_name(name: str) -> str:
+    """Validator for a `domain` field: the name of an installed domain."""
+    domain(name)
+    return name
