@@ -1,0 +1,116 @@
+"""Math verdict accuracy on the labelled corpus: false negatives and false positives per class.
+
+Corpus: `datasets/accuracy/math/items.jsonl` (labels and sources: its CARD.md). Full solutions are
+scored as written; bare final answers twice, as written and wrapped in `\\boxed{}`. Two verifiers side
+by side in one process: the project (`verifiers.verify_batch`, default `MathConfig`) and plain
+math-verify (`verify(parse("$\\boxed{answer}$"), parse(output))`, its defaults). FN = share of
+`correct` items not scored correct; FP = share of `wrong` items scored correct. "hard" = the bare
+answers of the comparison classes (everything but plain numbers), boxed.
+Not a timing benchmark: it reports timeouts, never speed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import sys
+from collections import defaultdict
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+CORPUS = Path(__file__).resolve().parent.parent / "datasets" / "accuracy" / "math" / "items.jsonl"
+COMPARISON_PLAIN = ("plain",)
+
+
+def rows(path: Path) -> list[dict]:
+    out = []
+    for line in path.open(encoding="utf-8"):
+        item = json.loads(line)
+        if item["form"] == "full":
+            out.append({**item, "run": "full"})
+        else:
+            out.append({**item, "run": "bare"})
+            out.append({**item, "run": "bare_boxed", "output": f"\\boxed{{{item['output']}}}"})
+    return out
+
+
+def project(items: list[dict]) -> tuple[list[bool], list[str], list[dict]]:
+    from verifiers import close_default_pools, verify_batch
+
+    verdicts = verify_batch([{"id": it["id"], "domain": "math", "completion": it["output"],
+                              "answer": it["answer"]} for it in items])
+    close_default_pools()
+    return ([v.status.value == "correct" for v in verdicts], [v.status.value for v in verdicts],
+            [v.details for v in verdicts])
+
+
+def plain(items: list[dict]) -> list[bool]:
+    from math_verify import parse, verify
+
+    logging.getLogger("math_verify").setLevel(logging.ERROR)
+    out = []
+    for it in items:
+        try:
+            out.append(bool(verify(parse(f"$\\boxed{{{it['answer']}}}$"), parse(it["output"]))))
+        except Exception:  # noqa: BLE001 - a math-verify failure is a "not correct" verdict for it
+            out.append(False)
+    return out
+
+
+def rates(items: list[dict], said: list[bool], select) -> tuple[str, str]:
+    pos = [s for it, s in zip(items, said) if select(it) and it["label"] == "correct"]
+    neg = [s for it, s in zip(items, said) if select(it) and it["label"] == "wrong"]
+    fn = f"{100 * pos.count(False) / len(pos):.1f} % ({pos.count(False)}/{len(pos)})" if pos else "-"
+    fp = f"{100 * neg.count(True) / len(neg):.1f} % ({neg.count(True)}/{len(neg)})" if neg else "-"
+    return fn, fp
+
+
+def _of_class(name: str):
+    return lambda it: it["class"] == name
+
+
+def table(items: list[dict], ours: list[bool], base: list[bool]) -> list[str]:
+    groups = [
+        ("full solutions as written", lambda it: it["run"] == "full"),
+        ("bare answers as written", lambda it: it["run"] == "bare"),
+        ("bare answers in \\boxed{}, all", lambda it: it["run"] == "bare_boxed"),
+        ("hard-to-verify part, boxed", lambda it: it["run"] == "bare_boxed" and it["class"] not in COMPARISON_PLAIN),
+        ("all", lambda it: True),
+    ]
+    classes = sorted({it["class"] for it in items})
+    groups += [(f"class `{c}`", _of_class(c)) for c in classes]
+    lines = ["| items | FN project | FN math-verify | FP project | FP math-verify |", "|---|---|---|---|---|"]
+    for name, select in groups:
+        (fn_o, fp_o), (fn_b, fp_b) = rates(items, ours, select), rates(items, base, select)
+        lines.append(f"| {name} | {fn_o} | {fn_b} | {fp_o} | {fp_b} |")
+    return lines
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--corpus", type=Path, default=CORPUS)
+    ap.add_argument("--misses", action="store_true", help="print the project's wrong verdicts")
+    args = ap.parse_args()
+    items = rows(args.corpus)
+    ours, statuses, details = project(items)
+    base = plain(items)
+    print(f"{len(items)} scored rows from {args.corpus.name}; load average {os.getloadavg()[0]:.2f}")
+    print("\n".join(table(items, ours, base)))
+    by_rule: dict[str, int] = defaultdict(int)
+    for said, d in zip(ours, details):
+        if said:
+            by_rule[d.get("rule") or d.get("path") or "?"] += 1
+    print(f"timeouts {statuses.count('timeout')}, errors {statuses.count('error')}; "
+          f"correct verdicts by rule: {dict(sorted(by_rule.items()))}")
+    if args.misses:
+        for it, said, st, d in zip(items, ours, statuses, details):
+            if said != (it["label"] == "correct"):
+                print(f"MISS {it['id']} {it['run']} {it['class']} label={it['label']} status={st} "
+                      f"gold={it['answer']!r} extracted={d.get('extracted')!r}")
+
+
+if __name__ == "__main__":
+    main()
