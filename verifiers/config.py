@@ -28,6 +28,14 @@ class MathConfig(Strict):
     numeric_precision: int = Field(default=15, ge=1, le=100, description="math-verify: evalf digits")
     strict: bool = Field(default=True, description="math-verify: variable names matter")
     allow_set_relation_comp: bool = Field(default=False, description="math-verify: compare sets with relations")
+    shape_rules: bool = Field(
+        default=True, description="answer-shape rules around math-verify (choices, multi-part, intervals, "
+        "degrees, units, words, rounded references, equations): verifiers/math_rules.py, math_forms.py"
+    )
+    answer_format: Literal["any", "boxed"] = Field(
+        default="any", description="any: boxes, then final-answer phrases and a trailing math line; "
+        "boxed: only a \\boxed{}/\\fbox{} counts, a missing box is no_answer (a format failure)"
+    )
 
 
 class CodeConfig(Strict):

@@ -7,9 +7,13 @@ Order (first that applies wins):
 3. the last well-formed `\\boxed{...}` / `\\fbox{...}` (nested braces, escaped `\\{ \\}` ignored for
    balance) or `\\boxed 5` (the TeX one-token form); a box whose braces never close (a truncated
    completion) is skipped in favour of an earlier one;
-4. fallbacks users expect, searched in the last `FALLBACK_WINDOW_CHARS` characters only:
-   "final answer is X" / "answer: X" / GSM8K's "#### X" (the last such phrase), then a trailing
-   `$...$`, `\\(...\\)` or `\\[...\\]` that ends the text.
+4. fallbacks users expect, searched in the last `FALLBACK_WINDOW_CHARS` characters only
+   (`verifiers.extract_phrases`): the last final-answer marker ("The answer is", "Final Answer:",
+   "final answer is", "# Answer", GSM8K's "####") followed by a bounded span (a math span, or a short
+   answer-like phrase: prose after a marker is never taken), then the math span that ends the text,
+   then a whole completion that is one short line (a bare answer), then a last line that is only math.
+   A sign before the opening `$` and a `%`, degree or unit word
+   after the closing one stay with the answer. `answer_format="boxed"` skips this step.
 
 Guarantees: linear time in the completion length (no backtracking regex runs over unbounded text);
 never raises on any `str`; an answer longer than `max_answer_chars` is reported as `too_long` (the
@@ -22,6 +26,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from typing import Literal
+
+from verifiers.extract_phrases import bare_answer, phrase_answer, trailing_answer
 
 FALLBACK_WINDOW_CHARS = 4000
 BOX_COMMANDS = ("\\boxed", "\\fbox")
@@ -36,22 +42,21 @@ class Extraction:
     method: str = ""  # boxed | phrase | trailing_math | "" (none)
 
 
-_PHRASE = re.compile(
-    r"(?:final answer(?: is)?|the answer is|answer\s*:|####)\s*:?\s*([^\n]{1,400})", re.IGNORECASE
-)
-_TRAILING_MATH = re.compile(r"(\$\$?|\\\(|\\\[)([^$]{1,2000}?)(\$\$?|\\\)|\\\])\s*[.!]?\s*$", re.DOTALL)
+AnswerFormat = Literal["any", "boxed"]
 
 
 def extract_answer(completion: str, *, max_completion_chars: int = 1_000_000,
-                   max_answer_chars: int = 1000) -> Extraction:
-    """The final answer in `completion` (see the module docstring for the rules)."""
+                   max_answer_chars: int = 1000, answer_format: AnswerFormat = "any") -> Extraction:
+    """The final answer in `completion` (see the module docstring for the rules). Under
+    `answer_format="boxed"` only a box counts: a missing box is `no_answer`, a format failure."""
     text = completion[-max_completion_chars:] if len(completion) > max_completion_chars else completion
     close = text.rfind("</think>")
     if close >= 0:
         text = text[close + len("</think>"):]
     elif "<think>" in text:
         return Extraction("no_answer")
-    for finder, method in ((_last_box, "boxed"), (_phrase, "phrase"), (_trailing_math, "trailing_math")):
+    finders = ((_last_box, "boxed"),) if answer_format == "boxed" else FINDERS
+    for finder, method in finders:
         found = finder(text, max_answer_chars)
         if found is None:
             continue
@@ -117,25 +122,18 @@ def _braced(text: str, open_pos: int, cap: int) -> str | None:
 
 
 def _phrase(text: str, cap: int) -> str | None:
-    window = text[-FALLBACK_WINDOW_CHARS:]
-    last = None
-    for last in _PHRASE.finditer(window):
-        pass
-    if last is None:
-        return None
-    answer = last.group(1).strip()
-    # "The answer is 42. It follows because ..." -> 42; keep decimals like 3.5 intact.
-    answer = re.split(r"(?<!\d)\.(?!\d)|\.\s", answer, maxsplit=1)[0]
-    return answer
+    return phrase_answer(text[-FALLBACK_WINDOW_CHARS:])
 
 
 def _trailing_math(text: str, cap: int) -> str | None:
-    if (text.count("$") - text.count("\\$")) % 2:
-        return None  # an unclosed `$` (a truncated completion): the "span" before it is prose, not math
-    match = _TRAILING_MATH.search(text[-FALLBACK_WINDOW_CHARS:])
-    if match is None:
-        return None
-    return match.group(2)
+    return trailing_answer(text[-FALLBACK_WINDOW_CHARS:])
+
+
+def _bare(text: str, cap: int) -> str | None:
+    return bare_answer(text)
+
+
+FINDERS = ((_last_box, "boxed"), (_phrase, "phrase"), (_bare, "bare"), (_trailing_math, "trailing_math"))
 
 
 def clean_answer(answer: str) -> str:

@@ -81,6 +81,7 @@ def _suffix(text: str, pos: int) -> str:
 def _plain(text: str) -> str | None:
     line = text.split("\n", 1)[0]
     line = re.split(r"(?<!\d)\.(?!\d)|\.\s|(?<!\\)[;!?]", line, maxsplit=1)[0].strip().strip("*").strip()
+    line = re.split(r",\s+(?:not|but|since|because|which|so|as|and|or)\b", line, maxsplit=1)[0].strip()
     if not line or len(line) > MAX_PLAIN:
         return None
     first = re.match(r"[A-Za-z]+", line)
@@ -104,7 +105,7 @@ def bare_answer(text: str) -> str | None:
             or "\\fbox" in line:
         return None
     first = re.match(r"[A-Za-z]+", line)
-    if first and first.group(0).lower() in _BARE_START:
+    if _MARKER.search(line) or (first and first.group(0).lower() in _BARE_START):
         return None
     return line.replace("\\$", "\x00").replace("$", "").replace("\x00", "\\$").strip()
 

@@ -16,6 +16,10 @@ Departures from plain math-verify (documented policy, see docs/math.md):
   math-verify says equal, both sides are closed numeric expressions without floats or percent
   signs, and their 30-digit values differ relatively by more than 1e-12, the verdict is `wrong`.
   Floats keep math-verify's rounding policy (`float_rounding` decimals: 1/3 == 0.333333).
+* answer shapes (`math.shape_rules`): multiple choice, multi-part answers, inequalities against
+  intervals, degrees, units and word answers are decided by `verifiers.math_rules` before math-verify;
+  rounded references and equations against expressions are accepted by `verifiers.math_forms` after it.
+  `Judgement.rule` names what decided.
 * timeouts: math-verify's `signal.alarm` is disabled (`timeout_seconds=None`); the worker arms its own
   soft timer and the parent process enforces the hard per-item deadline by killing the worker.
 """
@@ -31,6 +35,9 @@ from typing import Any
 from math_verify import ExprExtractionConfig, LatexExtractionConfig, parse, verify
 from sympy import Expr, Float, N, UnevaluatedExpr, nan, oo, zoo
 
+from verifiers.math_forms import accept
+from verifiers.math_rules import decide
+
 GUARD_DIGITS = 30
 GUARD_RELATIVE_TOL = 1e-12
 
@@ -44,12 +51,14 @@ class CompareSettings:
     strict: bool = True
     allow_set_relation_comp: bool = False
     guard_false_positives: bool = True
+    shape_rules: bool = True
 
 
 @dataclass(frozen=True)
 class Judgement:
     status: str  # a verifiers Status value
     reason: str = ""
+    rule: str = ""  # what decided: math_verify, or a rule of verifiers.math_rules / verifiers.math_forms
 
 
 DEFAULT_TARGETS = (LatexExtractionConfig(), ExprExtractionConfig())
@@ -83,13 +92,25 @@ def judge(gold: str, pred: str, settings: CompareSettings = CompareSettings()) -
     if not gold_parsed:
         return Judgement("error", "reference answer could not be parsed")
     try:
+        if settings.shape_rules:
+            shaped = decide(gold, pred, functools.partial(_equal_texts, settings=settings))
+            if shaped is not None:
+                return Judgement("correct" if shaped[0] else "wrong", rule=shaped[1])
         pred_parsed = parse_answer(pred)
         if not pred_parsed:
             return Judgement("unparsable", "math-verify found no expression in the answer")
-        ok = equivalent(list(gold_parsed), list(pred_parsed), settings)
+        if equivalent(list(gold_parsed), list(pred_parsed), settings):
+            return Judgement("correct", rule="math_verify")
+        rule = accept(gold, gold_parsed, pred, pred_parsed) if settings.shape_rules else None
     except (RecursionError, MemoryError) as exc:
         return Judgement("unparsable", f"answer exhausted {type(exc).__name__}")
-    return Judgement("correct" if ok else "wrong")
+    return Judgement("correct", rule=rule) if rule else Judgement("wrong", rule="math_verify")
+
+
+def _equal_texts(gold: str, pred: str, settings: CompareSettings) -> bool:
+    """Two answer strings equal under math-verify and the guard (the comparison rules' parts use it)."""
+    g, p = parse_answer(gold), parse_answer(pred)
+    return bool(g and p) and equivalent(list(g), list(p), settings)
 
 
 def equivalent(gold: list, pred: list, settings: CompareSettings = CompareSettings()) -> bool:

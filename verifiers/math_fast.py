@@ -297,7 +297,7 @@ def _scalar(text: str) -> tuple[Value, bool]:
         return {INF: -1 if text[0] == "-" else 1}, False
     text_match = _TEXT.match(text)
     if text_match:
-        return {("text", text_match.group(1)): 1}, False
+        return {("text", text_match.group(1).lower()): 1}, False
     if "," in text or (len(text) == 1 and text.isalpha()) or re.search(r"(?<![\\a-z])[a-z]{3}", text):
         raise _Defer  # a lone letter may be a choice (a == A there); three letters may be a word
     parser = _Parser(_tokens(text))
@@ -321,7 +321,7 @@ def read_answer(text: str) -> tuple[str, list[Value], bool] | None:
     """(brackets, values, has_decimal) for a scalar ("" brackets, one value) or a tuple; None outside."""
     try:
         if _TEXT.match(text.strip()):
-            return "", [{("text", _TEXT.match(text.strip()).group(1)): 1}], False
+            return "", [{("text", _TEXT.match(text.strip()).group(1).lower()): 1}], False
         matrix = _PMATRIX.match(text.strip())
         if matrix:  # before _normalize, which would eat the `\\\\` row separators
             rows = [row.split("&") for row in matrix.group(1).split("\\\\")]
@@ -365,6 +365,14 @@ def _clearly_different(a: Value, b: Value, decimal: bool) -> bool:
     return abs(fa - fb) > (FAR_RELATIVE if decimal else NEAR_RELATIVE) * max(abs(fa), abs(fb), 1.0)
 
 
+def _rounds_to(gold: str, value: Value) -> bool:
+    """The exact `value` is within half a unit of the decimal reference's last place."""
+    match = re.search(r"\.(\d+)\s*$", gold)
+    if match is None or not _real(value) or INF in value:
+        return False
+    return abs(_float(value) - float(gold.replace(",", ""))) <= 0.5 * 10 ** -len(match.group(1)) * (1 + 1e-9)
+
+
 def _plain_interval(values: list[Value]) -> bool:
     """A 2-tuple reads as an interval in math-verify; only a non-empty real one has a plain meaning."""
     if len(values) != 2:
@@ -376,9 +384,13 @@ def _plain_interval(values: list[Value]) -> bool:
 
 def fast_verdict(gold: str, pred: str) -> bool | None:
     """True/False when decidable exactly (see module docstring), None to defer to the sympy path."""
+    if ("\\circ" in gold) != ("\\circ" in pred) and "\\pi" in gold + pred:
+        return None  # degrees against radians: the shape rules' (verifiers.math_rules)
     g, p = read_answer(gold), read_answer(pred)
     if g is None or p is None:
         return None
+    if g[2] and not p[2] and len(g[1]) == 1 and _rounds_to(gold, p[1][0]):
+        return None  # an exact answer against a rounded reference: verifiers.math_forms decides
     (gb, gv, gd), (pb, pv, pd) = g, p
     try:
         if bool(gb) != bool(pb):  # a number against a tuple, an interval or a matrix

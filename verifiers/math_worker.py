@@ -24,7 +24,7 @@ import time
 
 # MathConfig fields forwarded to `verifiers.math.CompareSettings` (same names in both).
 SETTINGS_FIELDS = ("float_rounding", "numeric_precision", "strict", "allow_set_relation_comp",
-                   "guard_false_positives")
+                   "guard_false_positives", "shape_rules")
 
 
 class SoftTimeout(BaseException):
@@ -65,7 +65,7 @@ def _answer(settings, gold: str, pred: str, soft_timeout_s: float) -> dict:
         signal.setitimer(signal.ITIMER_REAL, soft_timeout_s)
     try:
         result = judge(gold, pred, settings)
-        out = {"status": result.status, "reason": result.reason}
+        out = {"status": result.status, "reason": result.reason, "rule": result.rule}
     except SoftTimeout:
         out = {"status": "timeout", "reason": f"soft timer ({soft_timeout_s:.2f}s) fired in the worker"}
     except Exception as exc:  # noqa: BLE001 - the verifier failed: report it, keep serving
