@@ -4,7 +4,9 @@ Every input line is validated before any work starts: a malformed line stops the
 code 2 and a message naming the line number and the field; nothing is written in that case. Wrong
 answers are results, not failures: the exit code is 0 whenever the file was scored. With `--out` the
 verdict file is written atomically and a summary (counts by status, accuracy, throughput) is printed
-to stdout; without it verdicts go to stdout and the summary to stderr.
+to stdout; without it verdicts go to stdout and the summary to stderr. `--audit` adds, on stderr, the
+items where the strict and default extractions or the fast path and sympy disagree
+(`verifiers.math_audit`).
 """
 
 from __future__ import annotations
@@ -119,6 +121,19 @@ def verdict_line(item, verdict) -> dict:
     return line
 
 
+def report_audit(items: list, math_config) -> int:
+    """Print the disputes of `verifiers.math_audit` to stderr, one JSON object a line; returns their count."""
+    from verifiers.math_audit import audit
+
+    disputes = audit(items, math_config)
+    for dispute in disputes:
+        typer.echo("audit: " + json.dumps(dispute.as_dict()), err=True)
+    kinds = Counter(d.kind for d in disputes)
+    typer.echo(f"audit: {len(disputes)} disputes ({', '.join(f'{k} {n}' for k, n in sorted(kinds.items())) or 'none'})",
+               err=True)
+    return len(disputes)
+
+
 def register(app: typer.Typer) -> None:
     """Add the `verify` command to `app`."""
 
@@ -129,6 +144,8 @@ def register(app: typer.Typer) -> None:
         workers: int | None = typer.Option(None, "--workers", "-w", min=1, help="math worker processes"),
         config: Path | None = typer.Option(None, "--config", help="VerifierConfig YAML"),
         overrides: list[str] | None = typer.Argument(None, help="dotted overrides, e.g. math.timeout_s=2"),
+        audit: bool = typer.Option(False, "--audit", help="also report items where strict and default "
+                                   "extraction, or the fast path and sympy, disagree (stderr, JSON lines)"),
     ) -> None:
         from scalerl_env.contracts.config import ConfigError, atomic_write_text, load_config
         from verifiers.batch import VerifierPool
@@ -154,6 +171,8 @@ def register(app: typer.Typer) -> None:
             wall_s = time.perf_counter() - t0
             startup_s = max(pool.info()["math"]["startup_s"] or [0.0])
         text = "".join(json.dumps(verdict_line(item, v)) + "\n" for item, v in zip(items, verdicts))
+        if audit:
+            report_audit(items, cfg.math)
         summary = format_summary(summarize(verdicts, wall_s), cfg.math.workers, startup_s, started_s)
         if out is not None:
             atomic_write_text(out, text)
