@@ -33,6 +33,7 @@ def test_cli_audit_prints_disputes(tmp_path):
 
     path = tmp_path / "items.jsonl"
     path.write_text(json.dumps({"id": "a", "domain": "math", "completion": "#### 42", "answer": "42"}) + "\n")
-    result = CliRunner().invoke(build_app(), ["verify", "--file", str(path), "--out", str(tmp_path / "v.jsonl"), "--audit"])
+    args = ["verify", "--file", str(path), "--out", str(tmp_path / "v.jsonl"), "--audit"]
+    result = CliRunner().invoke(build_app(), args)
     assert result.exit_code == 0, result.output
     assert '"kind": "extraction"' in result.output and "audit: 1 disputes" in result.output
