@@ -2,7 +2,8 @@
 
 Every path into `attempts` goes through `to_attempts_table`, which checks the columns once for the
 whole batch (required columns present and non-null, statuses known) and fills the derived ones:
-`correct` from `status`, and `reward` from the reward table when a row has none.
+`correct` from `status`, and `reward` from the reward table when a row has none. `rule` (what decided
+the verdict, from `Verdict.details["rule"]`) is optional: rows without it store NULL.
 
 Not checked here: duplicates, and whether a `prompt_id` is in `problems` (the ledger records what it is
 given; `curriculum.ledger.ingest` refuses unknown prompts unless told otherwise).
@@ -17,16 +18,16 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from curriculum.ledger.models import LedgerError
-from curriculum.ledger.schema import ATTEMPT_COLUMNS
+from curriculum.ledger.schema import ATTEMPT_COLUMNS, DETAIL_COLUMNS
 from scalerl_env.contracts.records import DEFAULT_REWARDS, RewardTable, Status, Verdict, VerifyItem
 
 ATTEMPT_SCHEMA = pa.schema([
     ("prompt_id", pa.string()), ("domain", pa.string()), ("step", pa.int64()), ("policy_version", pa.int64()),
     ("sample_index", pa.int32()), ("reward", pa.float64()), ("status", pa.string()), ("correct", pa.bool_()),
     ("truncated", pa.bool_()), ("completion_tokens", pa.int64()), ("item_id", pa.string()),
-    ("elapsed_s", pa.float64()),
+    ("elapsed_s", pa.float64()), ("rule", pa.string()),
 ])
-assert tuple(ATTEMPT_SCHEMA.names) == ATTEMPT_COLUMNS
+assert tuple(ATTEMPT_SCHEMA.names) == ATTEMPT_COLUMNS + DETAIL_COLUMNS
 REQUIRED = ("prompt_id", "domain", "status")
 STATUSES = [s.value for s in Status]
 
@@ -37,10 +38,12 @@ def rows_from_verdicts(
     """Columns for the items that carry a prompt_id; an item's own step/policy_version win."""
     if len(items) != len(verdicts):
         raise LedgerError(f"record() got {len(items)} items but {len(verdicts)} verdicts")
-    cols: dict[str, list[Any]] = {name: [] for name in ATTEMPT_COLUMNS}
+    cols: dict[str, list[Any]] = {name: [] for name in ATTEMPT_SCHEMA.names}
     for item, verdict in zip(items, verdicts):
         if item.prompt_id is None:
             continue
+        rule = (verdict.details or {}).get("rule")
+        cols["rule"].append(rule if isinstance(rule, str) else None)
         values = (
             item.prompt_id, item.domain, item.step if item.step is not None else step,
             item.policy_version if item.policy_version is not None else policy_version, item.sample_index,
@@ -65,9 +68,9 @@ def to_attempts_table(
         rows = list(rows)
         names = list(dict.fromkeys(k for row in rows for k in row))  # every row's keys, not just the first's
         table = pa.table({k: [row.get(k) for row in rows] for k in names}) if rows else pa.table({})
-    unknown = [c for c in table.column_names if c not in ATTEMPT_COLUMNS]
+    unknown = [c for c in table.column_names if c not in ATTEMPT_SCHEMA.names]
     if unknown:
-        raise LedgerError(f"unknown attempt column(s) {unknown}; known: {list(ATTEMPT_COLUMNS)}")
+        raise LedgerError(f"unknown attempt column(s) {unknown}; known: {ATTEMPT_SCHEMA.names}")
     missing = [c for c in REQUIRED if c not in table.column_names]
     if missing and table.num_rows:
         raise LedgerError(f"attempt rows need column(s) {missing}")

@@ -12,6 +12,8 @@ Version history (stored in `ledger_meta.schema_version`):
   of its own: a commit writes one statement less and `pass_rates` joins nothing. `retirements` is now a
   view with the same columns (SQL written against the table keeps working); the migration moves each
   retirement into its prompt's rows and drops the table.
+- 5: attempt column `rule` (nullable): what decided the verdict (`Verdict.details["rule"]`, e.g.
+  `math_verify`, `parts`, `rounded`), so rewards can be counted per rule in SQL; older rows keep NULL.
 
 Opening a file of an older version migrates it in one transaction (`MIGRATIONS`); a file of a newer
 version is refused with `LedgerSchemaError` (this code cannot know what the newer one means).
@@ -40,7 +42,7 @@ import duckdb
 
 from curriculum.ledger.models import LedgerError
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 NO_STEP = -1  # the group key of samples recorded without a step
 
 V1_DDL = """
@@ -72,11 +74,15 @@ CREATE TABLE IF NOT EXISTS epochs (
     PRIMARY KEY (sampler, domain, epoch));
 """
 
-# Column order of the attempts Arrow batches the ledger appends (created_at is filled by DuckDB).
+# Columns every path into attempts fills (created_at is filled by DuckDB).
 ATTEMPT_COLUMNS = (
     "prompt_id", "domain", "step", "policy_version", "sample_index", "reward", "status", "correct",
     "truncated", "completion_tokens", "item_id", "elapsed_s",
 )
+# Nullable columns taken from a verdict's details when the path has them (null otherwise); appended after
+# ATTEMPT_COLUMNS in the Arrow batches the ledger appends.
+DETAIL_COLUMNS = ("rule",)
+V5_DDL = "ALTER TABLE attempts ADD COLUMN IF NOT EXISTS rule VARCHAR;"
 
 V3_DDL = """
 CREATE TABLE IF NOT EXISTS prompt_stats (
@@ -170,8 +176,12 @@ def _migrate_3_to_4(con: duckdb.DuckDBPyConnection) -> None:
     con.execute(V4_MOVE_RETIREMENTS)
 
 
+def _migrate_4_to_5(con: duckdb.DuckDBPyConnection) -> None:
+    con.execute(V5_DDL)  # rows recorded before it have no rule: NULL, which `count(rule)` skips
+
+
 MIGRATIONS: dict[int, Callable[[duckdb.DuckDBPyConnection], None]] = {
-    1: _migrate_1_to_2, 2: _migrate_2_to_3, 3: _migrate_3_to_4}
+    1: _migrate_1_to_2, 2: _migrate_2_to_3, 3: _migrate_3_to_4, 4: _migrate_4_to_5}
 
 
 def read_version(con: duckdb.DuckDBPyConnection) -> int | None:
