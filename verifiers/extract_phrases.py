@@ -6,7 +6,8 @@ span (`$...$`, `$$...$$`, `\\(...\\)`, `\\[...\\]`) with a sign just before it a
 word just after it kept, or plain text up to the end of its sentence that is short and starts like an
 answer (a number, a sign, a command, a bracket, or at most four words not starting with a function
 word). So ", I need to increase the GCF by 11" is never an answer.
-`bare_answer(text)`: a whole completion that is one short line not starting like prose.
+`bare_answer(text)`: a whole completion that is one short line not starting like prose and holding
+mathematics (a digit, a command, `$`, a relation) or a choice letter; words alone are not taken.
 `trailing_answer(text)`: the math span that ends the text (not when a `$` is left unclosed), else a
 last line that is only math (a number or a short expression).
 
@@ -107,6 +108,8 @@ def bare_answer(text: str) -> str | None:
     first = re.match(r"[A-Za-z]+", line)
     if _MARKER.search(line) or (first and first.group(0).lower() in _BARE_START):
         return None
+    if not re.search(r"[\d\\$=<>]", line) and not re.match(r"\(?[A-E]\)?(?:\s|$)", line):
+        return None  # words alone ("nothing here") are not told apart from prose: no answer
     return line.replace("\\$", "\x00").replace("$", "").replace("\x00", "\\$").strip()
 
 

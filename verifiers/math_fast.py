@@ -365,12 +365,12 @@ def _clearly_different(a: Value, b: Value, decimal: bool) -> bool:
     return abs(fa - fb) > (FAR_RELATIVE if decimal else NEAR_RELATIVE) * max(abs(fa), abs(fb), 1.0)
 
 
-def _rounds_to(gold: str, value: Value) -> bool:
+def _rounds_to(gold: str, reference: Value, value: Value) -> bool:
     """The exact `value` is within half a unit of the decimal reference's last place."""
     match = re.search(r"\.(\d+)\s*$", gold)
-    if match is None or not _real(value) or INF in value:
+    if match is None or not (_real(value) and _real(reference)) or INF in value or INF in reference:
         return False
-    return abs(_float(value) - float(gold.replace(",", ""))) <= 0.5 * 10 ** -len(match.group(1)) * (1 + 1e-9)
+    return abs(_float(value) - _float(reference)) <= 0.5 * 10 ** -len(match.group(1)) * (1 + 1e-9)
 
 
 def _plain_interval(values: list[Value]) -> bool:
@@ -389,7 +389,7 @@ def fast_verdict(gold: str, pred: str) -> bool | None:
     g, p = read_answer(gold), read_answer(pred)
     if g is None or p is None:
         return None
-    if g[2] and not p[2] and len(g[1]) == 1 and _rounds_to(gold, p[1][0]):
+    if g[2] and not p[2] and len(g[1]) == len(p[1]) == 1 and _rounds_to(gold, g[1][0], p[1][0]):
         return None  # an exact answer against a rounded reference: verifiers.math_forms decides
     (gb, gv, gd), (pb, pv, pd) = g, p
     try:

@@ -101,7 +101,8 @@ def split_top(text: str) -> list[str]:
 
 
 def _thousands(text: str) -> bool:
-    return bool(re.fullmatch(r"[-+]?\d{1,3}(?:(?:,|\{,\}|,\\!)\d{3})+(?:\.\d+)?", text.strip()))
+    plain = re.sub(r"\\[!,]|\s", "", text).replace("{,}", ",")
+    return bool(re.fullmatch(r"[-+]?\d{1,3}(?:,\d{3})+(?:\.\d+)?", plain))
 
 
 def _unwrap(text: str) -> tuple[str, str]:

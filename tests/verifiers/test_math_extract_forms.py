@@ -59,10 +59,15 @@ def test_a_minus_outside_turns_a_matching_number_wrong():
 
 
 @pytest.mark.parametrize("text,expected", [
-    ("The car stopped.", "The car stopped"), ("(B) $2\\sqrt{2}$", "(B) 2\\sqrt{2}"), ("w=16, d=3", "w=16, d=3"),
+    ("(B) $2\\sqrt{2}$", "(B) 2\\sqrt{2}"), ("w=16, d=3", "w=16, d=3"), ("B", "B"), ("x < 3", "x < 3"),
 ])
 def test_a_bare_one_line_answer_is_the_answer(text, expected):
     assert answer(text) == expected
+
+
+def test_a_bare_line_of_words_is_not_an_answer():
+    assert answer("nothing here") == answer("The car stopped.") == "no_answer"
+    assert answer("The answer is stopped.") == "stopped"  # words after a marker are
 
 
 def test_boxed_format_makes_a_missing_box_a_format_failure():
