@@ -7,7 +7,7 @@ import typer
 from scalerl_env.cli import build_typer_app
 
 COMMAND_MODULES = ("trainer.commands.fit", "trainer.commands.train", "trainer.commands.ablate",
-                   "trainer.commands.profile")
+                   "trainer.commands.profile", "trainer.commands.dash")
 
 
 def build_app() -> typer.Typer:

@@ -20,6 +20,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from scalerl_env.dashboard.routes import DashSource, build_router
 from scalerl_env.server.config import ServerConfig
 from scalerl_env.server.limits import BodyGuard
 from scalerl_env.server.routes import ROUTE_PATHS, HotRoutes, router
@@ -53,6 +54,8 @@ def create_app(config: ServerConfig | None = None, *, pool: Pool | None = None, 
     )
     app.state.scalerl = state
     app.include_router(router)
+    dash = DashSource(ledger=lambda: state.ledger, ledger_label=str(config.ledger or "") or None)
+    app.include_router(build_router(dash, in_schema=False))  # the read-only dashboard at / (docs/dashboard.md)
     app.add_exception_handler(RequestValidationError, _validation_error)
     app.add_middleware(HotRoutes, routes=router.routes)
     app.add_middleware(BodyGuard, max_body_bytes=config.limits.max_body_bytes,

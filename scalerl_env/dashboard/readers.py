@@ -1,0 +1,194 @@
+"""Readers of a run folder for the dashboard: `metrics.jsonl` and `curves/<domain>.json`.
+
+Guaranteed: nothing is written; a file is parsed again only when its size or modification time changed
+(`JsonlCache`); every series a route returns has at most `MAX_POINTS` points (evenly thinned, the last
+point kept, `Series.total` says how many there were), and a page gets at most `MAX_SERIES` series.
+The fitted curve's band is the delta-method confidence band of `trainer.fit` (the same formula,
+recomputed here from the fit's covariance because this layer may not import the trainer; a test checks
+they agree). Not guaranteed: a half-written last line of a live run is skipped, not waited for; a run's
+files read at one moment may disagree with each other (the trainer writes them one after another).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import threading
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from scalerl_env.dashboard import models as m
+
+MAX_POINTS = 2000
+MAX_SERIES = 64
+STEP_KEYS = ("reward/mean", "effective_batch_fraction", "truncation_rate", "tokens_per_s")
+STEP_PREFIXES = ("reward/", "format_failure_rate/")
+CURRICULUM_PREFIXES = ("curriculum/", "draws/")
+FIT_PARAMS = ("A", "R0", "B", "C_mid")  # trainer.fit.model.PARAMS: the covariance's coordinate order
+EXTRAPOLATE = 4.0  # the fitted curve is drawn to this multiple of the largest compute evaluated
+
+
+class JsonlCache:
+    """The JSON-object lines of files, parsed once per (size, mtime) of each file. Thread-safe."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._seen: dict[Path, tuple[tuple[int, int], list[dict[str, Any]]]] = {}
+
+    def rows(self, path: Path) -> list[dict[str, Any]]:
+        try:
+            st = path.stat()
+        except FileNotFoundError:
+            return []
+        key = (st.st_size, st.st_mtime_ns)
+        with self._lock:
+            hit = self._seen.get(path)
+            if hit is not None and hit[0] == key:
+                return hit[1]
+        rows = list(read_jsonl(path))
+        with self._lock:
+            self._seen[path] = (key, rows)
+        return rows
+
+
+def read_jsonl(path: Path):
+    """Each complete JSON object line of `path` (a line that does not parse, e.g. a partial last line, is skipped)."""
+    with path.open(encoding="utf-8") as f:
+        for line in f:
+            try:
+                row = json.loads(line)
+            except json.JSONDecodeError:
+                continue
+            if isinstance(row, dict):
+                yield row
+
+
+def metric_rows(cache: JsonlCache, run: Path, kind: str) -> list[dict[str, Any]]:
+    return [r for r in cache.rows(run / "metrics.jsonl") if r.get("kind") == kind]
+
+
+def _num(v: Any) -> float | None:
+    return float(v) if isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v) else None
+
+
+def thin(name: str, xs: list[float], ys: list[float | None], bound: int = MAX_POINTS) -> m.Series:
+    """At most `bound` evenly spaced points of (xs, ys), always keeping the last one."""
+    n = len(xs)
+    if n > bound:
+        idx = sorted({round(i * (n - 1) / (bound - 1)) for i in range(bound)})
+        xs, ys = [xs[i] for i in idx], [ys[i] for i in idx]
+    return m.Series(name=name, x=xs, y=ys, total=n)
+
+
+def series(rows: list[dict[str, Any]], key: str, x_key: str = "step", name: str | None = None) -> m.Series:
+    """`key` against `x_key` over the rows that have `x_key` (null where a row lacks `key`)."""
+    xs, ys = [], []
+    for r in rows:
+        x = _num(r.get(x_key))
+        if x is not None:
+            xs.append(x)
+            ys.append(_num(r.get(key)))
+    return thin(name or key, xs, ys)
+
+
+def heldout_series(rows: list[dict[str, Any]], domain: str, name: str | None = None) -> m.Series:
+    """Held-out pass rate of `domain` against compute_device_s, one point per validation line."""
+    xs, ys = [], []
+    for r in rows:
+        x, val = _num(r.get("compute_device_s")), (r.get("val") or {}).get(domain)
+        if x is not None and isinstance(val, dict):
+            xs.append(x)
+            ys.append(_num(val.get("pass_rate")))
+    return thin(name or domain, xs, ys)
+
+
+def numeric_keys(rows: list[dict[str, Any]], prefixes: tuple[str, ...]) -> list[str]:
+    return sorted({k for r in rows for k, v in r.items() if k.startswith(prefixes) and _num(v) is not None})
+
+
+def step_series(rows: list[dict[str, Any]]) -> list[m.Series]:
+    """The Overview's per-step lines: reward (mean, per domain), effective batch, truncation, format
+    failures per domain, throughput."""
+    keys = list(STEP_KEYS) + [k for k in numeric_keys(rows, STEP_PREFIXES) if k not in STEP_KEYS]
+    return [series(rows, k) for k in keys[:MAX_SERIES]]
+
+
+def curriculum_series(rows: list[dict[str, Any]]) -> list[m.Series]:
+    """Every curriculum key of the step lines (events, gauges: weights, skip probabilities, stage; draws
+    per source) against step, at most MAX_SERIES of them."""
+    return [series(rows, k) for k in numeric_keys(rows, CURRICULUM_PREFIXES)[:MAX_SERIES]]
+
+
+def fit_band(fit: dict[str, Any], cs: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(curve, low, high) of a `SigmoidFit.to_dict()` at compute `cs`: R0 + (A-R0)/(1+(C_mid/C)^B) and
+    its `level` delta-method confidence band (covariance in (A, R0, log B, log C_mid), free columns)."""
+    a, r0, b, cmid = (float(fit[k]) for k in FIT_PARAMS)
+    pos = cs > 0
+    dlog = np.where(pos, np.log(np.where(pos, cs, 1.0)) - math.log(cmid), 0.0)
+    s = np.where(pos, 0.5 * (1.0 + np.tanh(0.5 * b * dlog)), 0.0)
+    mid = r0 + (a - r0) * s
+    gain = (a - r0) * s * (1.0 - s) * b
+    jac = np.stack([s, 1.0 - s, gain * dlog, -gain], axis=1)[:, [FIT_PARAMS.index(p) for p in fit["free"]]]
+    cov = np.asarray(fit["covariance"], dtype=float).reshape(jac.shape[1], jac.shape[1])
+    half = float(fit["t_quantile"]) * np.sqrt(np.maximum(np.einsum("ij,jk,ik->i", jac, cov, jac), 0.0))
+    return mid, mid - half, mid + half
+
+
+def curve_set(cache: JsonlCache, run: Path, domain: str, grid: int = 80) -> m.CurveSet:
+    """Held-out points from metrics.jsonl; the fit (curve to EXTRAPOLATE x the last compute, band) from
+    curves/<domain>.json when the run has written it (at its end)."""
+    points = heldout_series(metric_rows(cache, run, "validation"), domain)
+    path = run / "curves" / f"{domain}.json"
+    if not path.is_file():
+        return m.CurveSet(domain=domain, points=points, fit_error="no fit yet (curves/ is written at the run's end)")
+    try:
+        rec = json.loads(path.read_text())
+        fit = rec.get("fit")
+    except (OSError, ValueError) as exc:
+        return m.CurveSet(domain=domain, points=points, fit_error=f"unreadable {path.name}: {exc}")
+    if not fit:
+        return m.CurveSet(domain=domain, points=points, fit_error=rec.get("fit_error") or "no fit")
+    last = float(fit["compute_range"][1])
+    cs = np.linspace(0.0, EXTRAPOLATE * last, grid)
+    mid, lo, hi = fit_band(fit, cs)
+    return m.CurveSet(domain=domain, points=points, fit=m.Series(name=f"{domain} fit", x=cs.tolist(), y=mid.tolist(),
+                      total=grid), band_low=lo.tolist(), band_high=hi.tolist(), fit_max_compute=last,
+                      asymptote=float(fit["A"]))
+
+
+def domains_of(cache: JsonlCache, run: Path) -> list[str]:
+    found = {d for r in metric_rows(cache, run, "validation") for d in (r.get("val") or {})}
+    if (run / "curves").is_dir():
+        found |= {p.stem for p in (run / "curves").glob("*.json")}
+    return sorted(found)
+
+
+def overview(cache: JsonlCache, run: Path) -> m.Overview:
+    steps = metric_rows(cache, run, "step")
+    doms = domains_of(cache, run)
+    return m.Overview(run=run.name, steps=len(steps), validations=len(metric_rows(cache, run, "validation")),
+                      domains=doms, curves=[curve_set(cache, run, d) for d in doms], step_series=step_series(steps))
+
+
+def compare_keys(cache: JsonlCache, runs: list[Path]) -> list[str]:
+    """Keys every run has: held-out `val.<domain>` first, then numeric step keys."""
+    common: set[str] | None = None
+    for run in runs:
+        keys = {f"val.{d}" for d in domains_of(cache, run)}
+        keys |= {k for r in metric_rows(cache, run, "step") for k, v in r.items() if _num(v) is not None}
+        common = keys if common is None else common & keys
+    return sorted(common or (), key=lambda k: (not k.startswith("val."), k))[:500]
+
+
+def compare(cache: JsonlCache, runs: list[Path], key: str) -> m.CompareView:
+    """`key` of each run on one chart: `val.<domain>` against compute_device_s, a step key against step."""
+    names = [r.name if r.name not in [o.name for o in runs[:i]] else str(r) for i, r in enumerate(runs)]
+    if key.startswith("val."):
+        out = [heldout_series(metric_rows(cache, r, "validation"), key[4:], name=n) for r, n in zip(runs, names)]
+        x = "compute_device_s"
+    else:
+        out = [series(metric_rows(cache, r, "step"), key, name=n) for r, n in zip(runs, names)]
+        x = "step"
+    return m.CompareView(runs=names, key=key, x=x, series=out[:MAX_SERIES], keys=compare_keys(cache, runs))
