@@ -25,7 +25,7 @@ function fmt(v) { return v === null || v === undefined ? "–" : (typeof v === "
 // One chart: each series is {name, x, y}; points are circles (class pt), `lines` are polylines.
 function chart(title, points, lines, opts) {
   opts = opts || {};
-  const W = 420, H = 220, L = 60, B = 28, all = [];
+  const W = opts.width || 420, H = opts.height || 220, L = 60, B = 28, all = [];
   for (const s of points.concat(lines || [])) s.x.forEach((x, i) => { if (s.y[i] !== null) all.push([x, s.y[i]]); });
   for (const b of opts.bands || []) b.high.forEach((y, i) => all.push([b.x[i], y]));
   const div = el("div", {class: "chart", "data-title": title, "data-points": 0}, el("h3", {}, title));
@@ -171,7 +171,8 @@ function filterField(f, value, choices) {
 function rolloutRow(r) {
   const out = el("pre", {class: "completion"}, r.completion);
   const d = r.details || {};
-  if (d.stdout || d.stderr) out.append("\n--- stdout\n" + (d.stdout || "") + "\n--- stderr\n" + (d.stderr || ""));
+  const stdout = d.stdout_head ?? d.stdout, stderr = d.stderr_tail ?? d.stderr;  // the code verifier's keys
+  if (stdout || stderr) out.append(el("div", {class: "sandbox"}, "--- stdout\n" + (stdout || "") + "\n--- stderr\n" + (stderr || "")));
   const prompt = el("td", {}, el("a", {href: "?prompt=" + encodeURIComponent(r.prompt_id)}, r.prompt_id));
   if (r.prompt) prompt.append(el("pre", {class: "prompt"}, r.prompt.slice(0, 400)));
   return el("tr", {class: "rollout", "data-domain": r.domain, "data-status": r.status, "data-step": r.step, "data-prompt": r.prompt_id},
@@ -215,7 +216,7 @@ async function compare(main) {
   for (const k of d.keys) { const o = el("option", {value: k}, k); if (k === key) o.setAttribute("selected", ""); sel.append(o); }
   const form = el("form", {method: "get", id: "compare-form"}, sel, " ", el("button", {type: "submit"}, "Show"));
   main.append(el("h3", {}, `Compare ${d.runs.length} runs: ${d.runs.join(", ")}`), form,
-    el("p", {class: "note"}, "add runs with `scalerl dash RUN_DIR --compare OTHER_DIR`"), chart(`${key} vs ${d.x}`, d.series, [], {connect: true}));
+    el("p", {class: "note"}, "add runs with `scalerl dash RUN_DIR --compare OTHER_DIR`"), chart(`${key} vs ${d.x}`, d.series, [], {connect: true, width: 820, height: 380}));
 }
 
 const PAGES = {overview, ledger, rollouts, curriculum, compare};
