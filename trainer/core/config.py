@@ -74,6 +74,10 @@ class OptimConfig(Strict):
     attention_layout: Literal["auto", "packed", "padded"] = Field(
         default="auto", description="how the decoder sees packed sequences (trainer.core.fp32_head); same result"
     )
+    activation_checkpointing: bool = Field(
+        default=False, description="recompute each decoder layer in backward (keeps only layer inputs; "
+        "trainer.memory.plan counts both)"
+    )
 
 
 class LengthConfig(Strict):

@@ -31,7 +31,10 @@ One step = `accumulate(batch)` (forward/backward over token-budget micro-batches
   zero-weight micro-batches); `accumulate(batch)` is the one-rank case. The logprobs are the forward
   of the root module `logprob_model`, which `trainer.distributed.sharding` shards with FSDP2.
 
-Non-guarantees: no sequence parallelism, no activation checkpointing, one device per trainer (several
+- `activation_checkpointing`: Hugging Face gradient checkpointing (non-reentrant) on the decoder layers,
+  enabled before sharding; same gradients, each layer recomputed in backward.
+
+Non-guarantees: no sequence parallelism, one device per trainer (several
 ranks: `trainer.distributed`).
 """
 
@@ -232,6 +235,8 @@ class PolicyTrainer:
         self.model = model
         self.optim_cfg = optim_cfg
         self.loss_cfg = loss_cfg
+        if optim_cfg.activation_checkpointing:
+            model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
         self.logprob_model = TokenLogprobs(model, temperature=optim_cfg.temperature,
                                            fp32_head=optim_cfg.fp32_head, layout=optim_cfg.attention_layout)
         if shard is not None:

@@ -36,6 +36,12 @@ class EngineConfig(Strict):
     dtype: Literal["float32", "bfloat16", "float16"] = "float32"
     max_slots: int = Field(default=256, ge=1, description="sequences decoded together")
     max_seq_len: int = Field(default=160, ge=8, description="prompt + completion tokens per sequence")
+    kv_cache_gib: float | None = Field(
+        default=None, gt=0, description="torch engine: KV-cache budget per engine (training and validation); "
+        "slots = min(max_slots, what fits); None = max_slots")
+    device_memory_gib: float | None = Field(
+        default=None, gt=0, description="memory of each GPU for the memory plan (trainer.memory): a run whose "
+        "plan does not fit stops before loading weights; None = detected on CUDA, unchecked on CPU")
     max_new_tokens: int = Field(default=64, ge=1, description="sampled-token budget when length.mode != interrupt")
     temperature: float = Field(default=1.0, gt=0)
     vllm: VLLMOptions = Field(default_factory=VLLMOptions, description="used when name = vllm")

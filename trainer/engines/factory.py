@@ -51,11 +51,15 @@ def build_engine(
 
 def build_torch_engine(cfg: Any, model: Any, eos_token_id: int, *, device: str, policy_version: int, seed: int,
                        max_slots: int | None = None) -> GenerationEngine:
-    """The torch engine with the run's dtype, FP32 head and sequence length (training and validation)."""
+    """The torch engine with the run's dtype, FP32 head and sequence length (training and validation);
+    its slots are `max_slots` (default `engine.max_slots`) bounded by `engine.kv_cache_gib`
+    (`trainer.memory.kv.engine_slots`), so its KV cache never exceeds that budget (floor: one slot)."""
     from trainer.engines.device import torch_dtype
     from trainer.engines.torch_engine import TorchEngine
+    from trainer.memory.kv import engine_slots
 
     e = cfg.engine
+    slots = engine_slots(model.config, e, max_slots)  # engine.kv_cache_gib bounds the preallocated cache
     return TorchEngine(model, eos_token_id=eos_token_id, device=device, dtype=torch_dtype(e.dtype),
-                       max_slots=max_slots or e.max_slots, max_seq_len=e.max_seq_len,
+                       max_slots=slots, max_seq_len=e.max_seq_len,
                        fp32_head=cfg.optim.fp32_head, seed=seed, policy_version=policy_version)

@@ -6,6 +6,14 @@ temperature (the sampled pass rate moves ~3x more than greedy on the tiny model)
 engine holds a copy of the current weights, so validation sees exactly one policy version while the
 training engine keeps generating.
 
+Memory: the engine's slots are `engine.max_slots` bounded by `engine.kv_cache_gib`
+(`trainer.engines.factory.build_torch_engine`), never the evaluation count, so no value of
+`min_evaluations_per_domain` grows its KV cache. Evaluations run in waves: a prompt's samples are cut
+into groups of at most `slots`, and at most `slots` samples are queued at a time (the next group is
+submitted when one finishes). Not guaranteed: the same per-sample RNG stream as one big submission.
+Validation runs on a torch engine even with `engine.name=vllm` (a vLLM validation path is issue 26's
+remaining work); the memory plan counts it (`trainer.memory.plan`, `validation engine`).
+
 Noise: with n evaluations the standard error of a pass rate p is sqrt(p(1-p)/n) (~3 points at
 n = 256, p = 0.5); samples of one prompt are correlated, so fewer distinct prompts means more noise.
 """
@@ -14,6 +22,7 @@ from __future__ import annotations
 
 import math
 import time
+from collections import deque
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -30,9 +39,8 @@ def evaluate(model: Any, codec: PromptCodec, holdout: Mapping[str, Sequence[Prob
     """`heldout/<domain>/pass_rate`, `.../n`, and `.../greedy_pass_rate` when asked. `record(problem, samples,
     texts, verdicts)`, when given, sees every sampled group (`trainer.rollout.sample_log`)."""
     e = cfg.engine
-    slots = max(cfg.validation.min_evaluations_per_domain, 64)
     engine = build_torch_engine(cfg, model, codec.eos_token_id, device=device, policy_version=policy_version,
-                                seed=policy_version, max_slots=slots)
+                                seed=policy_version)
     out: dict[str, float] = {}
     t0 = time.perf_counter()
     try:
@@ -59,15 +67,23 @@ def _budget(cfg: TrainConfig) -> int:
 
 def _pass_rate(engine: GenerationEngine, codec: PromptCodec, problems: Sequence[ProblemRecord], n: int,
                sampling: SamplingParams, verifier: Any, record: Any = None) -> tuple[float, int]:
-    for i, p in enumerate(problems):
-        engine.submit(GenerationRequest(request_id=str(i), prompt_token_ids=codec.encode_problem(p),
-                                        samples_per_prompt=n, sampling=sampling))
-    correct = total = 0
-    pending = len(problems)
-    while pending:
+    """Pass rate over `n` samples of each problem, submitted in waves of at most the engine's slots."""
+    slots = engine_slot_count(engine)
+    waves = deque((i, min(slots, n - start)) for i in range(len(problems)) for start in range(0, n, slots))
+    correct = total = queued = submitted = 0
+    pending: set[str] = set()
+    while waves or pending:
+        while waves and (not pending or queued + waves[0][1] <= slots):
+            i, count = waves.popleft()
+            rid, submitted = f"{i}:{submitted}", submitted + 1
+            engine.submit(GenerationRequest(request_id=rid, prompt_token_ids=codec.encode_problem(problems[i]),
+                                            samples_per_prompt=count, sampling=sampling))
+            pending.add(rid)
+            queued += count
         for group in engine.poll(timeout_s=1.0):
-            pending -= 1
-            problem = problems[int(group.request.request_id)]
+            pending.discard(group.request.request_id)
+            queued -= group.request.samples_per_prompt
+            problem = problems[int(group.request.request_id.split(":")[0])]
             texts = [codec.decode(s.token_ids) for s in group.samples]
             verdicts = verify(verifier, problem, texts)
             if record is not None:
@@ -75,3 +91,9 @@ def _pass_rate(engine: GenerationEngine, codec: PromptCodec, problems: Sequence[
             correct += sum(v.correct for v in verdicts)
             total += len(verdicts)
     return (correct / total if total else 0.0), total
+
+
+def engine_slot_count(engine: GenerationEngine) -> int:
+    """Sequences the engine decodes together (`max_slots` of the torch engine's decoder)."""
+    decoder = getattr(engine, "decoder", None)
+    return int(getattr(decoder, "max_slots", 0) or getattr(engine, "max_slots", 0) or 64)

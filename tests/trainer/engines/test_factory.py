@@ -79,7 +79,8 @@ def test_validation_builds_its_engine_with_the_run_settings(model, monkeypatch):
              policy_version=4)
     assert len(built) == 1
     d = built[0].decoder
-    assert (d.dtype, d.max_seq_len, d.fp32_head, d.max_slots) == (torch.bfloat16, 96, False, 64)
+    # slots are the run's engine.max_slots (bounded by engine.kv_cache_gib), never the evaluation count
+    assert (d.dtype, d.max_seq_len, d.fp32_head, d.max_slots) == (torch.bfloat16, 96, False, 7)
     assert built[0].policy_version == 4
 
 

@@ -1,0 +1,86 @@
+"""The memory plan against PyTorch without a GPU: the project's own update step (FP32 head, CISPO,
+micro-batches, bf16 autocast, AdamW) under fake tensors with MemTracker (`trainer.memory.measure`).
+
+Tolerances: parameters, gradients, optimizer states and the torch engine's KV cache within 1 %; the
+transient peak (autocast copies + activations + logits) within 15 %. Two decoder layers stand for the
+full depth (every term but activations is per model or per layer; the layer count is a factor)."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from scalerl_env.contracts.config import load_config
+from trainer.config.train import TrainConfig
+from trainer.memory.measure import measure_isolated
+from trainer.memory.plan import build_plan
+from trainer.memory.preflight import shapes_dir
+from trainer.memory.shapes import ModelShape
+
+SHAPES = sorted(p.name for p in shapes_dir().iterdir() if (p / "config.json").is_file())
+TRANSIENT = ("autocast weight copies", "activations", "logits")
+
+
+def shape(name: str, layers: int | None = None) -> ModelShape:
+    s = ModelShape.from_folder(shapes_dir() / name)
+    return s if layers is None else s.with_layers(layers)
+
+
+def run_cfg(*overrides: str) -> TrainConfig:
+    return load_config(TrainConfig, None, ["optim.precision=bf16", "engine.dtype=bfloat16", *overrides])
+
+
+def test_shapes_are_the_four_the_issue_names():
+    assert SHAPES == ["deepseek-r1-distill-qwen-1.5b", "qwen2.5-1.5b", "qwen2.5-7b", "smollm2-135m"]
+
+
+@pytest.mark.parametrize("name", SHAPES)
+def test_parameter_count_equals_transformers(name):
+    from transformers import AutoConfig, AutoModelForCausalLM
+
+    with torch.device("meta"):
+        model = AutoModelForCausalLM.from_config(AutoConfig.from_pretrained(shapes_dir() / name))
+    assert shape(name).params == sum(p.numel() for p in model.parameters())
+
+
+CASES = [("smollm2-135m", 2, 1024), ("qwen2.5-1.5b", 2, 512)]
+
+
+def case_overrides(samples: int, seq_len: int) -> list[str]:
+    return ["optim.precision=bf16", "engine.dtype=bfloat16", f"optim.micro_batch_tokens={samples * seq_len}",
+            f"engine.max_seq_len={seq_len}"]
+
+
+KV = [("smollm2-135m", 8, 1024), ("qwen2.5-1.5b", 8, 1024)]
+
+
+@pytest.fixture(scope="module")
+def measured():
+    """MemTracker's counts for CASES and the engine's KV bytes for KV, in one child process
+    (`measure_isolated`: no fake tensor is made in the test process)."""
+    jobs = [{"shape": str(shapes_dir() / n / "config.json"), "layers": 2, "overrides": case_overrides(b, t),
+             "samples": b, "seq_len": t} for n, b, t in CASES]
+    jobs += [{"kind": "kv", "shape": str(shapes_dir() / n / "config.json"), "layers": 2, "slots": b,
+              "max_seq_len": t, "dtype": "bfloat16"} for n, b, t in KV]
+    return dict(zip(CASES + KV, measure_isolated(jobs), strict=True))
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_update_step_terms_match_the_tracker(case, measured):
+    name, samples, seq_len = case
+    s = shape(name, layers=2)
+    plan = build_plan(s, load_config(TrainConfig, None, case_overrides(samples, seq_len)))
+    dev = plan.devices()[0]
+    got = measured[case]
+    for term in ("parameters", "gradients", "optimizer states"):
+        assert plan.term(term, dev).bytes == pytest.approx(got[term], rel=0.01), term
+    transient = sum(plan.term(t, dev).bytes for t in TRANSIENT)
+    assert transient == pytest.approx(got["peak_transient"], rel=0.15)
+
+
+@pytest.mark.parametrize("case", KV)
+def test_kv_cache_term_is_what_the_engine_allocates(case, measured):
+    name, slots, seq_len = case
+    cfg = run_cfg(f"engine.max_slots={slots}", f"engine.max_seq_len={seq_len}", "validation.enabled=false")
+    plan = build_plan(shape(name, layers=2), cfg)
+    assert plan.term("generation KV cache").bytes == measured[case]["kv"]

@@ -1,0 +1,268 @@
+"""The memory plan of a run: per device, what the trainer, the engines and validation hold at their peak.
+
+Built from the model's shape (`trainer.memory.shapes.ModelShape`, i.e. config.json alone), the resolved
+`TrainConfig` and the placement it implies, before any weight is loaded:
+
+- trainer rank r (`trainer_ranks.count` = N; rank 0 on `engine.device`, rank r on the r-th GPU):
+  `parameters`, `gradients`, `optimizer states` (AdamW: two moments) in the trainer's dtype (the loader
+  keeps fp32 master weights), each / N under FSDP2; with N > 1 the `FSDP all-gather` of two decoder
+  layers (the current one and the prefetched next) and, on rank 0, the plain `mirror` copy that the
+  torch engine and checkpoints read; `autocast weight copies` (bf16 casts of the matmul weights that
+  autocast keeps during a forward, `optim.precision` bf16 on fp32 weights); `activations` of one
+  micro-batch (all layers, or with `optim.activation_checkpointing` the layer inputs plus one layer
+  recomputed); `logits` (`LOGIT_COPIES` [T, V] fp32 buffers; the FP32 head adds no weight copy since
+  the master weights are fp32 already). A micro-batch holds `max(micro_batch_tokens, engine.max_seq_len)`
+  tokens: one sample longer than the budget goes alone.
+- the generation engine where it runs: the torch engine's `engine weights` and `generation KV cache`
+  (`slots × max_seq_len`, slots bounded by `engine.kv_cache_gib`, `trainer.memory.kv`), or vLLM's
+  `vLLM share` (`engine.vllm.gpu_memory_utilization` of the device) when vLLM runs in this process on
+  rank 0's GPU; under Ray with `ray.generator_num_gpus` ≥ 1 each generator has its own device.
+- `validation engine`: validation's torch engine (a copy of the weights and a cache bounded the same
+  way) on rank 0's device while the training engine stays alive.
+
+Guaranteed: each term is the formula its docstring line states. Checked against PyTorch's MemTracker
+under fake tensors (`trainer.memory.measure`, tests/trainer/memory): parameters, gradients, optimizer
+states and the KV cache exactly, the transient sum (autocast copies + activations + logits) within 15 %
+for one rank; activations alone are CPU sdpa's (no flash kernel), so per-layer figures differ by up
+to ~30 % from the GPU estimate here. `check_fits` names the largest term of a
+device that does not fit and the settings that shrink it. Not guaranteed: allocator fragmentation and
+CUDA context (a fixed `runtime reserve` of 1 GiB per GPU stands for them), framework workspaces, vLLM's
+own split of its share.
+
+Adding a term (e.g. LoRA): `build_plan(shape, cfg, trainable_params=n, extra_terms=[...])`.
+`trainable_params` replaces the parameter count that gradients and optimizer states are computed for
+(adapters only), and each `extra_terms` entry is a callable `(PlanContext) -> list[Term]` whose terms
+are added to the device they name (`PlanContext.trainer_devices`, `.engine_devices`), e.g.
+`Term("lora adapters", bytes, device, shrink=("lora.rank",))`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from trainer.memory.kv import DTYPE_BYTES, kv_bytes_per_token, slots_for_budget
+from trainer.memory.shapes import ModelShape
+
+GIB = 1 << 30
+RESERVE = GIB
+LOGIT_COPIES = 4.25
+"""[T, V] fp32 buffers alive at the head's backward peak (the logits, what logsumexp/gather keep, their
+gradient and the softmax temporary): 4.0-4.5 measured under MemTracker for 1 k-4 k tokens and two
+vocabularies (tests/trainer/memory), with or without `optim.fp32_head`."""
+SHRINK = {
+    "parameters": ("trainer_ranks.count (FSDP2 shards it)", "a smaller model"),
+    "gradients": ("trainer_ranks.count", "LoRA (lora section)"),
+    "optimizer states": ("trainer_ranks.count", "LoRA (lora section)"),
+    "mirror": ("ray.trainer_num_gpus with separate generator GPUs",),
+    "FSDP all-gather": ("a smaller model",),
+    "autocast weight copies": ("optim.precision=fp32", "trainer_ranks.count"),
+    "activations": ("optim.activation_checkpointing=true", "optim.micro_batch_tokens", "engine.max_seq_len"),
+    "logits": ("engine.max_seq_len (one sample is the smallest micro-batch)", "optim.micro_batch_tokens"),
+    "engine weights": ("separate generator GPUs (ray.generator_num_gpus=1)", "engine.name=vllm on its own GPU"),
+    "generation KV cache": ("engine.kv_cache_gib", "engine.max_slots", "engine.max_seq_len"),
+    "validation engine": ("engine.kv_cache_gib", "engine.max_slots", "validation.enabled=false"),
+    "vLLM share": ("engine.vllm.gpu_memory_utilization",
+                   "separate generator GPUs (ray.enabled, ray.generator_num_gpus=1)"),
+}
+
+
+@dataclass(frozen=True)
+class Term:
+    name: str
+    bytes: int
+    device: str
+    detail: str = ""
+    shrink: tuple[str, ...] = ()
+
+
+@dataclass
+class PlanContext:
+    """What a term function sees: the shape, the config, and where things run."""
+
+    shape: ModelShape
+    cfg: Any
+    trainer_devices: list[str]
+    engine_devices: list[str]
+    shared_engine: bool
+    micro_batch_tokens: int
+
+
+@dataclass
+class MemoryPlan:
+    terms: list[Term]
+    capacity: dict[str, int | None]
+    notes: list[str] = field(default_factory=list)
+
+    def devices(self) -> list[str]:
+        return list(dict.fromkeys(t.device for t in self.terms))
+
+    def total(self, device: str) -> int:
+        return sum(t.bytes for t in self.terms if t.device == device)
+
+    def term(self, name: str, device: str | None = None) -> Term:
+        device = device or self.devices()[0]
+        return next(t for t in self.terms if t.name == name and t.device == device)
+
+    def overruns(self) -> list[str]:
+        """Devices whose total exceeds their capacity (capacity unknown: never)."""
+        return [d for d in self.devices() if self.capacity.get(d) is not None and self.total(d) > self.capacity[d]]
+
+
+TermFn = Callable[[PlanContext], list[Term]]
+
+
+def placement(cfg: Any) -> tuple[list[str], list[str], bool]:
+    """(trainer devices by rank, generation-engine devices, engine shares rank 0's device)."""
+    n = cfg.trainer_ranks.count
+    base = cfg.engine.device if cfg.engine.device not in ("auto", "cuda") else "cuda:0"
+    if cfg.trainer_ranks.devices:
+        trainers = list(cfg.trainer_ranks.devices)
+    elif base == "cpu":
+        trainers = ["cpu"] * n
+    else:
+        trainers = [base] + [f"cuda:{r}" for r in range(1, n)]
+    if cfg.ray.enabled and cfg.ray.generator_num_gpus >= 1:
+        return trainers, [f"generator {i}" for i in range(cfg.ray.num_generators)], False
+    return trainers, [trainers[0]], True
+
+
+def build_plan(shape: ModelShape, cfg: Any, *, device_memory: int | None = None,
+               trainable_params: int | None = None, extra_terms: Sequence[TermFn] = ()) -> MemoryPlan:
+    """The plan of `cfg` (a `TrainConfig`) for `shape`; `device_memory` is every device's capacity in bytes."""
+    trainers, engines, shared = placement(cfg)
+    ctx = PlanContext(shape, cfg, trainers, engines, shared,
+                      max(cfg.optim.micro_batch_tokens, cfg.engine.max_seq_len))
+    terms: list[Term] = []
+    for rank, dev in enumerate(trainers):
+        dev_name = dev if len(set(trainers)) == len(trainers) else f"{dev} (rank {rank})"
+        terms += trainer_terms(ctx, rank, dev_name, trainable_params)
+    engine_dev = terms[0].device if shared else None
+    for dev in engines:
+        terms += engine_terms(ctx, engine_dev or dev, capacity=device_memory)
+    if cfg.validation.enabled:
+        terms.append(validation_term(ctx, terms[0].device))
+    for fn in extra_terms:
+        terms += fn(ctx)
+    capacity = {d: device_memory for d in dict.fromkeys(t.device for t in terms)}
+    notes = [f"micro-batch: {ctx.micro_batch_tokens} tokens (max of optim.micro_batch_tokens and engine.max_seq_len)"]
+    if device_memory is not None:
+        terms += [Term("runtime reserve", RESERVE, d, "CUDA context, allocator slack") for d in capacity
+                  if not d.startswith("cpu")]
+    return MemoryPlan(terms, capacity, notes)
+
+
+def _t(name: str, nbytes: float, device: str, detail: str) -> Term:
+    return Term(name, int(nbytes), device, detail, SHRINK.get(name, ()))
+
+
+def trainer_terms(ctx: PlanContext, rank: int, device: str, trainable: int | None) -> list[Term]:
+    s, cfg = ctx.shape, ctx.cfg
+    n = len(ctx.trainer_devices)
+    pb = DTYPE_BYTES["float32"]  # the loader keeps fp32 master weights
+    trainable = s.params if trainable is None else trainable
+    bf16 = cfg.optim.precision == "bf16" or (cfg.optim.precision == "auto" and cfg.engine.dtype == "bfloat16"
+                                             and not device.startswith("cpu"))
+    terms = [_t("parameters", s.params * pb / n, device, f"{s.params / 1e9:.3f} B x {pb} B / {n} rank(s)"),
+             _t("gradients", trainable * pb / n, device, f"{trainable / 1e9:.3f} B trainable x {pb} B / {n}"),
+             _t("optimizer states", 2 * trainable * pb / n, device, "AdamW exp_avg + exp_avg_sq")]
+    if n > 1:
+        terms.append(_t("FSDP all-gather", 2 * s.layer_params * pb, device, "two decoder layers unsharded"))
+        if rank == 0:
+            terms.append(_t("mirror", s.params * pb, device, "rank 0's plain copy for the engine and checkpoints"))
+    if bf16:
+        terms.append(_t("autocast weight copies", s.layers * s.layer_params * 2, device,
+                        "bf16 casts of the decoder's matmul weights during a forward"))
+    t = ctx.micro_batch_tokens
+    terms.append(_t("activations", activation_bytes(s, t, bf16, cfg.optim.activation_checkpointing), device,
+                    f"{t} tokens, checkpointing {'on' if cfg.optim.activation_checkpointing else 'off'}"))
+    terms.append(_t("logits", t * s.vocab * 4 * LOGIT_COPIES, device,
+                    f"{LOGIT_COPIES:g} x [{t}, {s.vocab}] fp32 at the backward peak"))
+    return terms
+
+
+def layer_activation_bytes(s: ModelShape, bf16: bool) -> int:
+    """Bytes one token leaves saved for backward in one decoder layer (HF Llama/Qwen2, sdpa).
+
+    RMSNorm saves its input, the fp32 upcast and the normalized output (x2 norms); attention saves
+    q, k, v, the rotary outputs, the attention output and o_proj's input; the SwiGLU MLP saves gate,
+    up, silu(gate) and their product."""
+    a = 2 if bf16 else 4
+    norms = 2 * (a * s.hidden + 4 * s.hidden + a * s.hidden)
+    attn = a * (3 * s.q_dim + 4 * s.kv_dim + 2 * s.q_dim)
+    mlp = a * 4 * s.intermediate
+    return norms + attn + mlp
+
+
+def activation_bytes(s: ModelShape, tokens: int, bf16: bool, checkpointing: bool) -> int:
+    per_layer = layer_activation_bytes(s, bf16)
+    if checkpointing:  # each layer keeps its input; one layer is recomputed at a time
+        return tokens * (s.layers * s.hidden * (2 if bf16 else 4) + per_layer)
+    return tokens * s.layers * per_layer
+
+
+def engine_kv(ctx: PlanContext, slots: int) -> tuple[int, int]:
+    """(slots the budget allows, KV bytes) of a torch engine of the run."""
+    e, s = ctx.cfg.engine, ctx.shape
+    per_tok = kv_bytes_per_token(s.layers, s.kv_heads, s.head_dim, e.dtype)
+    budget = None if e.kv_cache_gib is None else e.kv_cache_gib * GIB
+    slots = slots_for_budget(budget, slots, e.max_seq_len, per_tok)
+    return slots, slots * e.max_seq_len * per_tok
+
+
+def engine_terms(ctx: PlanContext, device: str, *, capacity: int | None) -> list[Term]:
+    e, s = ctx.cfg.engine, ctx.shape
+    if e.name == "vllm":
+        util = e.vllm.gpu_memory_utilization
+        nbytes = util * capacity if capacity is not None else 0
+        return [_t("vLLM share", nbytes, device, f"gpu_memory_utilization {util:g}"
+                   + ("" if capacity is not None else " of the device (capacity unknown)"))]
+    slots, kv = engine_kv(ctx, e.max_slots)
+    eb = DTYPE_BYTES[e.dtype]
+    return [_t("engine weights", s.params * eb, device, f"torch engine copy in {e.dtype}"),
+            _t("generation KV cache", kv, device, f"{slots} slots x {e.max_seq_len} tokens")]
+
+
+def validation_term(ctx: PlanContext, device: str) -> Term:
+    """Validation's torch engine: a weight copy and a cache of the slots the budget allows."""
+    e, s = ctx.cfg.engine, ctx.shape
+    slots, kv = engine_kv(ctx, e.max_slots)
+    weights = s.params * DTYPE_BYTES[e.dtype]
+    return _t("validation engine", weights + kv, device, f"weights + {slots} slots x {e.max_seq_len} tokens (waves)")
+
+
+class PlanDoesNotFit(ValueError):
+    """A device's planned bytes exceed its capacity; the message names the largest term and its shrinkers."""
+
+
+def gib(nbytes: float) -> str:
+    return f"{nbytes / GIB:.2f} GiB"
+
+
+def check_fits(plan: MemoryPlan) -> None:
+    """Raise `PlanDoesNotFit` for the first device over capacity: its total, capacity, largest term and
+    the settings that shrink that term (and the next largest one). Devices of unknown capacity pass."""
+    for dev in plan.overruns():
+        terms = sorted((t for t in plan.terms if t.device == dev), key=lambda t: -t.bytes)
+        top = terms[0]
+        lines = [f"memory plan: {dev} needs {gib(plan.total(dev))} but has {gib(plan.capacity[dev] or 0)}; "
+                 f"largest term: {top.name} {gib(top.bytes)} ({top.detail})"]
+        for t in terms[:2]:
+            if t.shrink:
+                lines.append(f"  to shrink {t.name}: " + "; ".join(t.shrink))
+        lines.append("  the whole plan: scalerl train --dry-run")
+        raise PlanDoesNotFit("\n".join(lines))
+
+
+def render(plan: MemoryPlan) -> str:
+    """The plan as text: per device its terms (largest first), total and capacity, then the notes."""
+    out = []
+    for dev in plan.devices():
+        cap = plan.capacity.get(dev)
+        total = plan.total(dev)
+        verdict = "" if cap is None else (" fits" if total <= cap else " DOES NOT FIT")
+        out.append(f"{dev}: {gib(total)}" + ("" if cap is None else f" of {gib(cap)}") + verdict)
+        for t in sorted((t for t in plan.terms if t.device == dev), key=lambda t: -t.bytes):
+            out.append(f"  {t.name:<24} {gib(t.bytes):>12}  {t.detail}")
+    return "\n".join(out + [f"note: {n}" for n in plan.notes])

@@ -1,0 +1,110 @@
+"""The memory check of `scalerl train` before any weight loads, and the plan `--dry-run` prints.
+
+`model_shape(cfg)` finds the model's `config.json` without loading weights: a folder holding it (the
+folder may hold nothing else), an alias (`smollm2-135m-instruct` → `datasets/model_shapes/smollm2-135m`),
+or a hub id already in the local Hugging Face cache. `preflight(cfg)` builds the plan
+(`trainer.memory.plan.build_plan`) for `engine.device_memory_gib` or the detected CUDA memory and raises
+`ConfigError` (exit 2 in `scalerl train`) naming the largest term and what shrinks it.
+
+Guaranteed: no weights are read and nothing is allocated on a device (CUDA is only asked for its
+total memory). Not guaranteed: a plan for the built-in tiny model, a `.gguf` file or a `model_type`
+the plan does not know (those return None with the reason in `skipped_reason`; the run goes on).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from scalerl_env.contracts.config import ConfigError
+from scalerl_env.contracts.paths import DATASETS
+from trainer.memory.plan import GIB, MemoryPlan, PlanDoesNotFit, build_plan, check_fits, render
+from trainer.memory.shapes import ModelShape
+
+SHAPE_ALIASES = {"smollm2-135m-instruct": "smollm2-135m"}
+
+
+def shapes_dir() -> Path:
+    """`datasets/model_shapes/`: config.json files of the shapes the plan is tested on."""
+    return DATASETS / "model_shapes"
+
+
+def config_json(model: str | None) -> Path | str:
+    """The model's config.json path, or a string saying why there is none."""
+    if model is None:
+        return "the built-in tiny model has no config.json"
+    if model in SHAPE_ALIASES:
+        return shapes_dir() / SHAPE_ALIASES[model] / "config.json"
+    path = Path(model)
+    if path.is_dir():
+        return path / "config.json" if (path / "config.json").is_file() else f"{model}: no config.json"
+    if model.endswith(".gguf"):
+        return f"{model}: a .gguf file (its shape is read when it is converted)"
+    try:
+        from huggingface_hub import try_to_load_from_cache
+
+        hit = try_to_load_from_cache(model, "config.json")
+    except Exception as exc:  # an id that is not a repo id
+        return f"{model}: {exc}"
+    return Path(hit) if isinstance(hit, str) else f"{model}: config.json not in the local Hugging Face cache"
+
+
+def model_shape(cfg: Any) -> ModelShape | str:
+    """The shape of `cfg.model`, or the reason there is none."""
+    found = config_json(cfg.model)
+    if isinstance(found, str):
+        return found
+    try:
+        return ModelShape.from_folder(found)
+    except (ValueError, KeyError) as exc:
+        return f"{found}: {exc}"
+
+
+def device_memory(cfg: Any) -> int | None:
+    """Bytes per GPU: `engine.device_memory_gib`, else CUDA's total memory of device 0, else None (CPU)."""
+    if cfg.engine.device_memory_gib is not None:
+        return int(cfg.engine.device_memory_gib * GIB)
+    if cfg.engine.device == "cpu":
+        return None
+    import torch
+
+    if torch.cuda.is_available():
+        return int(torch.cuda.get_device_properties(0).total_memory)
+    return None
+
+
+def plan_for(cfg: Any) -> tuple[MemoryPlan | None, str]:
+    """(plan, note): the plan of `cfg` for its device memory, or (None, why there is none)."""
+    shape = model_shape(cfg)
+    if isinstance(shape, str):
+        return None, f"memory plan skipped: {shape}"
+    cap = device_memory(cfg)
+    plan = build_plan(shape, cfg, device_memory=cap)
+    note = "" if cap is not None else "device memory unknown (set engine.device_memory_gib): nothing checked"
+    return plan, note
+
+
+def preflight(cfg: Any) -> MemoryPlan | None:
+    """Raise `ConfigError` when the plan of `cfg` does not fit; the plan (None when there is none)."""
+    plan, _ = plan_for(cfg)
+    if plan is not None:
+        try:
+            check_fits(plan)
+        except PlanDoesNotFit as exc:
+            raise ConfigError(str(exc)) from None
+    return plan
+
+
+def plan_report(cfg: Any) -> str:
+    """The text `scalerl train --dry-run` prints: the plan per device, or why there is none."""
+    plan, note = plan_for(cfg)
+    lines = ["memory plan (per device, before any weight loads):"]
+    if plan is not None:
+        lines.append(render(plan))
+        try:
+            check_fits(plan)
+        except PlanDoesNotFit as exc:
+            lines.append(str(exc))
+    if note:
+        lines.append(note)
+    return "\n".join(lines)
