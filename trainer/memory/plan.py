@@ -116,7 +116,12 @@ TermFn = Callable[[PlanContext], list[Term]]
 def placement(cfg: Any) -> tuple[list[str], list[str], bool]:
     """(trainer devices by rank, generation-engine devices, engine shares rank 0's device)."""
     n = cfg.trainer_ranks.count
-    base = cfg.engine.device if cfg.engine.device not in ("auto", "cuda") else "cuda:0"
+    base = cfg.engine.device
+    if base == "auto":  # what this host resolves it to (CUDA when present, else the CPU)
+        from trainer.engines.device import resolve_device
+
+        base = resolve_device(base)
+    base = "cuda:0" if base == "cuda" else base
     if cfg.trainer_ranks.devices:
         trainers = list(cfg.trainer_ranks.devices)
     elif base == "cpu":
