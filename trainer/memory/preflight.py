@@ -60,6 +60,23 @@ def model_shape(cfg: Any) -> ModelShape | str:
         return f"{found}: {exc}"
 
 
+UNITS = {"gib": 1.0, "gb": 1e9 / GIB, "mib": 1 / 1024, "mb": 1e6 / GIB, "tib": 1024.0, "tb": 1e12 / GIB}
+
+
+def parse_memory_gib(text: str) -> float:
+    """`80GiB`, `80 GB`, `24gib`, `512MiB` or a bare number (GiB) → GiB, for a `--device-memory` flag
+    (→ `engine.device_memory_gib`); ConfigError on anything else."""
+    t = text.strip().lower().replace(" ", "")
+    unit = next((u for u in sorted(UNITS, key=len, reverse=True) if t.endswith(u)), "")
+    try:
+        value = float(t[: len(t) - len(unit)] if unit else t)
+    except ValueError:
+        raise ConfigError(f"--device-memory {text!r}: expected e.g. 80GiB, 24GB or 512MiB") from None
+    if value <= 0:
+        raise ConfigError(f"--device-memory {text!r}: must be positive")
+    return value * UNITS.get(unit, 1.0)
+
+
 def device_memory(cfg: Any) -> int | None:
     """Bytes per GPU: `engine.device_memory_gib`, else CUDA's total memory of device 0, else None (CPU)."""
     if cfg.engine.device_memory_gib is not None:
