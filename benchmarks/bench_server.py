@@ -103,7 +103,9 @@ def time_in_process(pool, groups: list[list[dict]], ex: ThreadPoolExecutor) -> t
 def warm(verify, ready, groups: list[list[dict]]) -> None:
     while not ready():
         time.sleep(0.05)
-    for domain in ("math", "code"):
+    from scalerl_env.contracts.domains import domain_names
+
+    for domain in domain_names():
         sample = next((g[:1] for g in groups if g[0]["domain"] == domain), None)
         if sample:
             verify(sample)
@@ -256,9 +258,9 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--no-profile", action="store_true", help="skip the extra profiled server round")
     args = ap.parse_args()
-    from verifiers.config import VerifierConfig
+    from verifiers.config import CodeConfig, MathConfig, VerifierConfig
 
-    config = VerifierConfig.model_validate({"math": {"workers": args.workers}, "code": {"slots": args.workers}})
+    config = VerifierConfig(math=MathConfig(workers=args.workers), code=CodeConfig(slots=args.workers))
     groups = math_groups(args.problems, args.samples, args.seed) + code_groups(args.code_tasks, args.code_samples)
     groups = [groups[i] for i in sorted(range(len(groups)), key=lambda i: (i * 7919) % len(groups))]  # interleave
     n = sum(len(g) for g in groups)

@@ -57,10 +57,11 @@ class CurriculumPolicy:
 
     def on_resume(self, sampler: Sampler) -> None:
         """Called when the sampler continued from stored state: queue re-admissions (resume_fraction)."""
-        state = sampler._state["policy"]
+        state = sampler.policy_state
         state["resumes"] += 1
         if self.cfg.readmission.mode == "resume_fraction":
-            retired = [pid for pid in sampler._retired() if pid in sampler._by_id and pid not in sampler.holdout_ids]
+            retired = [pid for pid in sampler.retired_ids()
+                       if sampler.problem(pid) is not None and pid not in sampler.holdout_ids]
             queued = st.readmitted_on_resume(retired, self.cfg.readmission.fraction, self.seed, state["resumes"])
             state["queue"] = list(state["queue"]) + queued
 
@@ -87,7 +88,7 @@ class CurriculumPolicy:
                            **{f"weight/{d}": w for d, w in (self._weights or sampler.weights).items()}}
 
     def _stage(self, sampler: Sampler) -> int:
-        return st.stage_index(sampler._state["batches"], self.cfg.stages)
+        return st.stage_index(sampler.batches, self.cfg.stages)
 
     def _update_stage_drops(self, sampler: Sampler) -> None:
         """POLARIS re-filtering: prompts above a finished stage's `drop_above` stay benched afterwards."""
@@ -108,7 +109,7 @@ class CurriculumPolicy:
 
     # ------------------------------------------------------------------------------------ drawing
     def _rng(self, sampler: Sampler, tag: str) -> random.Random:
-        state = sampler._state["policy"]
+        state = sampler.policy_state
         state["n"] += 1
         return random.Random(f"{self.seed}:{tag}:{state['n']}")
 
@@ -117,7 +118,7 @@ class CurriculumPolicy:
         if pid is not None:
             return pid
         last = None
-        for _ in range(len(sampler._ids[domain]) + 1):
+        for _ in range(len(sampler.domain_ids(domain)) + 1):
             pid = self._candidate(sampler, domain, retired)
             if pid is None:
                 return last
@@ -134,18 +135,18 @@ class CurriculumPolicy:
             self.events[event] += n
 
     def _readmission(self, sampler: Sampler, domain: str) -> str | None:
-        cfg, state = self.cfg.readmission, sampler._state["policy"]
+        cfg, state = self.cfg.readmission, sampler.policy_state
         if cfg.mode == "resume_fraction" and state["queue"]:
             if self._rng(sampler, "queue").random() < 1.0 / cfg.queue_every:
-                mine = [i for i, pid in enumerate(state["queue"]) if sampler._by_id[pid].domain == domain]
+                mine = [i for i, pid in enumerate(state["queue"]) if sampler.problem(pid).domain == domain]
                 if mine:
                     self._count("readmitted")
                     return state["queue"].pop(mine[0])
         if cfg.mode == "probe":
             rng = self._rng(sampler, "probe")
             if rng.random() < cfg.probe_probability:
-                pool = sorted(pid for pid in sampler._retired() if pid in sampler._by_id
-                              and sampler._by_id[pid].domain == domain and pid not in sampler.holdout_ids)
+                pool = sorted(pid for pid in sampler.retired_ids() if (problem := sampler.problem(pid)) is not None
+                              and problem.domain == domain and pid not in sampler.holdout_ids)
                 if pool:
                     self._count("probed")
                     return pool[rng.randrange(len(pool))]
@@ -155,34 +156,34 @@ class CurriculumPolicy:
         """The next prompt of the epoch: the seeded permutation (uniform), or a weighted pick among the
         epoch's remaining prompts (priority)."""
         if self.cfg.priority.mode == "uniform":
-            return sampler._walk(domain, retired)
+            return sampler.walk(domain, retired)
         if self.cfg.priority.replacement:
             return self._with_replacement(sampler, domain, retired)
-        drawn = sampler._state["policy"]["drawn"]
+        drawn = sampler.policy_state["drawn"]
         for _ in range(2):
-            if sampler._state["domains"][domain]["epoch"] < 0:
-                sampler._start_epoch(domain, retired)
+            if sampler.domain_state(domain)["epoch"] < 0:
+                sampler.start_epoch(domain, retired)
                 drawn[domain] = []
             seen = set(drawn.setdefault(domain, []))
-            left = [pid for pid in sampler._order(domain, retired) if pid not in seen and pid not in retired]
+            left = [pid for pid in sampler.epoch_order(domain, retired) if pid not in seen and pid not in retired]
             if left:
                 pid = st.weighted_pick(left, self._priority(left), self._rng(sampler, f"pick:{domain}"))
                 drawn[domain].append(pid)
-                sampler._state["domains"][domain]["cursor"] = len(drawn[domain])
+                sampler.domain_state(domain)["cursor"] = len(drawn[domain])
                 return pid
-            sampler._start_epoch(domain, retired)
+            sampler.start_epoch(domain, retired)
             drawn[domain] = []
-            if sampler._state["domains"][domain]["exhausted"]:
+            if sampler.domain_state(domain)["exhausted"]:
                 return None
         return None
 
     def _with_replacement(self, sampler: Sampler, domain: str, retired: Mapping[str, int]) -> str | None:
         """A weighted pick among every active prompt of the domain (no epoch bookkeeping beyond the first)."""
-        if sampler._state["domains"][domain]["epoch"] < 0:
-            sampler._start_epoch(domain, retired)
-        active = [pid for pid in sampler._ids[domain] if pid not in retired]
+        if sampler.domain_state(domain)["epoch"] < 0:
+            sampler.start_epoch(domain, retired)
+        active = [pid for pid in sampler.domain_ids(domain) if pid not in retired]
         if not active:
-            sampler._start_epoch(domain, retired)  # marks the domain exhausted
+            sampler.start_epoch(domain, retired)  # marks the domain exhausted
             return None
         mix = sampler.mixes.get(domain)
         if mix is not None:  # the source by its weight first, so priorities never shift the source shares

@@ -177,8 +177,28 @@ class Sampler:
         self._own_retired = dict(state.get("own_retired", {}))
         self._orders = {}
 
+    # ------------------------------------------------------------------------------------------ policy view
+    # What a strategy policy (curriculum.policy) reads and keeps; all of it is checkpointed with the sampler.
+    @property
+    def policy_state(self) -> dict[str, Any]:
+        """The policy's own part of the sampler state (JSON-serializable; the policy mutates it)."""
+        return self._state["policy"]
+
+    def domain_state(self, domain: str) -> dict[str, Any]:
+        """The domain's epoch bookkeeping: `epoch`, `cursor`, `exhausted`, ... (the policy may move `cursor`)."""
+        return self._state["domains"][domain]
+
+    def domain_ids(self, domain: str) -> list[str]:
+        """Every training prompt id of the domain, sorted."""
+        return self._ids[domain]
+
+    def problem(self, prompt_id: str) -> ProblemRecord | None:
+        """The problem this sampler was given with this id, or None (`holdout_ids` may name some of them)."""
+        return self._by_id.get(prompt_id)
+
     # ------------------------------------------------------------------------------------------ retirement
-    def _retired(self) -> dict[str, int]:
+    def retired_ids(self) -> dict[str, int]:
+        """Retired prompt id -> retirement sequence number (the ledger's, or this sampler's own)."""
         return self.ledger.retired_seq() if self.ledger is not None else self._own_retired
 
     def retire(self, prompt_ids: Sequence[str]) -> None:
@@ -189,7 +209,8 @@ class Sampler:
             self._own_retired.setdefault(pid, len(self._own_retired) + 1)
 
     # ------------------------------------------------------------------------------------------ drawing
-    def _order(self, domain: str, retired: Mapping[str, int]) -> list[str]:
+    def epoch_order(self, domain: str, retired: Mapping[str, int]) -> list[str]:
+        """The domain's seeded order for its current epoch (prompts active when the epoch started)."""
         st = self._state["domains"][domain]
         order = self._orders.get(domain)
         if order is None:
@@ -206,13 +227,14 @@ class Sampler:
         """Whether a prompt was active when an epoch with this watermark started."""
         return lambda pid: retired.get(pid, watermark + 1) > watermark
 
-    def _start_epoch(self, domain: str, retired: Mapping[str, int]) -> list[str]:
+    def start_epoch(self, domain: str, retired: Mapping[str, int]) -> list[str]:
+        """Begin the domain's next epoch and return its order; an empty order marks the domain exhausted."""
         st = self._state["domains"][domain]
         st.update(epoch=st["epoch"] + 1, cursor=0, watermark=max(retired.values(), default=0))
         if domain in self.mixes:
             self.mixes[domain].advance(st["sources"], self._active_at(st["watermark"], retired))
         self._orders.pop(domain, None)
-        order = self._order(domain, retired)
+        order = self.epoch_order(domain, retired)
         self._new_epochs.append((domain, st["epoch"], len(order), sum(1 for p in self._ids[domain] if p in retired)))
         if not order:
             st["exhausted"] = True
@@ -222,18 +244,19 @@ class Sampler:
     def _draw(self, domain: str, retired: Mapping[str, int]) -> str | None:
         if self.policy is not None:
             return self.policy.draw(self, domain, retired)
-        return self._walk(domain, retired)
+        return self.walk(domain, retired)
 
-    def _walk(self, domain: str, retired: Mapping[str, int]) -> str | None:
+    def walk(self, domain: str, retired: Mapping[str, int]) -> str | None:
+        """The next active prompt of the epoch's seeded order (the uniform draw); None when exhausted."""
         st = self._state["domains"][domain]
-        order = self._order(domain, retired) if st["epoch"] >= 0 else self._start_epoch(domain, retired)
+        order = self.epoch_order(domain, retired) if st["epoch"] >= 0 else self.start_epoch(domain, retired)
         for _ in range(2):  # at most one epoch change per draw: a fresh order holds no retired prompt
             while st["cursor"] < len(order):
                 pid = order[st["cursor"]]
                 st["cursor"] += 1
                 if pid not in retired:
                     return pid
-            order = self._start_epoch(domain, retired)
+            order = self.start_epoch(domain, retired)
             if st["exhausted"]:
                 return None
         return None
@@ -255,7 +278,7 @@ class Sampler:
         """The next `n` training problems (state committed to the ledger before returning)."""
         if n < 1:
             raise ValueError(f"batch size must be >= 1, got {n}")
-        retired = self._retired()
+        retired = self.retired_ids()
         weights = None
         if self.policy is not None:
             self.policy.begin_batch(self)

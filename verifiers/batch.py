@@ -1,44 +1,34 @@
 """Batch API: `verify_batch(items) -> list[Verdict]` and the `VerifierPool` that serves it.
 
-Per math item, in the calling thread: extract the answer (`verifiers.extract`); no answer ->
-`no_answer`, an answer over `max_answer_chars` -> `unparsable`; then the exact fast path
-(`verifiers.math_fast`, memoised across batches); only what is left goes to the persistent workers
-(`verifiers.pool`), unless the pool's bounded reply cache holds a sympy verdict for the same pair from an
-earlier batch (correct / wrong / unparsable only: timeouts and crashes are never cached); identical
-(reference answer, extracted answer) pairs are sent once per batch (RL groups repeat answers).
-Code items go to `verifiers.code.CodeVerifier(config.code).verify_many`, imported lazily;
-while it is unavailable they are answered `error` with the reason.
+The pool holds one verifier per installed domain (`scalerl_env.contracts.domains`: each spec's
+`verifier` factory, e.g. `verifiers.math_batch`, `verifiers.code_batch`), built when the pool is. A
+batch is split by domain; every domain's share is submitted before any is collected, so math's sympy
+work runs while code runs in the sandbox.
 
 Guarantees: verdicts come back in input order with `Verdict.id = item.id`; a `VerifierPool` may be
 used from many threads at once and from asyncio (`averify_batch` runs off the event loop); model
-text never raises (malformed *items* do: `ValueError` naming the item index and field); `close()` is
-idempotent and kills the workers. The module-level `verify_batch` uses one process-wide pool per
-distinct config, created on first use (never at import) and closed at interpreter exit.
+text never raises (malformed *items* do: `ValueError` naming the item index and field); a domain's
+verifier that raises on a batch gives `error` verdicts for its items; `close()` is idempotent and
+closes every verifier. The module-level `verify_batch` uses one process-wide pool per distinct config,
+created on first use (never at import) and closed at interpreter exit.
 """
 
 from __future__ import annotations
 
 import atexit
-import functools
 import logging
 import threading
-import time
-from collections import OrderedDict
 from collections.abc import Iterable
-from concurrent.futures import Future
 from typing import Any
 
 from pydantic import ValidationError
 
 from scalerl_env.contracts.config import validation_problems
+from scalerl_env.contracts.domains import DomainVerifier, domains
 from scalerl_env.contracts.records import Status, Verdict, VerifyItem
 from verifiers.config import VerifierConfig
-from verifiers.extract import clean_answer, extract_answer
-from verifiers.math_fast import fast_verdict
-from verifiers.pool import MathWorkerPool
 
 logger = logging.getLogger(__name__)
-REPLY_CACHE_SIZE = 1 << 16  # sympy verdicts kept per pool, across batches (a few MB at most)
 
 
 def as_items(items: Iterable[VerifyItem | dict[str, Any]]) -> list[VerifyItem]:
@@ -56,17 +46,14 @@ def as_items(items: Iterable[VerifyItem | dict[str, Any]]) -> list[VerifyItem]:
 
 
 class VerifierPool:
-    """Math workers (started now, warming in the background) plus the code verifier (on first use)."""
+    """One verifier per installed domain; math workers start now and warm in the background."""
 
     def __init__(self, config: VerifierConfig | None = None):
         self.config = config or VerifierConfig()
-        self._math = MathWorkerPool(self.config.math)
-        self._code = None
-        self._code_error: str | None = None
+        self._verifiers: dict[str, DomainVerifier] = {name: spec.verifier(self.config)
+                                                      for name, spec in domains().items()}
         self._lock = threading.Lock()
         self._closed = False
-        self._replies: OrderedDict[tuple[str, str], dict] = OrderedDict()
-        self._replies_lock = threading.Lock()
 
     def __enter__(self) -> VerifierPool:
         return self
@@ -77,157 +64,66 @@ class VerifierPool:
     def verify_batch(self, items: Iterable[VerifyItem | dict[str, Any]]) -> list[Verdict]:
         items = as_items(items)
         verdicts: list[Verdict | None] = [None] * len(items)
-        math_idx = [i for i, it in enumerate(items) if it.domain == "math"]
-        code_idx = [i for i, it in enumerate(items) if it.domain == "code"]
-        pending = self._start_math(items, math_idx, verdicts)
-        if code_idx:
-            for i, verdict in zip(code_idx, self._verify_code([items[i] for i in code_idx])):
+        by_domain: dict[str, list[int]] = {}
+        for i, item in enumerate(items):
+            by_domain.setdefault(item.domain, []).append(i)
+        collectors = [(indices, self._submit(name, [items[i] for i in indices]))
+                      for name, indices in by_domain.items()]
+        for indices, collect in collectors:
+            for i, verdict in zip(indices, self._collect(collect, len(indices))):
                 verdicts[i] = verdict
-        self._finish_math(items, pending, verdicts)
         return [v.model_copy(update={"id": items[i].id}) for i, v in enumerate(verdicts)]
+
+    def _submit(self, name: str, items: list[VerifyItem]):
+        try:
+            return self._verifiers[name].submit(items)
+        except Exception as exc:  # noqa: BLE001 - one domain's failure must not lose the others' verdicts
+            logger.exception("the %s verifier failed on a batch of %d items", name, len(items))
+            reason = f"{name} verifier failed: {type(exc).__name__}: {exc}"  # `exc` is unbound after the block
+            return lambda: self._errors(len(items), reason)
+
+    def _collect(self, collect, count: int) -> list[Verdict]:
+        try:
+            return collect()
+        except Exception as exc:  # noqa: BLE001 - see _submit
+            logger.exception("collecting verdicts failed")
+            return self._errors(count, f"verifier failed: {type(exc).__name__}: {exc}")
+
+    def _errors(self, count: int, reason: str) -> list[Verdict]:
+        return [Verdict.of(Status.error, rewards=self.config.rewards, details={"reason": reason})
+                for _ in range(count)]
 
     async def averify_batch(self, items: Iterable[VerifyItem | dict[str, Any]]) -> list[Verdict]:
         import asyncio  # here, not at import: `scalerl-env verify` starts scoring sooner without it
 
         return await asyncio.to_thread(self.verify_batch, list(items))
 
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
     def ready(self) -> bool:
-        return not self._closed and self._math.ready()
+        return not self._closed and all(v.ready() for v in self._verifiers.values())
 
     def info(self) -> dict[str, Any]:
-        code: dict[str, Any] | None = None
-        if self._code is not None:
+        out: dict[str, Any] = {"closed": self._closed, "ready": self.ready()}
+        for name, verifier in self._verifiers.items():
             try:
-                code = self._code.info() if hasattr(self._code, "info") else {"layers": self._code.layers()}
+                out[name] = verifier.info()
             except Exception as exc:  # noqa: BLE001 - info must never take the server down
-                code = {"error": f"{type(exc).__name__}: {exc}"}
-        elif self._code_error:
-            code = {"error": self._code_error}
-        return {"closed": self._closed, "ready": self.ready(), "math": self._math.info(), "code": code}
+                out[name] = {"error": f"{type(exc).__name__}: {exc}"}
+        return out
 
     def close(self) -> None:
         with self._lock:
             if self._closed:
                 return
             self._closed = True
-            code, self._code = self._code, None
-        self._math.close()
-        if code is not None:
+        for name, verifier in self._verifiers.items():
             try:
-                code.close()
+                verifier.close()
             except Exception:
-                logger.exception("closing the code verifier failed")
-
-    # ----------------------------------------------------------------------------------------- math
-    def _start_math(self, items: list[VerifyItem], indices: list[int], verdicts: list) -> dict:
-        """Decide what can be decided here; submit the rest once per distinct pair. Returns pending."""
-        cfg, rewards = self.config.math, self.config.rewards
-        pending: dict[tuple, tuple[Any, list[int], dict]] = {}
-        extracted: dict[str, Any] = {}  # identical completions in one batch are extracted once
-        for i in indices:
-            start = time.perf_counter()
-            completion = items[i].completion
-            found = extracted.get(completion)
-            if found is None:
-                found = extracted[completion] = extract_answer(
-                    completion, max_completion_chars=cfg.max_completion_chars, max_answer_chars=cfg.max_answer_chars)
-            details: dict[str, Any] = {"extracted": found.answer or None, "method": found.method or None}
-            if found.kind != "answer":
-                status = Status.no_answer if found.kind == "no_answer" else Status.unparsable
-                if found.kind == "too_long":
-                    details["reason"] = f"answer longer than max_answer_chars={cfg.max_answer_chars}"
-                verdicts[i] = _verdict(status, details, rewards, time.perf_counter() - start)
-                continue
-            gold = clean_answer(items[i].answer or "")
-            decided = cached_fast_verdict(gold, found.answer) if cfg.fast_path else None
-            if decided is not None:
-                verdicts[i] = _verdict(Status.correct if decided else Status.wrong, {**details, "path": "fast"},
-                                       rewards, time.perf_counter() - start)
-                continue
-            key = (gold, found.answer) if cfg.dedupe else (gold, found.answer, i)
-            if key in pending:
-                pending[key][1].append(i)
-            else:
-                pending[key] = (self._submit(gold, found.answer), [i], details)
-        return pending
-
-    def _submit(self, gold: str, pred: str) -> Future:
-        """A worker's reply for the pair; from the bounded cache of earlier sympy verdicts when known."""
-        key = (gold, pred)
-        with self._replies_lock:
-            reply = self._replies.get(key)
-            if reply is not None:
-                self._replies.move_to_end(key)
-        if reply is not None:
-            done: Future = Future()
-            done.set_result({**reply, "cached": True})
-            return done
-        future = self._math.submit(gold, pred)
-        future.add_done_callback(lambda f: self._remember(key, f.result()))
-        return future
-
-    def _remember(self, key: tuple[str, str], reply: dict) -> None:
-        # Only verdicts that depend on the pair alone; a timeout or a crash may not repeat.
-        if reply.get("status") in ("correct", "wrong", "unparsable") :
-            with self._replies_lock:
-                self._replies[key] = reply
-                while len(self._replies) > REPLY_CACHE_SIZE:
-                    self._replies.popitem(last=False)
-
-    def _finish_math(self, items: list[VerifyItem], pending: dict, verdicts: list) -> None:
-        rewards = self.config.rewards
-        for future, indices, details in pending.values():
-            reply = future.result()
-            status = Status(reply["status"])
-            out = {**details, "path": "sympy"}
-            if reply.get("reason"):
-                out["reason"] = reply["reason"]
-            if reply.get("cached"):
-                out["cached"] = True
-            verdict = _verdict(status, out, rewards, reply.get("elapsed_s", 0.0))
-            verdicts[indices[0]] = verdict
-            for i in indices[1:]:
-                verdicts[i] = verdict.model_copy(update={"details": {**out, "deduplicated": True}})
-
-    # ----------------------------------------------------------------------------------------- code
-    def _verify_code(self, items: list[VerifyItem]) -> list[Verdict]:
-        rewards = self.config.rewards
-        verifier = self._code_verifier()
-        if verifier is None:
-            return [Verdict.of(Status.error, rewards=rewards,
-                               details={"reason": f"code verifier unavailable: {self._code_error}"})
-                    for _ in items]
-        try:
-            # The reward table is this pool's config, whichever table the code verifier applied.
-            return [v.model_copy(update={"reward": rewards.reward(v.status)}) for v in verifier.verify_many(items)]
-        except Exception as exc:
-            logger.exception("code verifier failed on a batch of %d items", len(items))
-            return [Verdict.of(Status.error, rewards=rewards,
-                               details={"reason": f"code verifier failed: {type(exc).__name__}: {exc}"})
-                    for _ in items]
-
-    def _code_verifier(self):
-        with self._lock:
-            if self._code is None and not self._closed:
-                try:
-                    from verifiers.code import CodeVerifier
-
-                    self._code, self._code_error = CodeVerifier(self.config.code), None
-                except Exception as exc:  # noqa: BLE001 - not there yet, or its sandbox cannot start here
-                    self._code_error = f"{type(exc).__name__}: {exc}"
-            return self._code
-
-
-def _verdict(status: Status, details: dict, rewards, elapsed_s: float) -> Verdict:
-    """A Verdict built without re-validation: every field comes from this module, already typed."""
-    return Verdict.model_construct(status=status, reward=rewards.reward(status), details=details,
-                                   elapsed_s=elapsed_s, id=None)
-
-
-@functools.lru_cache(maxsize=1 << 16)
-def cached_fast_verdict(gold: str, pred: str) -> bool | None:
-    """`fast_verdict`, memoised across batches (a prompt's gold meets the same answers step after step)."""
-    return fast_verdict(gold, pred)
+                logger.exception("closing the %s verifier failed", name)
 
 
 _DEFAULT_POOLS: dict[str, VerifierPool] = {}
@@ -240,7 +136,7 @@ def default_pool(config: VerifierConfig | None = None) -> VerifierPool:
     key = config.model_dump_json()
     with _DEFAULT_LOCK:
         pool = _DEFAULT_POOLS.get(key)
-        if pool is None or pool._closed:
+        if pool is None or pool.closed:
             if not _DEFAULT_POOLS:
                 atexit.register(close_default_pools)
             pool = _DEFAULT_POOLS[key] = VerifierPool(config)

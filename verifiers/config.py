@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from scalerl_env.contracts.domains import domain
 from scalerl_env.contracts.records import RewardTable, Strict
 
 
@@ -63,6 +64,31 @@ class CodeConfig(Strict):
 
 
 class VerifierConfig(Strict):
+    """The verifiers' settings: `math` and `code` typed here; an installed plug-in domain's section
+    (`verifier.<name>`) is validated by its spec's `verifier_config` model and read with `section(name)`."""
+
+    model_config = ConfigDict(extra="allow")
+
     math: MathConfig = Field(default_factory=MathConfig)
     code: CodeConfig = Field(default_factory=CodeConfig)
     rewards: RewardTable = Field(default_factory=RewardTable)
+
+    @model_validator(mode="after")
+    def _domain_sections(self) -> VerifierConfig:
+        for name, value in (self.__pydantic_extra__ or {}).items():
+            spec = domain(name)
+            model = spec.verifier_config() if spec.verifier_config is not None else None
+            if model is None:
+                raise ValueError(f"domain {name!r} takes no verifier settings")
+            self.__pydantic_extra__[name] = model.model_validate(value)
+        return self
+
+    def section(self, name: str) -> BaseModel | None:
+        """Domain `name`'s settings: the typed field, the validated plug-in section, or its defaults."""
+        if name in type(self).model_fields:
+            return getattr(self, name)
+        given = (self.__pydantic_extra__ or {}).get(name)
+        if given is not None:
+            return given
+        spec = domain(name)
+        return spec.verifier_config()() if spec.verifier_config is not None else None

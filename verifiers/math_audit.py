@@ -19,6 +19,8 @@ from verifiers.config import MathConfig
 from verifiers.extract import clean_answer, extract_answer
 from verifiers.math_fast import fast_verdict
 
+AUDITED_DOMAIN = "math"  # the spec scalerl_env/domains/math.py scores with this verifier; others pass through
+
 
 @dataclass(frozen=True)
 class Dispute:
@@ -45,7 +47,7 @@ def audit(items: Sequence, config: MathConfig | None = None) -> list[Dispute]:
     settings = CompareSettings(**{name: getattr(cfg, name) for name in SETTINGS_FIELDS})
     out = []
     for item in items:
-        if item.domain != "math":
+        if item.domain != AUDITED_DOMAIN:
             continue
         gold = clean_answer(item.answer or "")
         kw = {"max_completion_chars": cfg.max_completion_chars, "max_answer_chars": cfg.max_answer_chars}

@@ -36,7 +36,8 @@ from curriculum.ledger.models import IngestError
 from curriculum.ledger.schema import ATTEMPT_COLUMNS
 from curriculum.ledger.store import Ledger
 from scalerl_env.contracts.config import validation_problems
-from scalerl_env.contracts.records import DOMAINS, Domain, Status, Strict
+from scalerl_env.contracts.domains import domain_names
+from scalerl_env.contracts.records import Domain, Status, Strict
 
 MAX_REPORTED = 20
 
@@ -176,7 +177,7 @@ def _columns_valid(table: pa.Table, data: bytes) -> bool:
         return False
     domain = table["domain"]
     given = pc.drop_null(domain)
-    if len(given) and not pc.all(pc.is_in(given, value_set=pa.array(DOMAINS))).as_py():
+    if len(given) and not pc.all(pc.is_in(given, value_set=pa.array(domain_names()))).as_py():
         return False
     for name in ("step", "policy_version", "sample_index", "completion_tokens"):
         low = pc.min(table[name]).as_py()

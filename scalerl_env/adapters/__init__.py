@@ -4,11 +4,15 @@ All three turn a (completion, reference) pair into a `VerifyItem` with `referenc
 through `score_items`: over HTTP when a server URL is given (argument or `SCALERL_REWARD_URL`),
 otherwise in this process with `verifiers.verify_batch`.
 
-Reference forms (`reference_item`):
-- math: the answer as text, e.g. `"\\frac{1}{2}"` (anything that is not a code reference below);
+Reference forms (`reference_item`), when no domain is given, in the registry's order
+(`scalerl_env.contracts.domains.domain_of_reference`):
 - code: a JSON object (or its text) that is either a test spec `{"kind": "stdio" | "functional" |
   "assert", ...}`, `{"tests": {...}, "limits": {...}}`, or the APPS/TACO stdio form
-  `{"inputs": ["1 2\\n", ...], "outputs": ["3\\n", ...]}`.
+  `{"inputs": ["1 2\\n", ...], "outputs": ["3\\n", ...]}`;
+- another domain's reference that its spec claims (`claims_reference`, e.g. instruction following's
+  ground truth);
+- math: the answer as text, e.g. `"\\frac{1}{2}"` (anything no domain claims).
+With `domain=`, the reference is read as that domain's (`answer` text, or code tests).
 
 References and ids usually come from dataset columns (HF `datasets`, parquet, pandas), which do not hand
 back what was written: a struct column gives every row every field of the column, `None` where the row
@@ -29,6 +33,8 @@ from typing import Any
 from pydantic import TypeAdapter, ValidationError
 
 from scalerl_env.contracts.config import validation_problems
+from scalerl_env.contracts.domains import domain as domain_spec
+from scalerl_env.contracts.domains import domain_of_reference
 from scalerl_env.contracts.records import CodeTests, Limits, Verdict, VerifyItem
 
 URL_ENV = "SCALERL_REWARD_URL"
@@ -73,14 +79,20 @@ def plain(value: Any) -> Any:
 
 
 def reference_item(completion: str, reference: Any, *, id: str = "", prompt_id: str | None = None,
-                   loc: tuple[str | int, ...] = ("reference",)) -> VerifyItem:
+                   loc: tuple[str | int, ...] = ("reference",), domain: str | None = None) -> VerifyItem:
     """The verify item scoring `completion` against `reference` (see the module docstring for forms)."""
     reference = plain(reference)
-    spec = _code_spec(reference)
+    try:
+        target = domain_spec(domain) if domain else domain_of_reference(reference)
+    except ValueError as exc:
+        raise AdapterInputError(loc, str(exc)) from None
+    if target.reference == "answer":
+        if isinstance(reference, (dict, list)) and target.check_reference is not None:
+            reference = json.dumps(reference)  # a structured ground truth travels as its JSON text
+        return _answer_item(target.name, completion, reference, id=id, prompt_id=prompt_id, loc=loc)
+    spec = code_spec(reference)
     if spec is None:
-        if not isinstance(reference, (str, int, float)) or isinstance(reference, bool):
-            raise AdapterInputError(loc, f"a math answer must be text, got {type(reference).__name__}")
-        return VerifyItem(id=id, domain="math", completion=completion, answer=str(reference), prompt_id=prompt_id)
+        raise AdapterInputError(loc, f"a {target.name} reference must be a test spec, got {type(reference).__name__}")
     try:
         tests, limits = _code_tests(spec)
     except ValidationError as exc:
@@ -88,10 +100,22 @@ def reference_item(completion: str, reference: Any, *, id: str = "", prompt_id: 
         raise AdapterInputError(loc, f"not a valid code test spec: {problems}") from None
     except (ValueError, TypeError) as exc:
         raise AdapterInputError(loc, f"not a valid code test spec: {exc}") from None
-    return VerifyItem(id=id, domain="code", completion=completion, tests=tests, limits=limits, prompt_id=prompt_id)
+    return VerifyItem(id=id, domain=target.name, completion=completion, tests=tests, limits=limits,
+                      prompt_id=prompt_id)
 
 
-def _code_spec(reference: Any) -> dict[str, Any] | None:
+def _answer_item(name: str, completion: str, reference: Any, *, id: str, prompt_id: str | None,
+                 loc: tuple[str | int, ...]) -> VerifyItem:
+    if not isinstance(reference, (str, int, float)) or isinstance(reference, bool):
+        raise AdapterInputError(loc, f"a {name} answer must be text, got {type(reference).__name__}")
+    try:
+        return VerifyItem(id=id, domain=name, completion=completion, answer=str(reference), prompt_id=prompt_id)
+    except ValidationError as exc:
+        raise AdapterInputError(loc, f"not a valid {name} reference: {validation_problems(exc)[0]}") from None
+
+
+def code_spec(reference: Any) -> dict[str, Any] | None:
+    """The code test spec a reference holds (a dict or its JSON text, nulls dropped), or None."""
     if isinstance(reference, str):
         text = reference.strip()
         if not text.startswith("{"):

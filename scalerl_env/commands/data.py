@@ -125,10 +125,12 @@ def generate_cmd(
     from scalerl_env.sources.generators import generate
     from scalerl_env.sources.verl import write_records
 
-    if domain not in ("math", "code"):
-        typer.echo("error: DOMAIN must be 'math' or 'code'", err=True)
-        raise typer.Exit(2)
-    n = write_records(generate(domain, seed=seed, count=count, level=level), out)
+    try:
+        records = generate(domain, seed=seed, count=count, level=level)
+    except ValueError as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(2) from None
+    n = write_records(records, out)
     typer.echo(f"generated {n} {domain} problems (seed {seed}, level {level}) -> {out}")
 
 

@@ -138,4 +138,7 @@ def reference_markdown(model: type[BaseModel], prefix: str = "", defaults: dict 
         default = default.removesuffix("...").strip()
         text = (field.description or "").replace("|", "\\|").replace("\n", " ")
         rows.append(f"| `{key}` | `{default}` | {text} |")
+    extra_model = getattr(model, "EXTRA_MODEL", None)  # typed open sections, e.g. one per domain
+    for name in (n for n in defaults if n not in model.model_fields and extra_model is not None):
+        rows.extend(reference_markdown(extra_model, f"{prefix}{name}.", defaults[name]))
     return rows

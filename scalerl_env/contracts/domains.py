@@ -88,12 +88,15 @@ class DomainSpec:
     reference: Literal["answer", "tests"]
     description: str
     verifier: Callable[[Any], DomainVerifier]  # VerifierConfig -> DomainVerifier
+    verifier_config: Callable[[], type] | None = None  # the pydantic model of `verifier.<name>` (plug-ins)
     check_reference: Callable[[Any], None] | None = None  # raises ValueError on a reference it cannot score
     prompt: PromptDefaults = PromptDefaults()
     generator_families: Callable[[], Mapping[str, GeneratorFamily]] | None = None
     row_reference: Callable[[Any, dict[str, Any], Any], RowReference] | None = None  # (manifest, row, prompts)
     verl_abilities: tuple[str, ...] = ()  # lower-case words of a verl `ability` that name this domain
+    claims_reference: Callable[[Any], bool] | None = None  # an adapter's bare reference is this domain's
     rank: int = 100  # order in listings: the built-ins first
+    trains_by_default: bool = True  # in `TrainConfig.domains` when the run names none
     options: Mapping[str, Any] = field(default_factory=dict)  # free-form, read by the domain's own hooks
 
     def check(self, record: Any, noun: str) -> None:
@@ -125,11 +128,37 @@ def domain_names() -> tuple[str, ...]:
     return tuple(domains())
 
 
+def default_domains() -> list[str]:
+    """The domains a run trains on when it names none: every installed one that asks to."""
+    return [name for name, spec in domains().items() if spec.trains_by_default]
+
+
 def domain(name: str) -> DomainSpec:
     specs = domains()
     if name not in specs:
         raise UnknownDomainError(f"unknown domain {name!r}; installed: {', '.join(specs) or '(none)'}")
     return specs[name]
+
+
+def domain_for_ability(ability: str) -> DomainSpec | None:
+    """The domain a verl `ability` names: the domain of that name, else the first (in rank order) one of
+    whose `verl_abilities` words the ability contains; None when none does."""
+    text = ability.strip().lower()
+    specs = domains()
+    if text in specs:
+        return specs[text]
+    return next((s for s in specs.values() if any(word in text for word in s.verl_abilities)), None)
+
+
+def domain_of_reference(reference: Any) -> DomainSpec:
+    """The domain of a bare reference handed to an adapter without a domain: the first whose
+    `claims_reference` accepts it, else the first answer-string domain that claims nothing (math)."""
+    specs = list(domains().values())
+    claimed = next((s for s in specs if s.claims_reference is not None and s.claims_reference(reference)), None)
+    fallback = next((s for s in specs if s.reference == "answer" and s.claims_reference is None), None)
+    if claimed is None and fallback is None:
+        raise UnknownDomainError(f"no installed domain takes the reference {reference!r}")
+    return claimed or fallback  # type: ignore[return-value]
 
 
 def check_domain_name(name: str) -> str:

@@ -16,10 +16,14 @@ import json
 from enum import Enum
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
 
-Domain = Literal["math", "code"]
-DOMAINS: tuple[str, ...] = ("math", "code")
+from scalerl_env.contracts.domains import check_domain_name, domain
+
+# The name of an installed domain (scalerl_env.contracts.domains): math, code, if, or a plug-in's.
+# A domain is any installed spec's name (the built-ins and plug-ins), so the schema says string, not an enum.
+Domain = Annotated[str, AfterValidator(check_domain_name), Field(
+    description="an installed domain (scalerl_env.contracts.domains): math, code or a plug-in's", examples=["math"])]
 
 
 class Strict(BaseModel):
@@ -133,17 +137,14 @@ class Limits(Strict):
 
 
 def _check_reference(record, noun: str):
-    """Math needs an answer, code needs tests: the one rule for items and problems."""
-    if record.domain == "math" and record.answer is None:
-        raise ValueError(f"math {noun} need 'answer'")
-    if record.domain == "code" and record.tests is None:
-        raise ValueError(f"code {noun} need 'tests'")
+    """The reference the record's domain needs (its spec's `check`): the one rule for items and problems."""
+    domain(record.domain).check(record, noun)
     return record
 
 
 # ---------------------------------------------------------------------------------------------- verify item
 class VerifyItem(Strict):
-    """One completion to score: math needs `answer`, code needs `tests`."""
+    """One completion to score, against the reference its domain needs (`answer` or `tests`)."""
 
     id: str = ""
     domain: Domain

@@ -26,7 +26,8 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Histo
 from prometheus_client.registry import Collector
 from prometheus_client.utils import floatToGoString
 
-from scalerl_env.contracts.records import DOMAINS, Status
+from scalerl_env.contracts.domains import domain_names
+from scalerl_env.contracts.records import Status
 
 LATENCY_BUCKETS_S = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300)
 
@@ -64,9 +65,10 @@ class _ItemStats(Collector):
 
     def __init__(self) -> None:
         self.lock = threading.Lock()
-        self.verdicts = {(domain, status.value): 0 for domain in DOMAINS for status in Status}
-        self.buckets = {domain: [0] * (len(LATENCY_BUCKETS_S) + 1) for domain in DOMAINS}  # last: +Inf
-        self.seconds = dict.fromkeys(DOMAINS, 0.0)
+        names = domain_names()
+        self.verdicts = {(domain, status.value): 0 for domain in names for status in Status}
+        self.buckets = {domain: [0] * (len(LATENCY_BUCKETS_S) + 1) for domain in names}  # last: +Inf
+        self.seconds = dict.fromkeys(names, 0.0)
 
     def describe(self) -> list:
         return []  # collected on demand, like the pool's counters
@@ -107,33 +109,28 @@ class _PoolCollector(Collector):
             info = self.info() or {}
         except Exception:  # noqa: BLE001 - a scrape must never fail because the pool is starting or closing
             info = {}
-        sandbox = CounterMetricFamily("scalerl_sandbox_kills", "Sandboxed runs killed, by reason", labels=["reason"])
-        for reason, count in sorted(sandbox_kills(info).items()):
-            sandbox.add_metric([reason], count)
-        workers = CounterMetricFamily("scalerl_verifier_worker_kills", "Verifier workers killed",
-                                      labels=["domain", "reason"])
-        for (domain, reason), count in sorted(worker_kills(info).items()):
-            workers.add_metric([domain, reason], count)
+        kills = CounterMetricFamily("scalerl_verifier_kills", "Verifier runs killed (math workers, sandboxed "
+                                    "programs), by domain and reason", labels=["domain", "reason"])
+        for (domain, reason), count in sorted(verifier_kills(info).items()):
+            kills.add_metric([domain, reason], count)
         alive = GaugeMetricFamily("scalerl_verifier_workers", "Verifier worker processes alive", labels=["domain"])
         for domain, count in sorted(workers_alive(info).items()):
             alive.add_metric([domain], count)
-        return [sandbox, workers, alive]
+        return [kills, alive]
 
 
-def sandbox_kills(info: dict[str, Any]) -> dict[str, float]:
-    code = info.get("code") if isinstance(info.get("code"), dict) else {}
-    return _numbers(code.get("kills") or code.get("kills_by_reason") or {})
-
-
-def worker_kills(info: dict[str, Any]) -> dict[tuple[str, str], float]:
-    math = info.get("math") if isinstance(info.get("math"), dict) else {}
-    kills = _numbers(math.get("kills") or math.get("kills_by_reason") or {})
-    return {("math", reason): count for reason, count in kills.items()}
+def verifier_kills(info: dict[str, Any]) -> dict[tuple[str, str], float]:
+    """(domain, reason) -> count from each domain verifier's `info()["kills"]` (DomainVerifier)."""
+    out = {}
+    for domain in domain_names():
+        part = info.get(domain) if isinstance(info.get(domain), dict) else {}
+        out.update({(domain, reason): count for reason, count in _numbers(part.get("kills") or {}).items()})
+    return out
 
 
 def workers_alive(info: dict[str, Any]) -> dict[str, float]:
     out = {}
-    for domain in DOMAINS:
+    for domain in domain_names():
         part = info.get(domain)
         alive = part.get("alive") if isinstance(part, dict) else None
         if isinstance(alive, (int, float)) and not isinstance(alive, bool):

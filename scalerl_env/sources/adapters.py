@@ -31,6 +31,7 @@ from typing import Any
 
 from pydantic import Field
 
+from scalerl_env.contracts.domains import RowReference, domain
 from scalerl_env.contracts.records import ChatMessage, ProblemRecord, Strict, make_prompt_id
 
 from .manifest import Difficulty, SourceManifest
@@ -69,18 +70,15 @@ def adapt_row(manifest: SourceManifest, row: dict[str, Any], prompts: PromptConf
         raw = row[manifest.difficulty.column]
         metadata["difficulty_raw"] = raw
         prior = difficulty_prior(raw, manifest.difficulty)
-    if manifest.domain == "math":
-        answer, solution = _math_reference(manifest, row)
-        tests, instruction = None, manifest.instruction or prompts.math_instruction
-    else:
-        answer = None
-        tests = _code_tests(manifest, row)
-        solution = _code_solution(manifest, row)
-        instruction = manifest.instruction or _code_instruction(tests, prompts)
-    if solution is not None:
-        metadata["solution"] = solution
+    spec = domain(manifest.domain)
+    if spec.row_reference is None:
+        raise AdapterError(f"domain {spec.name!r} reads no dataset rows (its spec has no row_reference)")
+    ref = spec.row_reference(manifest, row, prompts)
+    answer, tests, instruction = ref.answer, ref.tests, manifest.instruction or ref.instruction
+    if ref.solution is not None:
+        metadata["solution"] = ref.solution
     messages = ([ChatMessage(role="system", content=prompts.system)] if prompts.system else [])
-    messages.append(ChatMessage(role="user", content=f"{problem}\n\n{instruction}"))
+    messages.append(ChatMessage(role="user", content=f"{problem}\n\n{instruction}" if instruction else problem))
     return ProblemRecord(
         prompt_id=make_prompt_id(manifest.name, problem), domain=manifest.domain, source=manifest.name,
         prompt=messages, answer=answer, tests=tests, difficulty_prior=prior, metadata=metadata,
@@ -138,6 +136,19 @@ def difficulty_prior(raw: Any, spec: Difficulty) -> float | None:
     if not 1 <= level <= top:
         raise AdapterError(f"difficulty {raw!r} outside 1..{top}")
     return round(1.0 - (level - 0.5) / top, 6)
+
+
+def math_row_reference(manifest: SourceManifest, row: dict[str, Any], prompts: PromptConfig) -> RowReference:
+    """The math domain's `row_reference`: the answer and a gold completion (rules in the module docstring)."""
+    answer, solution = _math_reference(manifest, row)
+    return RowReference(answer=answer, solution=solution, instruction=prompts.math_instruction)
+
+
+def code_row_reference(manifest: SourceManifest, row: dict[str, Any], prompts: PromptConfig) -> RowReference:
+    """The code domain's `row_reference`: tests from the manifest's converter and the first reference program."""
+    tests = _code_tests(manifest, row)
+    return RowReference(tests=tests, solution=_code_solution(manifest, row),
+                        instruction=_code_instruction(tests, prompts))
 
 
 _NUMBER_WITH_COMMAS = re.compile(r"^-?\d{1,3}(,\d{3})+(\.\d+)?$")

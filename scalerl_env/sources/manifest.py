@@ -17,7 +17,7 @@ from typing import Literal
 import yaml
 from pydantic import Field, ValidationError
 
-from scalerl_env.contracts.records import Strict
+from scalerl_env.contracts.records import Domain, Strict
 
 DATASETS_DIR = Path(__file__).resolve().parents[2] / "datasets"
 MANIFEST_DIR = DATASETS_DIR / "manifests"
@@ -42,7 +42,7 @@ class Difficulty(Strict):
 class SourceManifest(Strict):
     name: str = Field(pattern=r"^[a-z0-9][a-z0-9_-]*$")
     description: str
-    domain: Literal["math", "code"]
+    domain: Domain
     license: str
     hub: HubSpec
     problem: str = Field(description="column holding the problem statement")

@@ -190,7 +190,7 @@ def gold_item(record: ProblemRecord, index: int, limits: Limits | None = None) -
     if not isinstance(solution, str) or not solution:
         return None
     return VerifyItem(id=str(index), domain=record.domain, completion=solution, answer=record.answer,
-                      tests=record.tests, limits=limits if record.domain == "code" else None)
+                      tests=record.tests, limits=limits if record.tests is not None else None)
 
 
 def check_records(records: list[ProblemRecord], *, config: Any = None, limits: Limits | None = None,

@@ -26,6 +26,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from pydantic import TypeAdapter, ValidationError
 
+from scalerl_env.contracts.domains import domain_for_ability, domain_names
 from scalerl_env.contracts.records import CodeTests, ProblemRecord, make_prompt_id
 
 from .loading import RowError
@@ -50,7 +51,7 @@ def to_verl_row(record: ProblemRecord, index: int) -> dict[str, Any]:
         "data_source": record.source,
         "prompt": [m.model_dump() for m in record.prompt],
         "ability": record.domain,
-        "reward_model": {"style": "rule", "ground_truth": record.answer if record.domain == "math" else tests},
+        "reward_model": {"style": "rule", "ground_truth": tests if record.tests is not None else record.answer},
         "extra_info": {
             "prompt_id": record.prompt_id, "index": index, "answer": record.answer, "tests": tests,
             "difficulty_prior": record.difficulty_prior,
@@ -108,14 +109,16 @@ def from_verl_row(row: dict[str, Any]) -> ProblemRecord:
 
 def _foreign(row: dict[str, Any], prompt: list[dict], extra: dict[str, Any]) -> ProblemRecord:
     source = str(row.get("data_source") or "verl")
-    ability = str(row.get("ability") or "math").lower()
-    domain = "code" if "code" in ability or "coding" in ability else "math"
+    spec = domain_for_ability(str(row.get("ability") or "math"))
+    if spec is None:
+        raise ValueError(f"'ability' {row.get('ability')!r} names no installed domain ({', '.join(domain_names())})")
+    domain = spec.name
     truth = (row.get("reward_model") or {}).get("ground_truth")
     if isinstance(truth, list) and truth:
         truth = truth[0]
     if truth is None or truth == "":
         raise ValueError("missing 'reward_model.ground_truth'")
-    answer, tests = (str(truth), None) if domain == "math" else (None, _foreign_tests(truth))
+    answer, tests = (str(truth), None) if spec.reference == "answer" else (None, _foreign_tests(truth))
     user = [m["content"] for m in prompt if m.get("role") == "user"] or [prompt[-1]["content"]]
     keep = {k: v for k, v in extra.items() if isinstance(v, (str, int, float, bool))}
     return ProblemRecord(
@@ -161,8 +164,9 @@ def load_record_file(path: str | Path, domain: str | None = None) -> list[Proble
     records = []
     for number, row in enumerate(rows, start=1):
         ability = str(row.get("ability") or "")
-        if not ("code" in ability.lower() or "math" in ability.lower()):
-            raise RecordFileError(path, number, "ability", f"unknown domain {ability!r} (expected math or code)")
+        if domain_for_ability(ability) is None:
+            raise RecordFileError(path, number, "ability",
+                                  f"unknown domain {ability!r} (expected one of {', '.join(domain_names())})")
         try:
             record = from_verl_row(row)
         except ValidationError as exc:

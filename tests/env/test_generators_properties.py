@@ -7,7 +7,7 @@ import re
 import pytest
 
 from scalerl_env.contracts.records import FunctionalTests, ProblemRecord, make_prompt_id
-from scalerl_env.sources.generators import GENERATORS, families_at, generate
+from scalerl_env.sources.generators import families_at, generate, generators
 
 LEVELS = range(6)
 
@@ -40,9 +40,9 @@ def test_records_carry_solution_task_and_level():
                 assert isinstance(record, ProblemRecord)
                 assert record.domain == domain
                 assert record.metadata["level"] == level
-                assert record.metadata["task"] in GENERATORS
-                assert GENERATORS[record.metadata["task"]].domain == domain
-                assert GENERATORS[record.metadata["task"]].min_level <= level
+                assert record.metadata["task"] in generators()
+                assert generators()[record.metadata["task"]].domain == domain
+                assert generators()[record.metadata["task"]].min_level <= level
                 assert record.prompt_id == make_prompt_id(record.source, record.prompt[0].content)
                 solution = record.metadata["solution"]
                 if domain == "math":
@@ -109,7 +109,7 @@ def test_higher_levels_unlock_more_families():
 
 def test_every_family_is_reachable():
     drawn = {r.metadata["task"] for d in ("math", "code") for r in generate(d, seed=0, count=400, level=5)}
-    assert drawn == set(GENERATORS)
+    assert drawn == set(generators())
 
 
 def test_examples_identify_the_string_operation():

@@ -99,9 +99,10 @@ def test_metrics_text_format_counts_verdicts_and_has_no_per_item_labels(server, 
 def test_sandbox_kills_are_counted_by_reason(server, client):
     spin = {"domain": "code", "completion": "```python\nwhile True:\n    pass\n```",
             "tests": {"kind": "stdio", "cases": [{"output": "1"}]}, "limits": {"time_s": 0.2}}
-    before = _sample(httpx.get(server.url + "/metrics").text, 'scalerl_sandbox_kills_total{reason="cpu"}', 0.0)
+    cpu_kills = 'scalerl_verifier_kills_total{domain="code",reason="cpu"}'
+    before = _sample(httpx.get(server.url + "/metrics").text, cpu_kills, 0.0)
     assert client.verify([spin])[0].status == Status.timeout
-    after = _sample(httpx.get(server.url + "/metrics").text, 'scalerl_sandbox_kills_total{reason="cpu"}')
+    after = _sample(httpx.get(server.url + "/metrics").text, cpu_kills)
     assert after == before + 1
 
 

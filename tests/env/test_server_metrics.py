@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from prometheus_client.parser import text_string_to_metric_families
 
-from scalerl_env.contracts.records import DOMAINS, Status, Verdict
+from scalerl_env.contracts.domains import domain_names
+from scalerl_env.contracts.records import Status, Verdict
 from scalerl_env.server.metrics import LATENCY_BUCKETS_S, ServerMetrics
 
 
@@ -19,7 +20,7 @@ def samples(metrics: ServerMetrics) -> dict[tuple[str, tuple], float]:
 
 def test_every_verdict_series_exists_at_zero_before_the_first_item():
     got = samples(ServerMetrics(lambda: {}, "test"))
-    for domain in DOMAINS:
+    for domain in domain_names():
         for status in Status:
             assert got["scalerl_verdicts_total", (("domain", domain), ("status", status.value))] == 0
         assert got["scalerl_item_verify_seconds_count", (("domain", domain),)] == 0

@@ -169,6 +169,7 @@ def test_tiny_model_trains_on_prepared_real_files(tmp_path):
         "train", "--data", f"math={files['math']}", "--data", f"code={files['code']}", "--max-steps", "2",
         "--out", str(out), "warm_start.enabled=false", "engine.max_seq_len=600", "tiny.max_position_embeddings=1024",
         "pipeline.prompts_per_step=2", "pipeline.samples_per_prompt=2", "pipeline.max_time_s=null",
+        "pipeline.k=0",  # synchronous: each step trains the groups drawn for it (math, code), however slow code is
         "validation.min_evaluations_per_domain=2", "data.holdout_max_prompts=2", "logging.progress=lines"])
     assert result.exit_code == 0, result.output + repr(result.exception)
     ids = {d: {r.prompt_id for r in read_records(p)[0]} for d, p in files.items()}

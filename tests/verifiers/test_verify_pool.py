@@ -212,3 +212,37 @@ def test_module_level_verify_batch_uses_one_default_pool():
         assert len([k for k in _DEFAULT_POOLS if k == cfg.model_dump_json()]) == 1
     finally:
         verifiers.close_default_pools()
+
+
+class _Broken:
+    """A domain verifier that fails on submit or on collect (the other side of the pool's interface)."""
+
+    def __init__(self, where: str):
+        self.where = where
+
+    def submit(self, items):
+        if self.where == "submit":
+            raise RuntimeError("submit broke")
+
+        def collect():
+            raise RuntimeError("collect broke")
+        return collect
+
+    def ready(self):
+        return True
+
+    def info(self):
+        return {}
+
+    def close(self):
+        pass
+
+
+@pytest.mark.parametrize("where", ["submit", "collect"])
+def test_a_failing_domain_verifier_gives_errors_for_its_items_only(where):
+    code = {"id": "c", "domain": "code", "completion": "x", "tests": {"kind": "stdio", "cases": [{"output": "1"}]}}
+    with VerifierPool(VerifierConfig(math=MathConfig(workers=1))) as p:
+        p._verifiers["code"] = _Broken(where)
+        verdicts = p.verify_batch([m("m1", "\\boxed{3}"), code])
+    assert verdicts[0].status.value == "correct"
+    assert verdicts[1].status.value == "error" and f"{where} broke" in verdicts[1].details["reason"]

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 
 from scalerl_env.contracts.config import ConfigError
-from scalerl_env.contracts.records import DOMAINS
+from scalerl_env.contracts.domains import domain_names
 
 
 def _split(flag: str, text: str) -> tuple[str, list[str]]:
@@ -20,8 +20,8 @@ def _split(flag: str, text: str) -> tuple[str, list[str]]:
     paths = [f.strip() for f in files.split(",") if f.strip()]
     if not sep or not paths:
         raise ConfigError(f"{flag} {text!r}: expected DOMAIN=FILE[,FILE...]")
-    if domain not in DOMAINS:
-        raise ConfigError(f"{flag} {text!r}: unknown domain {domain!r}; known: {', '.join(DOMAINS)}")
+    if domain not in domain_names():
+        raise ConfigError(f"{flag} {text!r}: unknown domain {domain!r}; known: {', '.join(domain_names())}")
     return domain, paths
 
 

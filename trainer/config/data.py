@@ -8,10 +8,11 @@ and `data generate` write them) or the procedural generator, for one domain, wit
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, ClassVar, Literal
 
-from pydantic import Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from scalerl_env.contracts.domains import check_domain_name, domains
 from scalerl_env.contracts.records import Domain, Strict
 
 
@@ -42,23 +43,35 @@ class DomainPrompt(Strict):
     marker: str = Field(description="text whose presence means the record already carries an instruction")
 
 
-def _math_prompt() -> DomainPrompt:
-    return DomainPrompt(instruction="Please reason step by step, and put your final answer within \\boxed{}.",
-                        marker="\\boxed")
-
-
-def _code_prompt() -> DomainPrompt:
-    return DomainPrompt(instruction="Answer with the complete code in a single ```python code block.",
-                        marker="```python")
-
-
 class PromptsConfig(Strict):
-    """Per-domain template; `auto` applies it (and the chat template) for Hugging Face tokenizers and
+    """Per-domain template, one section per installed domain (`prompts.math`, `prompts.code`, ...): a
+    section's missing keys come from the domain's spec (`DomainSpec.prompt`), so a run overrides only
+    what it names. `auto` applies the template (and the chat template) for Hugging Face tokenizers and
     leaves the built-in tiny model's bare prompts (`34+52=`) as they are."""
 
+    model_config = ConfigDict(extra="allow")
+    EXTRA_MODEL: ClassVar[type[BaseModel]] = DomainPrompt  # the type of every per-domain section
+    __pydantic_extra__: dict[str, DomainPrompt] = Field(init=False)
+
     template: Literal["auto", "on", "off"] = "auto"
-    math: DomainPrompt = Field(default_factory=_math_prompt)
-    code: DomainPrompt = Field(default_factory=_code_prompt)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _domain_sections(cls, data: Any) -> Any:
+        data = dict(data or {})
+        for name in data:
+            if name not in cls.model_fields:
+                check_domain_name(name)
+        for name, spec in domains().items():
+            given = data.get(name)
+            if not isinstance(given, DomainPrompt):
+                spec_default = {"system": spec.prompt.system, "instruction": spec.prompt.instruction,
+                                "marker": spec.prompt.marker}
+                data[name] = {**spec_default, **(given or {})}
+        return data
+
+    def for_domain(self, name: str) -> DomainPrompt:
+        return self.__pydantic_extra__[name]
 
 
 class RolloutLogConfig(Strict):

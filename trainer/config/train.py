@@ -27,7 +27,8 @@ from pydantic import Field, field_validator, model_validator
 
 from curriculum.ledger.retirement import RetirementConfig
 from curriculum.strategy_config import StageConfig, StrategyConfig
-from scalerl_env.contracts.records import DOMAINS, Strict
+from scalerl_env.contracts.domains import default_domains, domain_names
+from scalerl_env.contracts.records import Strict
 from trainer.config.data import PromptsConfig, RolloutLogConfig, SourceConfig
 from trainer.core.config import AdvantageConfig, LengthConfig, LossConfig, OptimConfig
 from trainer.core.length_control import output_budget, stage_length
@@ -141,7 +142,7 @@ preset instead of falling back to the class defaults (the paper's lr 5e-7, 10k-t
 
 
 class TrainConfig(Strict):
-    domains: list[str] = Field(default_factory=lambda: ["math", "code"], min_length=1)
+    domains: list[str] = Field(default_factory=default_domains, min_length=1)
     model: str | None = Field(default=None, description="HF folder or hub id; None = the built-in tiny model")
     tiny: TinyModelConfig = Field(default_factory=TinyModelConfig)
     pipeline: PipelineConfig = Field(default_factory=PipelineConfig)
@@ -177,9 +178,9 @@ class TrainConfig(Strict):
     @field_validator("domains")
     @classmethod
     def _known_domains(cls, domains: list[str]) -> list[str]:
-        unknown = [d for d in domains if d not in DOMAINS]
+        unknown = [d for d in domains if d not in domain_names()]
         if unknown:
-            raise ValueError(f"unknown domain(s) {unknown}; known: {list(DOMAINS)}")
+            raise ValueError(f"unknown domain(s) {unknown}; known: {list(domain_names())}")
         if len(set(domains)) != len(domains):
             raise ValueError(f"domains repeat: {domains}")
         return domains

@@ -1,7 +1,7 @@
 """Problems → prompt token ids for a real chat model, and the prompts too long for the budget.
 
-`render_messages` applies the per-domain template (`prompts.math` / `prompts.code`): the system message
-(when set) goes first, and the instruction ("... within \\boxed{}", "... one ```python block") is
+`render_messages` applies the per-domain template (`prompts.<domain>`, defaults from the domain's spec):
+the system message (when set) goes first, and the instruction ("... within \\boxed{}", "... one ```python block") is
 appended to the last user message unless the record already carries one (its `marker` is in the text:
 `data prepare` writes prompts with the instruction in them, the generators write bare `34+52=`).
 `ProblemPrompts` encodes every problem once with the tokenizer's chat template (memoised by prompt id).
@@ -39,7 +39,7 @@ def template_applies(prompts: PromptsConfig, codec: PromptCodec) -> bool:
 
 def render_messages(problem: ProblemRecord, prompts: PromptsConfig) -> list[dict[str, str]]:
     """The record's messages with the domain's system message and instruction (see the module docstring)."""
-    tpl = getattr(prompts, problem.domain)
+    tpl = prompts.for_domain(problem.domain)
     msgs = [m.model_dump() for m in problem.prompt]
     if tpl.system is not None and not any(m["role"] == "system" for m in msgs):
         msgs.insert(0, {"role": "system", "content": tpl.system})

@@ -45,6 +45,18 @@ class Runtime(ABC):
         """Apply new weights in flight on every generator; admission then opens for the new version."""
 
     @abstractmethod
+    def take_extra_groups(self, n: int, timeout_s: float) -> list[RolloutGroup]:
+        """The `n` oldest scored groups beyond the step's share (a curriculum refill), without the lag wait."""
+
+    @abstractmethod
+    def credit_admission(self, n: int) -> None:
+        """Let generation submit `n` more groups than the admission rule counts (they replace refill takes)."""
+
+    @abstractmethod
+    def next_group_id(self) -> int:
+        """The id the next submitted group gets (checkpointed, so a resumed run never reuses one)."""
+
+    @abstractmethod
     def stats(self) -> GeneratorStats: ...
 
     @abstractmethod

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING
 
 from curriculum.filters import zero_variance_filter
 from curriculum.ledger.counts import profile_prior
@@ -34,6 +34,10 @@ from scalerl_env.contracts.config import ConfigError
 from trainer.config.train import TrainConfig
 from trainer.core.length_control import stage_length
 from trainer.rollout.messages import RolloutGroup
+from trainer.rollout.runtime import Runtime
+
+if TYPE_CHECKING:  # the run is built from this module's policy (trainer.run.setup), so only for types
+    from trainer.run.state import Run
 
 log = logging.getLogger(__name__)
 
@@ -55,21 +59,21 @@ def informative(groups: list[RolloutGroup]) -> list[bool]:
     return [g.group_id in kept for g in groups]
 
 
-def credit_admission(runtime: Any, n: int) -> None:
+def credit_admission(runtime: Runtime, n: int) -> None:
     """Let the generator submit `n` more groups than the admission rule's count (they replace groups a
     refill took beyond the step's share; the outstanding count, hence the lag bound, is unchanged)."""
     runtime.credit_admission(n)
 
 
-def take_extra(runtime: Any, n: int, timeout_s: float) -> list[RolloutGroup]:
+def take_extra(runtime: Runtime, n: int, timeout_s: float) -> list[RolloutGroup]:
     """The `n` oldest scored groups, beyond the step's share. `take_groups(n)` would judge the lag rule as
     if every step took only `n` groups (and wait in vain); taking the oldest scored groups early only
     moves their deadlines' work forward, so no group left behind can miss its deadline."""
     return runtime.take_extra_groups(n, timeout_s)
 
 
-def refill_groups(run: Any, groups: list[RolloutGroup],
-                  record: Callable[[Any, list[RolloutGroup]], None]) -> list[RolloutGroup]:
+def refill_groups(run: Run, groups: list[RolloutGroup],
+                  record: Callable[[Run, list[RolloutGroup]], None]) -> list[RolloutGroup]:
     """Mode `refill`: take (and record) more groups until `prompts_per_step` of them are informative."""
     cur = run.cfg.curriculum
     if cur.zero_variance_mode != "refill":
@@ -91,7 +95,7 @@ def refill_groups(run: Any, groups: list[RolloutGroup],
     return out
 
 
-def plan_zero_variance(run: Any, groups: list[RolloutGroup]) -> tuple[list[RolloutGroup], set[int]]:
+def plan_zero_variance(run: Run, groups: list[RolloutGroup]) -> tuple[list[RolloutGroup], set[int]]:
     """The groups the step trains on under the zero-variance mode, and the zero-variance group ids.
     Duplicates (mode duplicate) are copies with negative group ids, so each is its own group."""
     cur = run.cfg.curriculum
@@ -104,7 +108,7 @@ def plan_zero_variance(run: Any, groups: list[RolloutGroup]) -> tuple[list[Rollo
     return kept, zero_var_ids
 
 
-def curriculum_metrics(run: Any, groups: list[RolloutGroup], kept: list[RolloutGroup]) -> dict[str, float]:
+def curriculum_metrics(run: Run, groups: list[RolloutGroup], kept: list[RolloutGroup]) -> dict[str, float]:
     """The step's curriculum line: groups dropped, refilled and duplicated, whether the step was skipped,
     the trained groups, plus the sampler policy's events (skipped, benched, re-admitted, ...) and gauges."""
     trained = {g.group_id for g in kept if g.group_id >= 0}

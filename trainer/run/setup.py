@@ -15,7 +15,6 @@ import logging
 import os
 import shutil
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -28,11 +27,10 @@ from scalerl_env.contracts.config import ConfigError, write_resolved
 from scalerl_env.contracts.records import ProblemRecord
 from trainer.config.train import TrainConfig
 from trainer.core.checkpoint import latest_checkpoint, load_model_weights
-from trainer.core.update import PolicyTrainer
 from trainer.distributed.components import make_components
-from trainer.distributed.leader import RankGroup, start_ranks
+from trainer.distributed.leader import start_ranks
 from trainer.engines.device import resolve_device
-from trainer.rollout.problems import DomainPool, PromptCodec
+from trainer.rollout.problems import DomainPool
 from trainer.rollout.prompts import prepare_prompts, run_tokenizer
 from trainer.rollout.runtime import LocalRuntime
 from trainer.rollout.sample_log import RolloutLog
@@ -40,56 +38,11 @@ from trainer.rollout.worker import Rollouts
 from trainer.run.data_sources import build_data, domain_weights
 from trainer.run.log import ComputeClock, RunLog, truncate_after
 from trainer.run.sampling import build_policy
+from trainer.run.state import Run, RunState
 from trainer.tiny.model import CharTokenizer, build_tiny_model
 
 log = logging.getLogger(__name__)
 LEDGER = "ledger.duckdb"
-
-
-@dataclass
-class RunState:
-    """What the loop carries from step to step besides the model, optimizer and ledger."""
-
-    elapsed_s: float = 0.0  # RL wall time so far (restored on resume)
-    retired_count: int = 0
-    last_push_s: float | None = None  # duration of the last weight push
-    last_tokens: int = 0  # generator's sampled tokens at the last log line ...
-    last_tokens_at: float | None = None  # ... and when (perf_counter), for tokens/s
-
-
-@dataclass
-class Run:
-    cfg: TrainConfig
-    out: Path
-    model: Any
-    codec: PromptCodec
-    trainer: PolicyTrainer
-    runtime: LocalRuntime
-    rollouts: Rollouts
-    ledger: Any  # curriculum.ledger.store.Ledger, or its Ray actor proxy
-    sampler: Sampler
-    verifier: Any
-    pools: dict[str, DomainPool]
-    log: RunLog
-    clock: ComputeClock
-    device: str
-    state: RunState = field(default_factory=RunState)
-    ranks: RankGroup | None = None  # the trainer ranks; this process is rank 0 (trainer.distributed.leader)
-    samples: RolloutLog | None = None  # rollouts.jsonl and the format watch (trainer.rollout.sample_log)
-
-    @property
-    def step(self) -> int:
-        return self.trainer.step_count
-
-    def close(self) -> None:
-        closers = (self.runtime.close, getattr(self.ranks, "close", None), self.log.close, self.ledger.close,
-                   getattr(self.verifier, "close", None))
-        for closer in closers:
-            if closer is not None:
-                try:
-                    closer()
-                except Exception:  # keep closing the rest
-                    log.exception("error while closing the run")
 
 
 def check_model_path(model: str | None) -> None:

@@ -38,7 +38,7 @@ class WarmStartConfig(Strict):
     lr: float = Field(default=2e-3, gt=0)
     wrong_fraction: float = Field(default=0.4, ge=0, lt=1, description="share of deliberately wrong targets")
     domain_weights: dict[str, float] = Field(
-        default_factory=lambda: {"math": 2.8, "code": 1.0},
+        default_factory=lambda: {"math": 2.8},
         description="share of batches per domain (one domain per batch); a domain not named weighs 1")
     seed: int = 1234
     cache: bool = Field(default=True, description="reuse the result from the user cache folder")

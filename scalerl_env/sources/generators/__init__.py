@@ -28,15 +28,15 @@ not measured (`difficulty_prior` stays `None`).
 
 from __future__ import annotations
 
+import functools
 import random
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Literal
 
+from scalerl_env.contracts.domains import domain as domain_spec
+from scalerl_env.contracts.domains import domains
 from scalerl_env.contracts.records import ProblemRecord, make_prompt_id
 
-from .code_tasks import CODE_FAMILIES
-from .math_tasks import MATH_FAMILIES
 from .types import Generated
 
 
@@ -45,29 +45,32 @@ class TaskFamily:
     """One family of generated problems: `make(rng, level)` builds one problem at `level`."""
 
     name: str
-    domain: Literal["math", "code"]
+    domain: str
     min_level: int
     make: Callable[[random.Random, int], Generated]
 
 
-GENERATORS: dict[str, TaskFamily] = {
-    name: TaskFamily(name, domain, min_level, make)
-    for domain, families in (("math", MATH_FAMILIES), ("code", CODE_FAMILIES))
-    for name, (min_level, make) in families.items()
-}
+@functools.cache
+def generators() -> dict[str, TaskFamily]:
+    """Every installed domain's families (its spec's `generator_families`), by family name."""
+    out: dict[str, TaskFamily] = {}
+    for name, spec in domains().items():
+        for family, (min_level, make) in (spec.generator_families() if spec.generator_families else {}).items():
+            if family in out:
+                raise ValueError(f"generator family {family!r} is declared by {out[family].domain} and {name}")
+            out[family] = TaskFamily(family, name, min_level, make)
+    return out
 
 
 def families_at(domain: str, level: int) -> list[TaskFamily]:
     """The families `generate` draws from at `level` (those whose `min_level` ≤ level), in a fixed order."""
-    return [f for f in GENERATORS.values() if f.domain == domain and f.min_level <= level]
+    return [f for f in generators().values() if f.domain == domain and f.min_level <= level]
 
 
-def generate(
-    domain: Literal["math", "code"], *, seed: int, count: int, level: int = 0
-) -> list[ProblemRecord]:
+def generate(domain: str, *, seed: int, count: int, level: int = 0) -> list[ProblemRecord]:
     """`count` problems of `domain` at `level`, deterministic for `seed` (see the module docstring)."""
-    if domain not in ("math", "code"):
-        raise ValueError(f"domain must be 'math' or 'code', not {domain!r}")
+    if domain_spec(domain).generator_families is None:
+        raise ValueError(f"domain {domain!r} has no generator")
     if count < 0 or level < 0 or seed < 0:
         raise ValueError(f"count, level and seed must be ≥ 0 (got {count}, {level}, {seed})")
     families = families_at(domain, level)
@@ -91,4 +94,4 @@ def _one(domain: str, families: list[TaskFamily], seed: int, level: int, index: 
     )
 
 
-__all__ = ["GENERATORS", "Generated", "TaskFamily", "families_at", "generate"]
+__all__ = ["Generated", "TaskFamily", "families_at", "generate", "generators"]

@@ -1,0 +1,71 @@
+"""The run object: everything one training run holds, typed, passed to every phase of the loop.
+
+`Run` is built by `trainer.run.setup.setup_run` and read by the loop (`trainer.run.loop`) and the
+curriculum runtime (`trainer.run.sampling`); `RunState` is what the loop carries from step to step.
+This module holds data only: it builds nothing and imports no phase.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from curriculum.sampler import Sampler
+from trainer.config.train import TrainConfig
+from trainer.core.update import PolicyTrainer
+from trainer.distributed.leader import RankGroup
+from trainer.rollout.problems import DomainPool, PromptCodec
+from trainer.rollout.runtime import Runtime
+from trainer.rollout.sample_log import RolloutLog
+from trainer.rollout.worker import Rollouts
+from trainer.run.log import ComputeClock, RunLog
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class RunState:
+    """What the loop carries from step to step besides the model, optimizer and ledger."""
+
+    elapsed_s: float = 0.0  # RL wall time so far (restored on resume)
+    retired_count: int = 0
+    last_push_s: float | None = None  # duration of the last weight push
+    last_tokens: int = 0  # generator's sampled tokens at the last log line ...
+    last_tokens_at: float | None = None  # ... and when (perf_counter), for tokens/s
+
+
+@dataclass
+class Run:
+    cfg: TrainConfig
+    out: Path
+    model: Any
+    codec: PromptCodec
+    trainer: PolicyTrainer
+    runtime: Runtime
+    rollouts: Rollouts
+    ledger: Any  # curriculum.ledger.store.Ledger, or its Ray actor proxy
+    sampler: Sampler
+    verifier: Any
+    pools: dict[str, DomainPool]
+    log: RunLog
+    clock: ComputeClock
+    device: str
+    state: RunState = field(default_factory=RunState)
+    ranks: RankGroup | None = None  # the trainer ranks; this process is rank 0 (trainer.distributed.leader)
+    samples: RolloutLog | None = None  # rollouts.jsonl and the format watch (trainer.rollout.sample_log)
+
+    @property
+    def step(self) -> int:
+        return self.trainer.step_count
+
+    def close(self) -> None:
+        closers = (self.runtime.close, getattr(self.ranks, "close", None), self.log.close, self.ledger.close,
+                   getattr(self.verifier, "close", None))
+        for closer in closers:
+            if closer is not None:
+                try:
+                    closer()
+                except Exception:  # keep closing the rest
+                    log.exception("error while closing the run")

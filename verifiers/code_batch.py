@@ -1,0 +1,83 @@
+"""The code domain's verifier for the batch API: `verifiers.code.CodeVerifier`, built on first use.
+
+Guarantees: while the sandbox cannot start here (a missing layer the configured level requires), every
+item is answered `error` with the reason, and the next batch tries again; a failure of the verifier on a
+batch is an `error` verdict per item, never an exception; rewards come from this pool's table.
+Scoring runs in `submit` (the sandbox slots are the parallelism), so its collector returns at once.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from scalerl_env.contracts.records import RewardTable, Status, Verdict, VerifyItem
+from verifiers.config import CodeConfig
+
+logger = logging.getLogger(__name__)
+
+
+class CodeBatchVerifier:
+    """The code `DomainVerifier` (scalerl_env.contracts.domains)."""
+
+    def __init__(self, config: CodeConfig, rewards: RewardTable):
+        self.config, self.rewards = config, rewards
+        self._verifier = None
+        self._error: str | None = None
+        self._closed = False
+        self._lock = threading.Lock()
+
+    def submit(self, items: Sequence[VerifyItem]) -> Callable[[], list[Verdict]]:
+        verdicts = self._verify(list(items))
+        return lambda: verdicts
+
+    def _verify(self, items: list[VerifyItem]) -> list[Verdict]:
+        rewards = self.rewards
+        verifier = self._code_verifier()
+        if verifier is None:
+            return [Verdict.of(Status.error, rewards=rewards,
+                               details={"reason": f"code verifier unavailable: {self._error}"})
+                    for _ in items]
+        try:
+            # The reward table is this pool's config, whichever table the code verifier applied.
+            return [v.model_copy(update={"reward": rewards.reward(v.status)}) for v in verifier.verify_many(items)]
+        except Exception as exc:
+            logger.exception("code verifier failed on a batch of %d items", len(items))
+            return [Verdict.of(Status.error, rewards=rewards,
+                               details={"reason": f"code verifier failed: {type(exc).__name__}: {exc}"})
+                    for _ in items]
+
+    def _code_verifier(self):
+        with self._lock:
+            if self._verifier is None and not self._closed:
+                try:
+                    from verifiers.code import CodeVerifier  # the sandbox loads on first code item
+
+                    self._verifier, self._error = CodeVerifier(self.config), None
+                except Exception as exc:  # noqa: BLE001 - not there yet, or its sandbox cannot start here
+                    self._error = f"{type(exc).__name__}: {exc}"
+            return self._verifier
+
+    def ready(self) -> bool:
+        return not self._closed
+
+    def info(self) -> dict[str, Any] | None:
+        verifier = self._verifier
+        if verifier is not None:
+            try:
+                return verifier.info() if hasattr(verifier, "info") else {"layers": verifier.layers()}
+            except Exception as exc:  # noqa: BLE001 - info must never take the server down
+                return {"error": f"{type(exc).__name__}: {exc}"}
+        return {"error": self._error} if self._error else None
+
+    def close(self) -> None:
+        with self._lock:
+            self._closed = True
+            verifier, self._verifier = self._verifier, None
+        if verifier is not None:
+            try:
+                verifier.close()
+            except Exception:
+                logger.exception("closing the code verifier failed")

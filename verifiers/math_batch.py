@@ -1,0 +1,146 @@
+"""The math domain's verifier for the batch API: extraction, the exact fast path, then sympy workers.
+
+Per item, in the calling thread: extract the answer (`verifiers.extract`); no answer -> `no_answer`, an
+answer over `max_answer_chars` -> `unparsable`; then the exact fast path (`verifiers.math_fast`,
+memoised across batches); only what is left goes to the persistent workers (`verifiers.pool`), unless
+the bounded reply cache holds a sympy verdict for the same pair from an earlier batch (correct / wrong
+/ unparsable only: timeouts and crashes are never cached); identical (reference answer, extracted
+answer) pairs are sent once per batch (RL groups repeat answers).
+
+Guarantees: `submit` returns at once with the sympy work in flight; its collector returns one verdict
+per item in order; model text never raises. The workers start when the verifier is built and warm in
+the background.
+"""
+
+from __future__ import annotations
+
+import functools
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Callable, Sequence
+from concurrent.futures import Future
+from typing import Any
+
+from scalerl_env.contracts.records import RewardTable, Status, Verdict, VerifyItem
+from verifiers.config import MathConfig
+from verifiers.extract import clean_answer, extract_answer
+from verifiers.math_fast import fast_verdict
+from verifiers.pool import MathWorkerPool
+
+REPLY_CACHE_SIZE = 1 << 16  # sympy verdicts kept per verifier, across batches (a few MB at most)
+
+
+class MathBatchVerifier:
+    """The math `DomainVerifier` (scalerl_env.contracts.domains)."""
+
+    def __init__(self, config: MathConfig, rewards: RewardTable):
+        self.config, self.rewards = config, rewards
+        self._workers = MathWorkerPool(config)
+        self._replies: OrderedDict[tuple[str, str], dict] = OrderedDict()
+        self._replies_lock = threading.Lock()
+
+    def submit(self, items: Sequence[VerifyItem]) -> Callable[[], list[Verdict]]:
+        items = list(items)
+        verdicts: list[Verdict | None] = [None] * len(items)
+        pending = self._start_math(items, range(len(items)), verdicts)
+
+        def collect() -> list[Verdict]:
+            self._finish_math(items, pending, verdicts)
+            return verdicts  # type: ignore[return-value]  # every slot is filled by now
+
+        return collect
+
+    def ready(self) -> bool:
+        return self._workers.ready()
+
+    def info(self) -> dict[str, Any]:
+        return self._workers.info()
+
+    def close(self) -> None:
+        self._workers.close()
+
+    def _start_math(self, items: list[VerifyItem], indices: Sequence[int], verdicts: list) -> dict:
+        """Decide what can be decided here; submit the rest once per distinct pair. Returns pending."""
+        cfg, rewards = self.config, self.rewards
+        pending: dict[tuple, tuple[Any, list[int], dict]] = {}
+        extracted: dict[str, Any] = {}  # identical completions in one batch are extracted once
+        for i in indices:
+            start = time.perf_counter()
+            completion = items[i].completion
+            found = extracted.get(completion)
+            if found is None:
+                found = extracted[completion] = extract_answer(
+                    completion, max_completion_chars=cfg.max_completion_chars, max_answer_chars=cfg.max_answer_chars,
+                    answer_format=cfg.answer_format)
+            details: dict[str, Any] = {"extracted": found.answer or None, "method": found.method or None}
+            if found.kind != "answer":
+                status = Status.no_answer if found.kind == "no_answer" else Status.unparsable
+                if found.kind == "too_long":
+                    details["reason"] = f"answer longer than max_answer_chars={cfg.max_answer_chars}"
+                verdicts[i] = _verdict(status, details, rewards, time.perf_counter() - start)
+                continue
+            gold = clean_answer(items[i].answer or "")
+            decided = cached_fast_verdict(gold, found.answer) if cfg.fast_path else None
+            if decided is not None:
+                status = Status.correct if decided else Status.wrong
+                verdicts[i] = _verdict(status, {**details, "path": "fast", "rule": "fast_path"},
+                                       rewards, time.perf_counter() - start)
+                continue
+            key = (gold, found.answer) if cfg.dedupe else (gold, found.answer, i)
+            if key in pending:
+                pending[key][1].append(i)
+            else:
+                pending[key] = (self._submit(gold, found.answer), [i], details)
+        return pending
+
+    def _submit(self, gold: str, pred: str) -> Future:
+        """A worker's reply for the pair; from the bounded cache of earlier sympy verdicts when known."""
+        key = (gold, pred)
+        with self._replies_lock:
+            reply = self._replies.get(key)
+            if reply is not None:
+                self._replies.move_to_end(key)
+        if reply is not None:
+            done: Future = Future()
+            done.set_result({**reply, "cached": True})
+            return done
+        future = self._workers.submit(gold, pred)
+        future.add_done_callback(lambda f: self._remember(key, f.result()))
+        return future
+
+    def _remember(self, key: tuple[str, str], reply: dict) -> None:
+        # Only verdicts that depend on the pair alone; a timeout or a crash may not repeat.
+        if reply.get("status") in ("correct", "wrong", "unparsable"):
+            with self._replies_lock:
+                self._replies[key] = reply
+                while len(self._replies) > REPLY_CACHE_SIZE:
+                    self._replies.popitem(last=False)
+
+    def _finish_math(self, items: list[VerifyItem], pending: dict, verdicts: list) -> None:
+        rewards = self.rewards
+        for future, indices, details in pending.values():
+            reply = future.result()
+            status = Status(reply["status"])
+            out = {**details, "path": "sympy"}
+            for key in ("reason", "rule"):
+                if reply.get(key):
+                    out[key] = reply[key]
+            if reply.get("cached"):
+                out["cached"] = True
+            verdict = _verdict(status, out, rewards, reply.get("elapsed_s", 0.0))
+            verdicts[indices[0]] = verdict
+            for i in indices[1:]:
+                verdicts[i] = verdict.model_copy(update={"details": {**out, "deduplicated": True}})
+
+
+def _verdict(status: Status, details: dict, rewards, elapsed_s: float) -> Verdict:
+    """A Verdict built without re-validation: every field comes from this module, already typed."""
+    return Verdict.model_construct(status=status, reward=rewards.reward(status), details=details,
+                                   elapsed_s=elapsed_s, id=None)
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def cached_fast_verdict(gold: str, pred: str) -> bool | None:
+    """`fast_verdict`, memoised across batches (a prompt's gold meets the same answers step after step)."""
+    return fast_verdict(gold, pred)
