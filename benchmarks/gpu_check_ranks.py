@@ -73,7 +73,7 @@ def training_run(device: str, out: Path) -> dict:
            "--max-steps", "4", "--out", str(run), f"engine.device={device}", "pipeline.max_time_s=null",
            "pipeline.prompts_per_step=8", "validation.enabled=false", "checkpoint.every_steps=2",
            # no warm-start cache needed; every step trains through the sharded update (random-model groups)
-           "warm_start.enabled=false", "curriculum.zero_variance_filter=false",
+           "warm_start.enabled=false", "curriculum.zero_variance.mode=keep",
            "logging.progress=lines"]
     t0 = time.perf_counter()
     proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=900)

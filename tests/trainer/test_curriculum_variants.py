@@ -16,4 +16,4 @@ def test_curriculum_variants_resolve_and_change_only_the_curriculum() -> None:
         cfg = build_run_config(spec, overrides_for(variant))
         changed = changed_keys(base, cfg.model_dump(mode="json"))
         assert changed and all(k.startswith("curriculum.") for k in changed), (variant.name, changed)
-        assert cfg.curriculum.sampler_active or cfg.curriculum.zero_variance_mode != "shrink", variant.name
+        assert cfg.curriculum.sampler_active or cfg.curriculum.zero_variance.mode != "shrink", variant.name

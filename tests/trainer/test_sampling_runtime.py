@@ -5,8 +5,10 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
+import pytest
+
 from curriculum.filters import zero_variance_filter
-from scalerl_env.contracts.config import load_config
+from scalerl_env.contracts.config import ConfigError, load_config
 from scalerl_env.contracts.records import Verdict
 from tests.support.ledger_data import problem
 from trainer.config.train import TrainConfig
@@ -50,10 +52,11 @@ def test_default_mode_keeps_exactly_what_the_scalerl_filter_keeps():
                        "curriculum/skipped_step": 0.0, "curriculum/trained_groups": 2.0}
 
 
-def test_keep_and_filter_off_train_on_every_group():
-    for override in ("curriculum.zero_variance.mode=keep", "curriculum.zero_variance_filter=false"):
-        kept, zero_var = plan_zero_variance(fake_run(override), GROUPS)
-        assert kept == GROUPS and zero_var == {1, 2}
+def test_keep_trains_on_every_group_and_the_old_switch_says_what_replaced_it():
+    kept, zero_var = plan_zero_variance(fake_run("curriculum.zero_variance.mode=keep"), GROUPS)
+    assert kept == GROUPS and zero_var == {1, 2}
+    with pytest.raises(ConfigError, match="zero_variance.mode=keep"):
+        fake_run("curriculum.zero_variance_filter=false")
 
 
 def test_duplicate_fills_with_new_groups_or_skips():

@@ -48,7 +48,7 @@ BUILTIN: dict[str, Variant] = {v.name: v for v in [
     Variant(name="loo-plan", paper_component="batch-level advantage normalization",
             overrides=["advantages.normalization=prompt"], description="prompt-level advantage normalization"),
     Variant(name="loo-batch", paper_component="zero-variance filtering",
-            overrides=["curriculum.zero_variance_filter=false", "advantages.std_includes_zero_variance=true"],
+            overrides=["curriculum.zero_variance.mode=keep", "advantages.std_includes_zero_variance=true"],
             description="no zero-variance filtering (batch std over every sample)"),
     Variant(name="loo-fp32", paper_component="FP32 LM head", overrides=["optim.fp32_head=false"],
             description="no FP32 head (logits in the model's dtype)"),

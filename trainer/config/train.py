@@ -21,7 +21,7 @@ variance filtering, no-positive resampling at 0.9, PipelineRL with k = 8) is the
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 
@@ -90,21 +90,17 @@ class CurriculumConfig(StrategyConfig):
     """ScaleRL's curriculum (zero-variance filtering, retirement in the ledger) and the switchable
     strategies of `curriculum.strategy_config` (docs/curriculum.md)."""
 
-    zero_variance_filter: bool = Field(default=True, description="drop groups whose rewards are all equal")
     retirement: RetirementConfig = Field(
         default_factory=RetirementConfig, description="no-positive resampling: retire at pass rate >= 0.9")
 
-    @model_validator(mode="after")
-    def _one_zero_variance_switch(self) -> CurriculumConfig:
-        if not self.zero_variance_filter and self.zero_variance.mode not in ("shrink", "keep"):
-            raise ValueError(f"curriculum.zero_variance_filter=false contradicts curriculum.zero_variance.mode="
-                             f"{self.zero_variance.mode} (set one of them)")
-        return self
-
-    @property
-    def zero_variance_mode(self) -> str:
-        """The effective mode: `zero_variance_filter=false` is mode `keep`."""
-        return self.zero_variance.mode if self.zero_variance_filter else "keep"
+    @model_validator(mode="before")
+    @classmethod
+    def _one_zero_variance_switch(cls, data: Any) -> Any:
+        # One switch per behaviour: filtering is `zero_variance.mode` (keep = the paper's ablation).
+        if isinstance(data, dict) and "zero_variance_filter" in data:
+            raise ValueError("curriculum.zero_variance_filter is gone: use curriculum.zero_variance.mode=keep "
+                             "(no filtering) or =shrink (the default)")
+        return data
 
 
 class ValidationConfig(Strict):

@@ -5,7 +5,8 @@ Components: a *feeder* draws problems and submits generation requests (admission
 groups (the lag rule, `trainer.rollout.lag_rules`) and pushes weights. One runtime implements
 `trainer.rollout.runtime.Runtime`: in-process threads and queues (`LocalRuntime`), whose engine and
 verifier may be Ray actors (`trainer.distributed`). Everything that crosses a component boundary is a
-pydantic message below (weights are the exception: a tensor mapping passed by reference in process, serialized over Ray).
+pydantic message below (weights are the exception: a tensor mapping passed by reference in process,
+serialized over Ray).
 """
 
 from __future__ import annotations

@@ -45,7 +45,7 @@ log = logging.getLogger(__name__)
 def build_policy(cfg: TrainConfig) -> CurriculumPolicy | None:
     """The sampler's strategy hook, or None under ScaleRL's defaults (the sampler's plain walk)."""
     cur = cfg.curriculum
-    if cur.zero_variance_mode == "refill" and cfg.ray.enabled:
+    if cur.zero_variance.mode == "refill" and cfg.ray.enabled:
         raise ConfigError("curriculum.zero_variance.mode=refill needs the in-process runtime (ray.enabled=false)")
     if not cur.sampler_active:
         return None
@@ -76,7 +76,7 @@ def refill_groups(run: Run, groups: list[RolloutGroup],
                   record: Callable[[Run, list[RolloutGroup]], None]) -> list[RolloutGroup]:
     """Mode `refill`: take (and record) more groups until `prompts_per_step` of them are informative."""
     cur = run.cfg.curriculum
-    if cur.zero_variance_mode != "refill":
+    if cur.zero_variance.mode != "refill":
         return groups
     target, out = run.cfg.pipeline.prompts_per_step, list(groups)
     for _ in range(cur.zero_variance.max_refill_rounds):
@@ -101,7 +101,7 @@ def plan_zero_variance(run: Run, groups: list[RolloutGroup]) -> tuple[list[Rollo
     cur = run.cfg.curriculum
     flags = informative(groups)
     zero_var_ids = {g.group_id for g, ok in zip(groups, flags) if not ok}
-    plan = ZERO_VARIANCE_MODES[cur.zero_variance_mode](
+    plan = ZERO_VARIANCE_MODES[cur.zero_variance.mode](
         flags, run.cfg.pipeline.prompts_per_step, cur.zero_variance.duplicate_min_fraction)
     kept = [groups[i] for i in plan.keep]
     kept += [groups[i].model_copy(update={"group_id": -(j + 1)}) for j, i in enumerate(plan.duplicate)]

@@ -15,7 +15,7 @@ EXPECTED = {
     "loo-dapo": {"loss.name"},
     "loo-savg": {"loss.aggregation"},
     "loo-plan": {"advantages.normalization"},
-    "loo-batch": {"curriculum.zero_variance_filter", "advantages.std_includes_zero_variance"},
+    "loo-batch": {"curriculum.zero_variance.mode", "advantages.std_includes_zero_variance"},
     "loo-fp32": {"optim.fp32_head"},
     "loo-lp": {"length.mode"},
     "loo-8op": {"pipeline.mode"},

@@ -18,7 +18,7 @@ import pytest
 from trainer.run.log import read_metrics
 
 pytestmark = pytest.mark.timeout(1200)
-ARGS = ["warm_start.enabled=false", "curriculum.zero_variance_filter=false", "pipeline.prompts_per_step=4",
+ARGS = ["warm_start.enabled=false", "curriculum.zero_variance.mode=keep", "pipeline.prompts_per_step=4",
         "pipeline.max_time_s=null", "validation.every_steps=2", "validation.min_evaluations_per_domain=8",
         "validation.fit_at_end=false", "checkpoint.every_steps=2", "logging.progress=lines",
         "trainer_ranks.timeout_s=300"]

@@ -54,7 +54,7 @@ def test_ray_run_logs_the_same_metrics_schema_as_in_process(cluster, tmp_path):
     from trainer.run.loop import train
 
     # Every group kept (the random-ish policy's rewards are mostly all 0): the training path runs too.
-    steps = ["pipeline.max_steps=3", "pipeline.k=0", "curriculum.zero_variance_filter=false"]
+    steps = ["pipeline.max_steps=3", "pipeline.k=0", "curriculum.zero_variance.mode=keep"]
     local = train(_config(*steps), tmp_path / "local")
     remote = run_in_ray(_config(*steps, "ray.enabled=true"), tmp_path / "ray")
     assert remote["steps"] == local["steps"] == 3
