@@ -78,8 +78,8 @@ def main() -> None:
     ap.add_argument("--vllm", action="store_true", help="also the vLLM engine (needs .venv-vllm)")
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
+    from trainer.engines.model_loading import load_hf_policy, resolve_model
     from trainer.engines.torch_engine import TorchEngine
-    from trainer.run.model_loading import load_hf_policy, resolve_model
 
     model, tok = load_hf_policy(MODEL)
     model.eval()

@@ -1,22 +1,46 @@
 """The import graph of the project: no cycles between modules, and no import of a higher layer.
 
-Every `import` in every module is read with `ast`, imports inside functions included (a cycle closed
-by a function-level import is still a cycle). Layers, lowest first:
-`scalerl_env.contracts.records` / `scalerl_env.contracts.config` (contracts: import no other project module) →
-`verifiers`, `curriculum` → the rest of `scalerl_env` → `trainer`.
+Every module of the four packages and of `benchmarks/`, `examples/` and `tests/support/` is read with
+`ast`. An edge is any of:
+- an `import` or `from ... import`, at module level or inside a function (a cycle closed by a
+  function-level import is still a cycle), relative imports resolved, `from pkg import sub` naming
+  the submodule;
+- a string that names a project module: `importlib.import_module("trainer.x")`, `__import__`,
+  `[sys.executable, "-m", "trainer.x"]`, a `"module:function"` builder, a list of command modules.
+
+Package `__init__` modules are modules like any other: `__init__` importing its submodules is an edge,
+so a submodule that imports its package's `__init__` while the `__init__` re-exports it is a cycle.
+The layers are `LAYERS` below, lowest first; docs/design.md shows the same table. A module may import
+its own group and any lower layer; groups of one rank (siblings) do not import each other.
 """
 
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 import pytest
 
 from scalerl_env.contracts.paths import REPO
 
-PACKAGES = ("scalerl_env", "verifiers", "curriculum", "trainer")
-CONTRACTS = "scalerl_env.contracts"
+ROOTS = ("scalerl_env", "verifiers", "curriculum", "trainer", "benchmarks", "examples", "tests/support")
+
+# (rank, group, module prefixes): lowest first. A module belongs to the group of its longest prefix.
+LAYERS: tuple[tuple[int, str, tuple[str, ...]], ...] = (
+    (0, "contracts", ("scalerl_env.contracts",)),
+    (1, "verifiers", ("verifiers",)),
+    (1, "curriculum", ("curriculum",)),
+    (2, "environment", ("scalerl_env",)),
+    (3, "trainer core", ("trainer.core", "trainer.tiny", "trainer.engines.base")),
+    (4, "trainer parts", ("trainer", "trainer.config", "trainer.engines", "trainer.rollout", "trainer.distributed",
+                          "trainer.memory")),
+    (5, "trainer run", ("trainer.run", "trainer.fit")),
+    (6, "trainer studies", ("trainer.ablate",)),
+    (7, "trainer commands", ("trainer.commands", "trainer.cli")),
+    (8, "tools", ("benchmarks", "examples", "tests.support")),
+)
+MODULE_STRING = re.compile(r"^[a-z_][a-z0-9_]*(\.[a-z_][a-z0-9_]*)*(:[A-Za-z_][A-Za-z0-9_]*)?$")
 
 
 def module_name(path: Path, root: Path) -> str:
@@ -25,29 +49,41 @@ def module_name(path: Path, root: Path) -> str:
 
 
 def project_modules(root: Path) -> dict[str, Path]:
-    return {module_name(p, root): p for pkg in PACKAGES for p in sorted((root / pkg).rglob("*.py"))}
+    return {module_name(p, root): p for top in ROOTS if (root / top).is_dir()
+            for p in sorted((root / top).rglob("*.py"))}
+
+
+def _longest_known(target: str, known: set[str]) -> str:
+    while target and target not in known:  # `import a.b.c` of a package path: the longest known prefix
+        target = target.rpartition(".")[0]
+    return target
+
+
+def _import_targets(node: ast.AST, name: str, is_pkg: bool, known: set[str]) -> list[str]:
+    if isinstance(node, ast.Import):
+        return [a.name for a in node.names]
+    if isinstance(node, ast.ImportFrom):
+        base = node.module or ""
+        if node.level:
+            parts = name.split(".")
+            anchor = parts[: len(parts) - node.level + (1 if is_pkg else 0)]
+            base = ".".join(anchor + ([base] if base else []))
+        return [f"{base}.{a.name}" if f"{base}.{a.name}" in known else base for a in node.names]
+    if isinstance(node, ast.Constant) and isinstance(node.value, str) and MODULE_STRING.match(node.value):
+        target = node.value.partition(":")[0]
+        return [target] if target in known else []  # only an exact module name: prose never matches
+    return []
 
 
 def imports_of(name: str, path: Path, known: set[str]) -> set[str]:
-    """Project modules `name` imports (a `from pkg import sub` names the submodule when it is one)."""
+    """Project modules `name` imports, by statement or by string (see the module docstring)."""
     is_pkg = path.name == "__init__.py"
     out: set[str] = set()
     for node in ast.walk(ast.parse(path.read_text(), str(path))):
-        if isinstance(node, ast.Import):
-            targets = [a.name for a in node.names]
-        elif isinstance(node, ast.ImportFrom):
-            base = node.module or ""
-            if node.level:
-                anchor = name.split(".")[: len(name.split(".")) - node.level + (1 if is_pkg else 0)]
-                base = ".".join(anchor + ([base] if base else []))
-            targets = [f"{base}.{a.name}" if f"{base}.{a.name}" in known else base for a in node.names]
-        else:
-            continue
-        for t in targets:
-            while t and t not in known:  # `import a.b.c` of a package path: the longest known prefix
-                t = t.rpartition(".")[0]
-            if t and t != name:
-                out.add(t)
+        for target in _import_targets(node, name, is_pkg, known):
+            target = _longest_known(target, known)
+            if target and target != name:
+                out.add(target)
     return out
 
 
@@ -58,8 +94,7 @@ def import_graph(root: Path) -> dict[str, set[str]]:
 
 
 def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
-    """One cycle as a list of modules (first == last), or None. Package `__init__` edges to their own
-    submodules are ignored (a package re-exporting its parts is not a cycle of behaviour)."""
+    """One cycle as a list of modules (first == last), or None."""
     state: dict[str, int] = {}
     stack: list[str] = []
 
@@ -67,8 +102,6 @@ def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
         state[node] = 1
         stack.append(node)
         for nxt in sorted(graph.get(node, ())):
-            if nxt.startswith(node + "."):
-                continue
             if state.get(nxt) == 1:
                 return stack[stack.index(nxt):] + [nxt]
             if nxt not in state and (found := visit(nxt)):
@@ -83,21 +116,27 @@ def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
     return None
 
 
-def layer(module: str) -> int:
-    if module == CONTRACTS or module.startswith(CONTRACTS + "."):
-        return 0
-    top = module.split(".")[0]
-    return {"verifiers": 1, "curriculum": 1, "scalerl_env": 2, "trainer": 3}[top]
+def group_of(module: str) -> tuple[int, str]:
+    best: tuple[int, int, str] | None = None
+    for rank, group, prefixes in LAYERS:
+        for prefix in prefixes:
+            if (module == prefix or module.startswith(prefix + ".")) and (best is None or len(prefix) > best[0]):
+                best = (len(prefix), rank, group)
+    if best is None:
+        raise KeyError(f"{module} is in no layer of LAYERS")
+    return best[1], best[2]
 
 
 def layering_violations(graph: dict[str, set[str]]) -> list[str]:
     bad = []
     for src, targets in graph.items():
-        for dst in targets:
-            if layer(src) == 0 and layer(dst) != 0:
-                bad.append(f"{src} (a contract module) imports {dst}")
-            elif layer(dst) > layer(src) and not (src == "scalerl_env" or dst.startswith(src + ".")):
-                bad.append(f"{src} imports the higher layer {dst}")
+        (src_rank, src_group) = group_of(src)
+        for dst in sorted(targets):
+            dst_rank, dst_group = group_of(dst)
+            if dst_rank > src_rank:
+                bad.append(f"{src} ({src_group}) imports the higher layer {dst} ({dst_group})")
+            elif dst_rank == src_rank and dst_group != src_group:
+                bad.append(f"{src} ({src_group}) imports its sibling {dst} ({dst_group})")
     return sorted(bad)
 
 
@@ -114,19 +153,67 @@ def test_no_module_imports_a_higher_layer(graph):
     assert layering_violations(graph) == []
 
 
-def test_a_planted_cycle_and_a_planted_upward_import_are_found(tmp_path):
-    for pkg in PACKAGES:
-        (tmp_path / pkg).mkdir()
-        (tmp_path / pkg / "__init__.py").write_text("")
-    (tmp_path / "trainer" / "a.py").write_text("def f():\n    from trainer.b import g\n")
-    (tmp_path / "trainer" / "b.py").write_text("from trainer import a\n")
-    (tmp_path / "verifiers" / "x.py").write_text("def f():\n    import trainer.a\n")
-    (tmp_path / "scalerl_env" / "contracts").mkdir()
-    (tmp_path / "scalerl_env" / "contracts" / "records.py").write_text("from scalerl_env import sources\n")
-    (tmp_path / "scalerl_env" / "sources.py").write_text("")
-    planted = import_graph(tmp_path)
-    assert set(find_cycle(planted) or []) == {"trainer.a", "trainer.b"}
-    assert layering_violations(planted) == [
-        "scalerl_env.contracts.records (a contract module) imports scalerl_env.sources",
-        "verifiers.x imports the higher layer trainer.a",
+def test_the_design_doc_shows_the_layers_of_this_test():
+    text = (REPO / "docs" / "design.md").read_text()
+    for rank, group, prefixes in LAYERS:
+        row = f"| {rank} | {group} | " + ", ".join(f"`{p}`" for p in prefixes) + " |"
+        assert row in text, f"docs/design.md lacks the layer row {row!r}"
+
+
+def _tree(root: Path, files: dict[str, str]) -> Path:
+    for rel, text in files.items():
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+        for parent in path.relative_to(root).parents:  # every folder a package
+            if str(parent) != "." and not (root / parent / "__init__.py").exists():
+                (root / parent / "__init__.py").write_text("")
+    return root
+
+
+PLANTED = {
+    "scalerl_env/__init__.py": "import trainer\n",
+    "scalerl_env/contracts/records.py": "",
+    "scalerl_env/server/app.py": 'BUILDER = "trainer.run.loop:train"\n',
+    "verifiers/__init__.py": "from verifiers.pool import Pool\n",
+    "verifiers/pool.py": "def Pool():\n    from verifiers import helpers\n",
+    "verifiers/dyn.py": 'import importlib\n\ndef f():\n    return importlib.import_module("trainer.run.loop")\n',
+    "verifiers/peer.py": "from curriculum import sampler\n",
+    "curriculum/sampler.py": "",
+    "curriculum/spawn.py": 'import sys\nCMD = [sys.executable, "-m", "trainer.run.loop"]\n',
+    "trainer/run/loop.py": "",
+    "trainer/commands/train.py": "",
+    "trainer/ablate/study.py": "from trainer.commands.train import build_config\n",
+    "trainer/distributed/launch.py": "def go():\n    from trainer.run.loop import train\n",
+    "trainer/engines/load.py": "import benchmarks.bench\n",
+    "benchmarks/bench.py": "",
+    "tests/support/a.py": "from tests.support import b\n",
+    "tests/support/b.py": "from tests.support import a\n",
+}
+
+
+def test_every_planted_case_is_found(tmp_path):
+    planted = import_graph(_tree(tmp_path, PLANTED))
+    found = layering_violations(planted)
+    expected = [
+        "curriculum.spawn (curriculum) imports the higher layer trainer.run.loop (trainer run)",
+        "scalerl_env (environment) imports the higher layer trainer (trainer parts)",
+        "scalerl_env.server.app (environment) imports the higher layer trainer.run.loop (trainer run)",
+        "trainer.ablate.study (trainer studies) imports the higher layer trainer.commands.train (trainer commands)",
+        "trainer.distributed.launch (trainer parts) imports the higher layer trainer.run.loop (trainer run)",
+        "trainer.engines.load (trainer parts) imports the higher layer benchmarks.bench (tools)",
+        "verifiers.dyn (verifiers) imports the higher layer trainer.run.loop (trainer run)",
+        "verifiers.peer (verifiers) imports its sibling curriculum.sampler (curriculum)",
     ]
+    assert found == expected
+    cycle = find_cycle(planted)
+    assert set(cycle or []) in ({"verifiers", "verifiers.pool"}, {"tests.support.a", "tests.support.b"})
+    del planted["verifiers"]  # the other planted cycle is found too
+    assert set(find_cycle(planted) or []) == {"tests.support.a", "tests.support.b"}
+
+
+def test_prose_naming_a_module_is_not_an_import(tmp_path):
+    planted = import_graph(_tree(tmp_path, {
+        "verifiers/x.py": '"""Scored by trainer.run.loop (see there)."""\nMSG = "see trainer.run.loop for why"\n',
+        "trainer/run/loop.py": ""}))
+    assert planted["verifiers.x"] == set()

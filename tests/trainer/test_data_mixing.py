@@ -16,11 +16,11 @@ from scalerl_env.contracts.config import ConfigError, load_config
 from scalerl_env.sources.generators import generate
 from scalerl_env.sources.verl import write_records
 from trainer.cli import build_app
-from trainer.commands.data_flags import data_overrides
-from trainer.commands.train import build_config
+from trainer.config.data_flags import data_overrides
 from trainer.config.presets import PRESETS
 from trainer.config.train import TrainConfig
 from trainer.run.data_sources import build_data, domain_weights, source_labels
+from trainer.run.resolve_config import build_config
 
 
 @pytest.fixture

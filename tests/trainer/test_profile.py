@@ -13,7 +13,7 @@ from scalerl_env.cli import build_app as env_app
 from scalerl_env.contracts.config import load_config
 from scalerl_env.sources.generators import generate
 from scalerl_env.sources.verl import load_record_file, write_records
-from trainer.commands.data_flags import data_overrides
+from trainer.config.data_flags import data_overrides
 from trainer.config.train import TrainConfig
 from trainer.run.profile import profile
 

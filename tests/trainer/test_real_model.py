@@ -82,7 +82,7 @@ def test_checkpoint_reloads_as_an_hf_folder_with_identical_logits(real_run):
     from transformers import AutoModelForCausalLM
 
     from trainer.core.checkpoint import latest_checkpoint, load_model_weights
-    from trainer.run.model_loading import load_hf_policy
+    from trainer.engines.model_loading import load_hf_policy
 
     out, _ = real_run
     ckpt = latest_checkpoint(out / "checkpoints")
@@ -98,9 +98,9 @@ def test_chat_template_and_instruction_are_applied(tmp_path):
     from scalerl_env.contracts.config import load_config
     from trainer.config.presets import preset_values
     from trainer.config.train import TrainConfig
+    from trainer.engines.model_loading import load_tokenizer
     from trainer.rollout.prompts import prepare_prompts
     from trainer.run.data_sources import build_data
-    from trainer.run.model_loading import load_tokenizer
 
     files = prepared_files(tmp_path, limit=8)
     cfg = load_config(TrainConfig, None, [f"data.sources=[{{domain: math, files: [{files['math']}]}}]",
@@ -123,7 +123,7 @@ def test_generator_and_trainer_logprobs_agree(tmp_path):
     from trainer.core.fp32_head import token_logprobs
     from trainer.engines.base import GenerationRequest, SamplingParams
     from trainer.engines.factory import build_torch_engine
-    from trainer.run.model_loading import load_hf_policy
+    from trainer.engines.model_loading import load_hf_policy
 
     cfg = load_config(TrainConfig, None, [], base=preset_values("small-cpu"))
     model, tok = load_hf_policy(require_model())
@@ -151,7 +151,7 @@ def test_generator_and_trainer_logprobs_agree(tmp_path):
 
 def test_gguf_file_alias_and_folder_resolve_to_one_plain_hf_folder(tmp_path):
     from scalerl_env.contracts.config import ConfigError
-    from trainer.run.model_loading import alias_file, resolve_model
+    from trainer.engines.model_loading import alias_file, resolve_model
     from trainer.run.setup import check_model_path
 
     folder = resolve_model(require_model())

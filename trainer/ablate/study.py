@@ -87,7 +87,7 @@ def study_overrides(seed: int, spec: StudySpec) -> list[str]:
 
 def build_run_config(spec: StudySpec, overrides: list[str]):
     """The resolved TrainConfig of one run (the same checks as `scalerl train`)."""
-    from trainer.commands.train import build_config
+    from trainer.run.resolve_config import build_config
 
     return build_config(Path(spec.config) if spec.config else None, overrides, domains=spec.domains,
                         model=spec.model, engine=spec.engine, max_steps=None, resume=None)

@@ -47,8 +47,8 @@ def profile_cmd(
     preset: Annotated[str | None, typer.Option(help="tiny-cpu (default) | small-cpu | paper")] = None,
 ) -> None:
     from scalerl_env.contracts.config import ConfigError
-    from trainer.commands.train import build_config
     from trainer.run.profile import profile
+    from trainer.run.resolve_config import build_config
 
     try:
         cfg = build_config(config, overrides or [], domains=domains, model=model, engine=engine, max_steps=None,

@@ -67,7 +67,7 @@ PRESETS: dict[str, dict[str, Any]] = {
 
 
 IMPLIED_BY_MODEL = "small-cpu"
-"""The preset whose values `--model` alone implies on a cpu engine (`trainer.commands.train.build_config`)."""
+"""The preset whose values `--model` alone implies on a cpu engine (`trainer.run.resolve_config.build_config`)."""
 
 
 def model_preset_values() -> dict[str, Any]:

@@ -7,7 +7,7 @@ Layout of a checkpoint folder `<root>/<name>/`:
     trainer_state.json   step, policy_version and `extra` for humans and tools
     sharded/             only when written by several trainer ranks: model and optimizer state in
                          torch.distributed.checkpoint format (then not in trainer_state.pt), which any
-                         number of ranks, one included, reads (`trainer.distributed.sharded_checkpoint`)
+                         number of ranks, one included, reads (`trainer.core.sharded_checkpoint`)
 
 Atomicity: everything is written into `<root>/~<name>` and renamed to `<name>` at the end; a crash
 leaves at most a `~name` folder (ignored and replaced next time), never a half checkpoint under its
@@ -69,7 +69,7 @@ def save_checkpoint(
     the model only. `files` (name → source path) are moved into the folder before it is renamed into
     place, so a checkpoint that `latest` names always holds them. `path.parent/latest` then names it.
     `sharded(tmp_folder)`, when given, writes the model and optimizer state of several trainer ranks
-    (`trainer.distributed.sharded_checkpoint`); `trainer_state.pt` then holds no optimizer state."""
+    (`trainer.core.sharded_checkpoint`); `trainer_state.pt` then holds no optimizer state."""
     final = Path(path)
     root = final.parent
     root.mkdir(parents=True, exist_ok=True)
@@ -177,7 +177,7 @@ def load_checkpoint(
     if "optimizer" in state:
         trainer.optimizer.load_state_dict(state["optimizer"])
     else:  # written by several trainer ranks: sharded optimizer state, readable with any number of ranks
-        from trainer.distributed.sharded_checkpoint import load_sharded
+        from trainer.core.sharded_checkpoint import load_sharded
 
         load_sharded(path, trainer)
     trainer.scheduler.load_state_dict(state["scheduler"])

@@ -133,7 +133,7 @@ class RankGroup:
     def load_checkpoint(self, folder: str | Path) -> dict[str, Any]:
         """Resume from a checkpoint written with any number of ranks; returns its JSON summary."""
         from trainer.core.checkpoint import load_checkpoint
-        from trainer.distributed.sharded_checkpoint import has_sharded
+        from trainer.core.sharded_checkpoint import has_sharded
 
         if self._state is None:
             return load_checkpoint(folder, self.mirror, self.trainer)

@@ -130,20 +130,20 @@ def _broadcast(st: RankState, weights: Any) -> None:
 
 
 def _save(st: RankState, folder: str) -> None:
-    from trainer.distributed.sharded_checkpoint import save_sharded
+    from trainer.core.sharded_checkpoint import save_sharded
 
     save_sharded(folder, st.trainer)
 
 
 def _load(st: RankState, folder: str) -> None:
-    from trainer.distributed.sharded_checkpoint import load_sharded
+    from trainer.core.sharded_checkpoint import load_sharded
 
     load_sharded(folder, st.trainer)
 
 
 def _load_optimizer(st: RankState, folder: str | None) -> None:
     from trainer.core.checkpoint import STATE_PT
-    from trainer.distributed.sharded_checkpoint import load_full_optimizer
+    from trainer.core.sharded_checkpoint import load_full_optimizer
 
     state = None  # only rank 0 reads the file; the others receive their shards
     if folder is not None:

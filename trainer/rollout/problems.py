@@ -35,7 +35,7 @@ class PromptCodec:
         self.tokenizer = tokenizer
         self.is_tiny = isinstance(tokenizer, CharTokenizer)
         self.eos_token_id = int(tokenizer.eos_token_id)
-        # chat models end a turn with their own token (`trainer.run.model_loading.stop_token_ids`)
+        # chat models end a turn with their own token (`trainer.engines.model_loading.stop_token_ids`)
         self.stop_token_ids = list(stop_token_ids or [self.eos_token_id])
         self.problem_encoder: Callable[[ProblemRecord], list[int]] | None = None  # trainer.rollout.prompts
 

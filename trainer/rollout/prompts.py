@@ -121,7 +121,7 @@ def prepare_prompts(cfg: TrainConfig, tokenizer: Any, pools: Mapping[str, Domain
                     ) -> tuple[PromptCodec, dict[str, DomainPool], dict[str, int]]:
     """The run's codec (stop ids from the tokenizer and generation config, the template as its problem
     encoder) and the pools without the prompts too long for the budget (unchanged when not `drop`)."""
-    from trainer.run.model_loading import stop_token_ids
+    from trainer.engines.model_loading import stop_token_ids
 
     codec = PromptCodec(tokenizer, None if cfg.model is None else stop_token_ids(tokenizer, cfg.model))
     encode = ProblemPrompts(codec, cfg.prompts)
@@ -138,6 +138,6 @@ def run_tokenizer(cfg: TrainConfig) -> Any:
         from trainer.tiny.model import CharTokenizer
 
         return CharTokenizer()
-    from trainer.run.model_loading import load_tokenizer
+    from trainer.engines.model_loading import load_tokenizer
 
     return load_tokenizer(cfg.model)

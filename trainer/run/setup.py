@@ -47,7 +47,7 @@ LEDGER = "ledger.duckdb"
 
 def check_model_path(model: str | None) -> None:
     """A local folder, or a hub id already in the local HF cache (nothing downloads at run time)."""
-    from trainer.run.model_loading import ALIASES, alias_file, is_local_model
+    from trainer.engines.model_loading import ALIASES, alias_file, is_local_model
 
     if model is None:
         return
@@ -74,7 +74,7 @@ def load_policy(cfg: TrainConfig, pools: dict[str, DomainPool]) -> tuple[Any, An
                 torch.set_num_threads(threads)
             load_model_weights(folder, model)
         return model, tok
-    from trainer.run.model_loading import load_hf_policy
+    from trainer.engines.model_loading import load_hf_policy
 
     return load_hf_policy(cfg.model)  # a folder, cached hub id, .gguf file (converted once) or alias
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from scalerl_env.contracts.config import load_config
-from trainer.commands.train import build_config
 from trainer.config.train import TrainConfig
+from trainer.run.resolve_config import build_config
 
 EXAMPLE = Path(__file__).resolve().parents[3] / "examples" / "multinode.yaml"
 
