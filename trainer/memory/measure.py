@@ -4,8 +4,8 @@
 `torch._subclasses.fake_tensor.FakeTensorMode` (shapes, no storage), runs `PolicyTrainer.accumulate`
 (FP32 head, CISPO, micro-batches, autocast) and `optimizer_step` (AdamW) under
 `torch.distributed._tools.mem_tracker.MemTracker`, and returns what the tracker counted per category;
-`fake_torch_engine_kv_bytes` builds the torch engine's decoder under fake tensors and returns the bytes
-its KV cache allocates. Both cost seconds on a CPU for any model size (nothing is computed).
+`torch_engine_kv_bytes` builds the torch engine's decoder (real tensors, the shape's attention geometry)
+and returns the bytes its KV cache allocates. Both cost seconds on a CPU for any model size.
 
 Fake tensors have no values, so three rules of this harness stand in for them, inside `fake_values()`
 only (restored on exit): small tensors made from real data stay real (the batch bookkeeping: sample
@@ -128,40 +128,45 @@ def _by_kind(snapshot: dict) -> dict[str, int]:
     return out
 
 
-def fake_torch_engine_kv_bytes(shape: ModelShape, *, slots: int, max_seq_len: int, dtype: torch.dtype) -> int:
-    """Bytes of K/V tensors the torch engine's decoder allocates for `slots` x `max_seq_len` (fake tensors)."""
-    from torch._subclasses.fake_tensor import FakeTensorMode
+def torch_engine_kv_bytes(shape: ModelShape, *, slots: int, max_seq_len: int, dtype: torch.dtype) -> int:
+    """Bytes of K/V tensors the torch engine's decoder really allocates for `slots` x `max_seq_len`.
+
+    The cache depends only on layers, KV heads, head dim and dtype, so the decoder is built on a real
+    model with `shape`'s attention geometry and a tiny MLP and vocabulary (megabytes, not the full
+    model; no fake tensors: `transformers` reads data pointers while it builds a model, which is
+    undefined on fake tensors and has segfaulted here)."""
     from transformers import AutoModelForCausalLM
 
     from trainer.engines.torch_decoder import SlotDecoder
 
-    mode = FakeTensorMode(allow_non_fake_inputs=True)  # plain mode: the decoder reads no values
-    mode.cache_enabled = False
-    with mode:
-        model = AutoModelForCausalLM.from_config(hf_config(shape))
-        dec = SlotDecoder(model, device="cpu", dtype=dtype, max_slots=slots, max_seq_len=max_seq_len)
-        return sum(t.numel() * t.element_size() for t in dec.k + dec.v)
+    small = ModelShape(**{**shape.__dict__, "intermediate": 8, "vocab": 16})
+    model = AutoModelForCausalLM.from_config(hf_config(small))
+    dec = SlotDecoder(model, device="cpu", dtype=dtype, max_slots=slots, max_seq_len=max_seq_len)
+    return sum(t.numel() * t.element_size() for t in dec.k + dec.v)
 
 
 def measure_isolated(jobs: list[dict[str, Any]], timeout_s: float = 300.0) -> list[dict[str, int]]:
     """`measure_update_step` for each job `{"shape": config.json path, "layers": n, "overrides": [...],
-    "samples": s, "seq_len": t}`, or `fake_torch_engine_kv_bytes` for `{"kind": "kv", "shape", "layers",
-    "slots", "max_seq_len", "dtype": "bfloat16"}` (result `{"kv": bytes}`), in a child process
-    (`python -m trainer.memory.measure`).
+    "samples": s, "seq_len": t}`, each in its own child process (`python -m trainer.memory.measure`),
+    the children running at the same time.
 
-    Why a child: after `fake_values()` has patched the fake-tensor op table and made constants, a later
-    FakeTensorMode in the same process can segfault (torch 2.13, seen in tests); the child keeps the
-    caller's process clean (fake tensors and meta-device models in one process have corrupted the heap
-    at exit). The child's measurements are the same functions'."""
+    Why one child per job: after `fake_values()` has patched the fake-tensor op table and made
+    constants, a later fake-tensor dispatch in the same process can segfault (torch 2.13; seen in tests,
+    not every time). A fresh process per measurement keeps each one, and the caller, clean. The
+    children run the same functions the module exports."""
     import json
     import subprocess
     import sys
 
-    done = subprocess.run([sys.executable, "-m", "trainer.memory.measure"], input=json.dumps(jobs),
-                          capture_output=True, text=True, timeout=timeout_s, check=False)
-    if done.returncode != 0:
-        raise RuntimeError(f"measurement child failed ({done.returncode}): {done.stderr[-2000:]}")
-    return json.loads(done.stdout.strip().splitlines()[-1])
+    procs = [subprocess.Popen([sys.executable, "-m", "trainer.memory.measure"], stdin=subprocess.PIPE,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in jobs]
+    results = []
+    for proc, job in zip(procs, jobs, strict=True):
+        out, err = proc.communicate(json.dumps([job]), timeout=timeout_s)
+        if proc.returncode != 0:
+            raise RuntimeError(f"measurement child failed ({proc.returncode}) on {job}: {err[-2000:]}")
+        results += json.loads(out.strip().splitlines()[-1])
+    return results
 
 
 def _child_main() -> None:
@@ -174,10 +179,6 @@ def _child_main() -> None:
     out = []
     for job in json.loads(sys.stdin.read()):
         shape = ModelShape.from_folder(job["shape"]).with_layers(job["layers"])
-        if job.get("kind") == "kv":
-            out.append({"kv": fake_torch_engine_kv_bytes(shape, slots=job["slots"], max_seq_len=job["max_seq_len"],
-                                                         dtype=getattr(torch, job["dtype"]))})
-            continue
         cfg = load_config(TrainConfig, None, job["overrides"])
         out.append(measure_update_step(shape, cfg.optim, cfg.loss, samples=job["samples"], seq_len=job["seq_len"]))
     print(json.dumps(out))

@@ -167,8 +167,8 @@ def trainer_terms(ctx: PlanContext, rank: int, device: str, trainable: int | Non
     n = len(ctx.trainer_devices)
     pb = DTYPE_BYTES["float32"]  # the loader keeps fp32 master weights
     trainable = s.params if trainable is None else trainable
-    bf16 = cfg.optim.precision == "bf16" or (cfg.optim.precision == "auto" and cfg.engine.dtype == "bfloat16"
-                                             and not device.startswith("cpu"))
+    # as trainer.core.update.autocast_dtype: auto = bf16 on a (bf16-capable) GPU, fp32 on the CPU
+    bf16 = cfg.optim.precision == "bf16" or (cfg.optim.precision == "auto" and not device.startswith("cpu"))
     terms = [_t("parameters", s.params * pb / n, device, f"{s.params / 1e9:.3f} B x {pb} B / {n} rank(s)"),
              _t("gradients", trainable * pb / n, device, f"{trainable / 1e9:.3f} B trainable x {pb} B / {n}"),
              _t("optimizer states", 2 * trainable * pb / n, device, "AdamW exp_avg + exp_avg_sq")]
