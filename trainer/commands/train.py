@@ -73,12 +73,19 @@ def register(app: typer.Typer) -> None:
         heldout: Annotated[list[str] | None, typer.Option(
             help="DOMAIN=FILE[,FILE...]: held-out files (default: split from the training data)")] = None,
         dry_run: Annotated[bool, typer.Option(
-            "--dry-run", help="load data and tokenizer, print counts and prompt lengths, exit")] = False,
+            "--dry-run", help="load data and tokenizer, print counts, prompt lengths and the memory plan, exit",
+        )] = False,
+        device_memory: Annotated[str | None, typer.Option(
+            help="memory per GPU for the memory plan, e.g. 80GiB (default: the device's own)")] = None,
     ) -> None:
         from scalerl_env.contracts.config import ConfigError
         from trainer.run.resolve_config import build_config
 
         try:
+            if device_memory is not None:
+                from trainer.memory.preflight import parse_memory_gib
+
+                overrides = [*(overrides or []), f"engine.device_memory_gib={parse_memory_gib(device_memory)}"]
             cfg = build_config(config, overrides or [], domains=domains, model=model, engine=engine,
                                max_steps=max_steps, resume=resume, ray=ray, ray_address=ray_address,
                                trainer_ranks=trainer_ranks, preset=preset, data=data, heldout=heldout)
@@ -101,6 +108,9 @@ def register(app: typer.Typer) -> None:
         if cfg.ray.enabled:  # the same loop inside a trainer actor
             from trainer.run.ray_launch import run_in_ray as run_training
         try:
+            from trainer.memory.preflight import preflight
+
+            preflight(cfg)  # here, not in setup: under Ray an error inside the actor would not exit with 2
             summary = run_training(cfg, folder, resume=resume is not None)
         except ConfigError as exc:
             typer.echo(f"error: {exc}", err=True)

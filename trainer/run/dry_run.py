@@ -49,6 +49,9 @@ def dry_run_report(cfg: TrainConfig) -> str:
     lines.append(f"per step: {p.prompts_per_step} prompts x {p.samples_per_prompt} samples = {samples} samples; "
                  f"completion budget {budget} tokens; at most {samples * budget} generated tokens, "
                  f"~{round(samples * (np.mean(mean_prompt) + budget))} tokens through the trainer")
+    from trainer.memory.preflight import plan_report
+
+    lines.append(plan_report(cfg))
     return "\n".join(lines)
 
 

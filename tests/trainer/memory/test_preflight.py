@@ -24,8 +24,8 @@ def test_seven_b_on_24_gib_stops_naming_the_largest_term_and_what_shrinks_it(tmp
     with pytest.raises(ConfigError) as err:
         preflight(cfg)
     text = str(err.value)
-    assert "needs" in text and "24.00 GiB" in text and "largest term: validation engine" in text
-    assert "to shrink validation engine: engine.kv_cache_gib" in text
+    assert "needs" in text and "24.00 GiB" in text and "largest term: optimizer states" in text
+    assert "to shrink optimizer states: trainer_ranks.count" in text
 
 
 def test_fitting_plan_passes_and_report_lists_every_term(tmp_path):
@@ -55,3 +55,18 @@ def test_parse_memory(text, gib):
 def test_parse_memory_rejects(text):
     with pytest.raises(ConfigError):
         parse_memory_gib(text)
+
+
+def test_scalerl_train_stops_before_any_weight_loads_with_exit_2(tmp_path):
+    """The command a user runs: a 7B config.json (no weights in the folder) on a 24 GiB GPU."""
+    from typer.testing import CliRunner
+
+    from trainer.cli import build_app
+
+    (tmp_path / "model").mkdir()
+    folder = config_only(tmp_path / "model", "qwen2.5-7b")
+    result = CliRunner().invoke(build_app(), ["train", "--preset", "paper", "--model", str(folder),
+                                              "--device-memory", "24GiB", "--out", str(tmp_path / "run")])
+    assert result.exit_code == 2, result.output
+    assert "does not fit" in result.output or "needs" in result.output
+    assert "largest term" in result.output and not (tmp_path / "run").exists()
