@@ -4,7 +4,7 @@ entry-point group.
 A domain is everything the project needs to know to train on and score one kind of problem: the
 reference field a record must carry (`answer` or `tests`) and how to check it, the verifier factory,
 the default prompt template, the procedural generator families, how a public dataset's row becomes a
-reference, and how a verl `ability` names it. The built-in domains (math, code, instruction following)
+reference, and how a verl `ability` names it. The built-in domains (math, code)
 are declared in the project's own `pyproject.toml` exactly as a lab's package declares its own:
 
     [project.entry-points."scalerl.domains"]

@@ -8,6 +8,7 @@ and `data generate` write them) or the procedural generator, for one domain, wit
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
@@ -65,9 +66,7 @@ class PromptsConfig(Strict):
         for name, spec in domains().items():
             given = data.get(name)
             if not isinstance(given, DomainPrompt):
-                spec_default = {"system": spec.prompt.system, "instruction": spec.prompt.instruction,
-                                "marker": spec.prompt.marker}
-                data[name] = {**spec_default, **(given or {})}
+                data[name] = {**dataclasses.asdict(spec.prompt), **(given or {})}
         return data
 
     def for_domain(self, name: str) -> DomainPrompt:
