@@ -5,7 +5,9 @@ Each line: `kind` (train | validation), `step` (the step that trains on it; for 
 validated), `prompt_id` (joins the ledger's `attempts.prompt_id`), `domain`, `source` (the `data.sources`
 entry's label, `trainer.run.data_sources.source_labels`; null for a held-out file's problem), `sample_index`,
 `completion` (cut to `rollout_log.max_chars`), `status`, `reward`, `truncated`, `finish_reason`,
-`completion_tokens`, `policy_versions` ([first, last] version that produced its tokens).
+`completion_tokens`, `policy_versions` ([first, last] version that produced its tokens), `details` (the
+verdict's details, bounded by `bounded_details`: for code the sandbox's `stdout_head` / `stderr_tail` of
+the first failing test, each test's outcome, passed/total; for math the extracted answer and the method).
 Per step at most `rollout_log.samples_per_step` lines (the first sample of each group, then the second,
 ...), per validation at most `samples_per_validation` per domain. Every step record gets
 `draws/<domain>/<source>`: how many of the step's groups came from each source (the mix as trained).
@@ -21,6 +23,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import threading
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -32,6 +35,37 @@ from trainer.config.data import RolloutLogConfig
 log = logging.getLogger(__name__)
 FORMAT_FAILURES = ("no_answer", "unparsable")
 FILE = "rollouts.jsonl"
+DETAIL_ITEMS, DETAIL_KEYS, DETAIL_DEPTH = 16, 32, 4  # per list, per mapping, levels of nesting kept
+DETAIL_BUDGET = 4  # the strings of one line's details share 4 x max_chars characters
+
+
+def bounded_details(details: Mapping[str, Any], max_chars: int) -> dict[str, Any]:
+    """A verdict's details made small and JSON-safe: each string cut to `max_chars` (its last ones under a key
+    ending in `_tail`, such as the code verifier's `stderr_tail`, else its first), all string values together
+    to `DETAIL_BUDGET * max_chars` characters in the details' order (later strings come out empty once the
+    budget is spent); a list keeps its first `DETAIL_ITEMS` items, a mapping its first `DETAIL_KEYS` keys;
+    deeper than `DETAIL_DEPTH` levels, not JSON, or a non-finite float, a value becomes its `str()`."""
+    budget = [DETAIL_BUDGET * max_chars]
+
+    def text(v: str, tail: bool) -> str:
+        n = max(0, min(max_chars, budget[0]))
+        out = (v[-n:] if n else "") if tail else v[:n]
+        budget[0] -= len(out)
+        return out
+
+    def walk(v: Any, depth: int, tail: bool = False) -> Any:
+        if v is None or isinstance(v, (bool, int)) or (isinstance(v, float) and math.isfinite(v)):
+            return v
+        if isinstance(v, str):
+            return text(v, tail)
+        if depth > 0 and isinstance(v, Mapping):
+            return {str(k)[:max_chars]: walk(x, depth - 1, str(k).endswith("_tail"))
+                    for k, x in list(v.items())[:DETAIL_KEYS]}
+        if depth > 0 and isinstance(v, (list, tuple)):
+            return [walk(x, depth - 1) for x in v[:DETAIL_ITEMS]]
+        return text(str(v), tail)
+
+    return walk(dict(details), DETAIL_DEPTH)
 
 
 class RolloutLog:
@@ -59,7 +93,8 @@ class RolloutLog:
                 "source": self.source_of.get(problem.prompt_id), "sample_index": index,
                 "completion": text[:self.cfg.max_chars], "status": verdict.status.value,
                 "reward": verdict.reward, "truncated": bool(sample.truncated), "finish_reason": sample.finish_reason,
-                "completion_tokens": len(sample.token_ids), "policy_versions": [versions[0], versions[-1]]}
+                "completion_tokens": len(sample.token_ids), "policy_versions": [versions[0], versions[-1]],
+                "details": bounded_details(verdict.details, self.cfg.max_chars)}
 
     def observe_step(self, step: int, groups: Sequence[Any]) -> dict[str, float]:
         """Write this step's sample and update the format watch; returns metrics for the step record."""
