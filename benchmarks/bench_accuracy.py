@@ -1,6 +1,8 @@
-"""Math verdict accuracy on the labelled corpus: false negatives and false positives per class.
+"""Math verdict accuracy on the labelled corpora: false negatives and false positives per class.
 
-Corpus: `datasets/accuracy/math/items.jsonl` (labels and sources: its CARD.md). Full solutions are
+Corpora (`--corpus`): `math` = `datasets/accuracy/math/items.jsonl`, written here with LLM-judge
+labels; `real` = `datasets/accuracy/math_real/items.jsonl`, GPT-4 solutions from PRM800K with human
+final-answer grades (labels and sources: each folder's CARD.md); or a path. Full solutions are
 scored as written; bare final answers twice, as written and wrapped in `\\boxed{}`. Two verifiers side
 by side in one process: the project (`verifiers.verify_batch`, default `MathConfig`) and plain
 math-verify (`verify(parse("$\\boxed{answer}$"), parse(output))`, its defaults). FN = share of
@@ -21,7 +23,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-CORPUS = Path(__file__).resolve().parent.parent / "datasets" / "accuracy" / "math" / "items.jsonl"
+ACCURACY = Path(__file__).resolve().parent.parent / "datasets" / "accuracy"
+CORPORA = {"math": ACCURACY / "math" / "items.jsonl", "real": ACCURACY / "math_real" / "items.jsonl"}
 COMPARISON_PLAIN = ("plain",)
 
 
@@ -80,8 +83,14 @@ def table(items: list[dict], ours: list[bool], base: list[bool]) -> list[str]:
         ("hard-to-verify part, boxed", lambda it: it["run"] == "bare_boxed" and it["class"] not in COMPARISON_PLAIN),
         ("all", lambda it: True),
     ]
+    if any("boxed" in it for it in items):
+        groups += [
+            ("full, a `\\boxed{}` in the text", lambda it: it["run"] == "full" and it["boxed"]),
+            ("full, no box (`# Answer` only)", lambda it: it["run"] == "full" and not it["boxed"]),
+        ]
     classes = sorted({it["class"] for it in items})
     groups += [(f"class `{c}`", _of_class(c)) for c in classes]
+    groups += [(f"class `{c}`, full", lambda it, c=c: it["class"] == c and it["run"] == "full") for c in classes]
     lines = ["| items | FN project | FN math-verify | FP project | FP math-verify |", "|---|---|---|---|---|"]
     for name, select in groups:
         (fn_o, fp_o), (fn_b, fp_b) = rates(items, ours, select), rates(items, base, select)
@@ -91,14 +100,18 @@ def table(items: list[dict], ours: list[bool], base: list[bool]) -> list[str]:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--corpus", type=Path, default=CORPUS)
+    ap.add_argument("--corpus", default="math", help="math | real | a path to an items.jsonl")
     ap.add_argument("--misses", action="store_true", help="print the project's wrong verdicts")
     args = ap.parse_args()
-    items = rows(args.corpus)
+    corpus = CORPORA.get(args.corpus) or Path(args.corpus)
+    items = rows(corpus)
     ours, statuses, details = project(items)
     base = plain(items)
-    print(f"{len(items)} scored rows from {args.corpus.name}; load average {os.getloadavg()[0]:.2f}")
+    print(f"{len(items)} scored rows from {corpus.parent.name}/{corpus.name}; load average {os.getloadavg()[0]:.2f}")
     print("\n".join(table(items, ours, base)))
+    left_out = sum(it["label"] not in ("correct", "wrong") for it in items)
+    if left_out:
+        print(f"{left_out} rows labelled ambiguous are left out of FN and FP (see the corpus CARD.md)")
     by_rule: dict[str, int] = defaultdict(int)
     for said, d in zip(ours, details):
         if said:
@@ -107,7 +120,7 @@ def main() -> None:
           f"correct verdicts by rule: {dict(sorted(by_rule.items()))}")
     if args.misses:
         for it, said, st, d in zip(items, ours, statuses, details):
-            if said != (it["label"] == "correct"):
+            if it["label"] in ("correct", "wrong") and said != (it["label"] == "correct"):
                 print(f"MISS {it['id']} {it['run']} {it['class']} label={it['label']} status={st} "
                       f"gold={it['answer']!r} extracted={d.get('extracted')!r}")
 
