@@ -234,6 +234,8 @@ def _test_result(i: int, res: RunResult, req: RunRequest, ok: bool, crashed: boo
               "cpu_s": round(res.cpu_s, 4), "wall_s": round(res.wall_s, 4)}
     if res.error:
         public["error"] = res.error
+    elif compile_error:
+        public["error"] = str(_parse_lines(res.result_lines[:1]).get("compile_error", {}).get("compile_error"))[:500]
     return {"public": public, "stderr": res.stderr, "stdout": res.stdout}
 
 

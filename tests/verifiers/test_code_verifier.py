@@ -87,6 +87,9 @@ def test_details_carry_tests_stderr_and_layers(verifier: CodeVerifier) -> None:
     assert v.id == "x" and v.reward == 0.0
     assert v.details["tests"][0]["outcome"] == "wrong" and "oops" in v.details["stderr_tail"]
     assert v.details["sandbox"]["level"] == "strict" and "seccomp" in v.details["sandbox"]["layers"]
+    (bad,) = verifier.verify_many([item("def f(:\n", stdio(("", "3")))])
+    assert bad.details["tests"][0]["outcome"] == "compile_error"
+    assert bad.details["tests"][0]["error"].startswith("SyntaxError")  # why it did not compile
 
 
 def test_stop_at_first_failure_or_run_all() -> None:
