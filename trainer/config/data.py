@@ -13,7 +13,7 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from scalerl_env.contracts.domains import check_domain_name, domains
+from scalerl_env.contracts.domains import check_domain_name, domain, domains
 from scalerl_env.contracts.records import Domain, Strict
 
 
@@ -45,10 +45,13 @@ class DomainPrompt(Strict):
 
 
 class PromptsConfig(Strict):
-    """Per-domain template, one section per installed domain (`prompts.math`, `prompts.code`, ...): a
-    section's missing keys come from the domain's spec (`DomainSpec.prompt`), so a run overrides only
-    what it names. `auto` applies the template (and the chat template) for Hugging Face tokenizers and
-    leaves the built-in tiny model's bare prompts (`34+52=`) as they are."""
+    """Per-domain template, one section per domain (`prompts.math`, `prompts.code`, ...): a section's missing
+    keys come from the domain's spec (`DomainSpec.prompt`), so a run overrides only what it names. The
+    sections held are those given and those of the domains trained by default (`TrainConfig` adds its
+    run's other domains), so installing a domain changes no run that does not train it; `for_domain`
+    answers the spec's defaults for any other installed domain. `auto` applies the template (and the
+    chat template) for Hugging Face tokenizers and leaves the built-in tiny model's bare prompts
+    (`34+52=`) as they are."""
 
     model_config = ConfigDict(extra="allow")
     EXTRA_MODEL: ClassVar[type[BaseModel]] = DomainPrompt  # the type of every per-domain section
@@ -65,12 +68,20 @@ class PromptsConfig(Strict):
                 check_domain_name(name)
         for name, spec in domains().items():
             given = data.get(name)
-            if not isinstance(given, DomainPrompt):
+            if not isinstance(given, DomainPrompt) and (name in data or spec.trains_by_default):
                 data[name] = {**dataclasses.asdict(spec.prompt), **(given or {})}
         return data
 
     def for_domain(self, name: str) -> DomainPrompt:
-        return self.__pydantic_extra__[name]
+        found = self.__pydantic_extra__.get(name)
+        return found if found is not None else DomainPrompt(**dataclasses.asdict(domain(name).prompt))
+
+    def with_domains(self, names: list[str]) -> PromptsConfig:
+        """This template with a section (the spec's defaults) for each of `names` it lacks."""
+        missing = [n for n in names if n not in self.__pydantic_extra__]
+        if not missing:
+            return self
+        return PromptsConfig.model_validate({**self.model_dump(), **{n: {} for n in missing}})
 
 
 class RolloutLogConfig(Strict):

@@ -193,6 +193,7 @@ class TrainConfig(Strict):
             raise ValueError("warm_start.domain_weights must be >= 0 with a positive weight for a trained domain")
         if any(n < 1 for n in self.warm_start.batch_size_by_domain.values()):
             raise ValueError("warm_start.batch_size_by_domain values must be >= 1")
+        self.prompts = self.prompts.with_domains(self.domains)  # every trained domain's template is shown
         self._one_temperature()
         length = self.length
         if length.mode == "penalty" and (length.max_response_tokens or 0) > self.engine.max_new_tokens:

@@ -1,0 +1,43 @@
+"""The instruction-following generator: deterministic, short at level 0, every family reachable, and every
+gold response `correct` with the real verifier (strict mode) over many seeds and levels 0-3."""
+
+from __future__ import annotations
+
+import json
+
+from scalerl_env.sources.generators import families_at, generate
+from scalerl_env.sources.generators.if_tasks import IF_FAMILIES
+from scalerl_env.sources.prepare import check_records
+from verifiers.if_reference import parse_reference
+
+
+def test_same_seed_same_records_and_shorter_count_is_a_prefix():
+    first = generate("if", seed=4, count=60, level=2)
+    assert [r.model_dump() for r in first] == [r.model_dump() for r in generate("if", seed=4, count=60, level=2)]
+    assert [r.model_dump() for r in generate("if", seed=4, count=20, level=2)] == [r.model_dump() for r in first[:20]]
+
+
+def test_level0_is_one_constraint_in_a_short_prompt_with_a_short_answer():
+    records = generate("if", seed=0, count=500, level=0)
+    for record in records:
+        assert record.domain == "if" and record.source == "gen-if"
+        assert len(record.prompt[0].content) < 60, record.prompt[0].content
+        assert len(record.metadata["solution"]) <= 16, record.metadata["solution"]
+        assert len(parse_reference(record.answer)) == 1
+    assert {r.metadata["task"] for r in records} == {f.name for f in families_at("if", 0)}
+
+
+def test_levels_unlock_families_and_every_family_is_drawn():
+    counts = [len(families_at("if", level)) for level in range(4)]
+    assert counts == sorted(counts) and counts[0] < counts[1] < counts[2]
+    drawn = {r.metadata["task"] for r in generate("if", seed=1, count=600, level=2)}
+    assert drawn == set(IF_FAMILIES)
+    multi = [r for r in generate("if", seed=1, count=200, level=2) if len(json.loads(r.answer)["kwargs"]) > 1]
+    assert multi, "level 2 has requests with several constraints"
+
+
+def test_gold_responses_are_correct_with_the_real_verifier():
+    records = [r for seed in range(40) for level in range(4) for r in generate("if", seed=seed, count=6, level=level)]
+    report = check_records(records)
+    assert report.checked == len(records) == 960
+    assert report.failures == [], report.failures[:5]
