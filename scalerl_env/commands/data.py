@@ -112,7 +112,7 @@ def _write_outputs(result, out: Path, holdout_out: Path | None, errors_out: Path
 
 
 def generate_cmd(
-    domain: str = typer.Argument(..., help="math or code"),
+    domain: str = typer.Argument(..., help="an installed domain with a generator (its spec's generator_families)"),
     out: Path = typer.Option(..., "--out", help="output parquet (verl schema)"),
     count: int = typer.Option(1000, "--count", min=1),
     seed: int = typer.Option(0, "--seed", min=0),

@@ -98,9 +98,18 @@ def _text(row: dict[str, Any], name: str) -> str:
     return value
 
 
+def _last_user_turn(row: dict[str, Any], name: str) -> dict[str, Any]:
+    """The row with a chat-message list in column `name` (RLVR rows' `messages`) read as its last user turn."""
+    value = row.get(name)
+    if isinstance(value, list) and value and all(isinstance(m, dict) for m in value):
+        users = [m.get("content") for m in value if m.get("role") == "user"]
+        return {**row, name: users[-1] if users else None}
+    return row
+
+
 def _problem_text(manifest: SourceManifest, row: dict[str, Any]) -> str:
     fields = {k: "\n".join(map(str, v)) if isinstance(v, list) else v for k, v in row.items()}
-    fields["problem"] = _text(row, manifest.problem).strip()
+    fields["problem"] = _text(_last_user_turn(row, manifest.problem), manifest.problem).strip()
     try:
         text = manifest.problem_template.format_map(fields)
     except (KeyError, IndexError, ValueError) as exc:

@@ -45,7 +45,7 @@ class SourceManifest(Strict):
     domain: Domain
     license: str
     hub: HubSpec
-    problem: str = Field(description="column holding the problem statement")
+    problem: str = Field(description="column holding the problem statement (a chat-message list: its last user turn)")
     problem_template: str = Field(
         default="{problem}",
         description="str.format template over the row's columns (lists joined by newlines) and {problem}",
