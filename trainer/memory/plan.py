@@ -18,7 +18,8 @@ Built from the model's shape (`trainer.memory.shapes.ModelShape`, i.e. config.js
   `vLLM share` (`engine.vllm.gpu_memory_utilization` of the device) when vLLM runs in this process on
   rank 0's GPU; under Ray with `ray.generator_num_gpus` ≥ 1 each generator has its own device.
 - `validation engine`: validation's torch engine (a copy of the weights and a cache bounded the same
-  way) on rank 0's device while the training engine stays alive.
+  way) on rank 0's device while the training engine stays alive; none with `engine.name=vllm`
+  (validation runs on the run's vLLM engine, inside its share: `trainer.run.validation`).
 
 Guaranteed: each term is the formula its docstring line states. Checked against PyTorch's MemTracker
 under fake tensors (`trainer.memory.measure`, tests/trainer/memory): parameters, gradients, optimizer
@@ -146,7 +147,7 @@ def build_plan(shape: ModelShape, cfg: Any, *, device_memory: int | None = None,
     engine_dev = terms[0].device if shared else None
     for dev in engines:
         terms += engine_terms(ctx, engine_dev or dev, capacity=device_memory)
-    if cfg.validation.enabled:
+    if cfg.validation.enabled and cfg.engine.name != "vllm":  # vLLM: validation shares the run's engine
         terms.append(validation_term(ctx, terms[0].device))
     for fn in extra_terms:
         terms += fn(ctx)

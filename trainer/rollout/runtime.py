@@ -5,7 +5,8 @@ worker, submit requests to the engine; hand finished engine groups to the scorer
 scorer: decode + verify each finished group (the verifier pool runs its own processes, so scoring
 overlaps with generation and training) and file it as scored.
 trainer (the caller's thread): `take_groups` blocks under the lag rule; `push_weights` updates the
-engine in flight and opens admission for the new version.
+engine in flight and opens admission for the new version; `side_channel()` lets validation use the
+same engine (`trainer.rollout.side_channel`: its groups bypass the scorer).
 
 Guarantees: the PipelineRL-k / PPO-off-policy-k rules of `trainer.rollout.lag_rules`; an exception in any
 thread is re-raised in the caller's next `take_groups`; `close()` stops all threads.
@@ -25,6 +26,7 @@ from typing import Any, Protocol
 from trainer.engines.base import GeneratedGroup, GenerationEngine, GenerationRequest
 from trainer.rollout.lag_rules import admission_limit, choose_groups, must_take_version
 from trainer.rollout.messages import GeneratorStats, RolloutGroup, WeightsPushed
+from trainer.rollout.side_channel import SideChannel
 
 log = logging.getLogger(__name__)
 
@@ -90,6 +92,7 @@ class LocalRuntime(Runtime):
         self._threads: list[threading.Thread] = []
         self._stats = GeneratorStats()
         self._t0 = time.monotonic()
+        self._side: SideChannel | None = None
 
     # ----------------------------------------------------------------------------- interface
     def start(self, policy_version: int) -> None:
@@ -145,6 +148,14 @@ class LocalRuntime(Runtime):
             self._cv.notify_all()
         return WeightsPushed(policy_version=policy_version, elapsed_s=time.perf_counter() - t0)
 
+    def side_channel(self, max_slots: int) -> SideChannel:
+        """The engine as a second client sees it (validation); one channel per runtime, made on first use."""
+        with self._cv:
+            if self._side is None:
+                self._side = SideChannel(self.engine, max_slots, failure=lambda: self._error)
+            self._side.max_slots = max_slots
+            return self._side
+
     def next_group_id(self) -> int:
         with self._cv:
             return self._next_id
@@ -182,7 +193,9 @@ class LocalRuntime(Runtime):
         while not self._stop.is_set():
             self._admit()
             for generated in self.engine.poll(timeout_s=0.02):
-                self._to_score.put(generated)
+                side = self._side
+                if side is None or not side.claim(generated):
+                    self._to_score.put(generated)
 
     def _admit(self) -> None:
         with self._cv:

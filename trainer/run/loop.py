@@ -37,7 +37,7 @@ from trainer.rollout.messages import RolloutGroup
 from trainer.run.log import devices_in_use
 from trainer.run.sampling import curriculum_metrics, plan_zero_variance, refill_groups
 from trainer.run.setup import LEDGER, Run, setup_run
-from trainer.run.validation import evaluate
+from trainer.run.validation import evaluate, validation_engine
 
 log = logging.getLogger(__name__)
 TAKE_TIMEOUT_S = 600.0
@@ -209,7 +209,8 @@ def validate(run: Run) -> dict[str, float]:
     holdout = {d: run.pools[d].holdout for d in run.cfg.domains}
     record = run.samples.validation_recorder(run.step) if run.samples is not None else None
     result = evaluate(run.model, run.codec, holdout, run.cfg, run.verifier, device=run.device,
-                      policy_version=run.trainer.policy_version, record=record)
+                      policy_version=run.trainer.policy_version, record=record,
+                      engine=validation_engine(run.cfg, run.runtime))
     val = {d: {k.split("/")[2]: v for k, v in result.items() if k.startswith(f"heldout/{d}/")} for d in holdout}
     rec = {"step": run.step, "policy_version": run.trainer.policy_version, "time": time.time(),
            "compute_device_s": run.clock.device_s, "compute_busy_s": run.clock.busy_s,

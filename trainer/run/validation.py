@@ -2,17 +2,24 @@
 
 Each held-out prompt is sampled `ceil(min_evaluations_per_domain / n_prompts)` times at the training
 temperature (the sampled pass rate moves ~3x more than greedy on the tiny model); with
-`validation.greedy` one greedy (top-k 1) sample per prompt is added and reported separately. A fresh
-engine holds a copy of the current weights, so validation sees exactly one policy version while the
-training engine keeps generating.
+`validation.greedy` one greedy (top-k 1) sample per prompt is added and reported separately.
 
-Memory: the engine's slots are `engine.max_slots` bounded by `engine.kv_cache_gib`
-(`trainer.engines.factory.build_torch_engine`), never the evaluation count, so no value of
-`min_evaluations_per_domain` grows its KV cache. Evaluations run in waves: a prompt's samples are cut
-into groups of at most `slots`, and at most `slots` samples are queued at a time (the next group is
-submitted when one finishes). Not guaranteed: the same per-sample RNG stream as one big submission.
-Validation runs on a torch engine even with `engine.name=vllm` (a vLLM validation path is issue 26's
-remaining work); the memory plan counts it (`trainer.memory.plan`, `validation engine`).
+Engines: with `engine.name=torch` a fresh torch engine holds a copy of the current weights (validation
+sees exactly one policy version while the training engine keeps generating); its slots are
+`engine.max_slots` bounded by `engine.kv_cache_gib` (`trainer.engines.factory.build_torch_engine`),
+never the evaluation count, so no value of `min_evaluations_per_domain` grows its KV cache; the memory
+plan counts it (`trainer.memory.plan`, `validation engine`). With `engine.name=vllm` validation runs on
+the run's own engine (`validation_engine`: the runtime's `side_channel`, in-process or the Ray
+generators): vLLM reserves `gpu_memory_utilization` of its device at start, so where it shares the
+trainer's GPU a second instance has no room, and on its own GPUs reusing it costs the trainer device
+nothing; the plan then has no validation term. The engine's policy version must equal the trainer's
+(the loop validates right after a push and pushes nothing while it validates; checked).
+
+Waves, either engine: a prompt's samples are cut into groups of at most `slots` (the torch engine's
+decoder slots, vLLM's `max_num_seqs` = `engine.max_slots`), and at most `slots` samples are queued at
+a time (the next group is submitted when one finishes). Not guaranteed: the same per-sample RNG
+stream as one big submission; on a shared vLLM engine, how its scheduler interleaves validation's
+sequences with training's (its slots and memory bound both together).
 
 Noise: with n evaluations the standard error of a pass rate p is sqrt(p(1-p)/n) (~3 points at
 n = 256, p = 0.5); samples of one prompt are correlated, so fewer distinct prompts means more noise.
@@ -34,13 +41,27 @@ from trainer.rollout.problems import PromptCodec
 from trainer.rollout.worker import verify
 
 
+def validation_engine(cfg: TrainConfig, runtime: Any) -> GenerationEngine | None:
+    """The run's engine as validation's (`engine.name=vllm`: the runtime's side channel), or None: build a
+    torch engine (`evaluate` does)."""
+    if cfg.engine.name != "vllm":
+        return None
+    return runtime.side_channel(cfg.engine.max_slots)
+
+
 def evaluate(model: Any, codec: PromptCodec, holdout: Mapping[str, Sequence[ProblemRecord]], cfg: TrainConfig,
-             verifier: Any, *, device: str, policy_version: int, record: Any = None) -> dict[str, float]:
+             verifier: Any, *, device: str, policy_version: int, record: Any = None,
+             engine: GenerationEngine | None = None) -> dict[str, float]:
     """`heldout/<domain>/pass_rate`, `.../n`, and `.../greedy_pass_rate` when asked. `record(problem, samples,
-    texts, verdicts)`, when given, sees every sampled group (`trainer.rollout.sample_log`)."""
+    texts, verdicts)`, when given, sees every sampled group (`trainer.rollout.sample_log`). `engine`, when
+    given, is the run's (`validation_engine`; left open); otherwise a torch engine is built and closed."""
     e = cfg.engine
-    engine = build_torch_engine(cfg, model, codec.eos_token_id, device=device, policy_version=policy_version,
-                                seed=policy_version)
+    owned = engine is None
+    if engine is None:
+        engine = build_torch_engine(cfg, model, codec.eos_token_id, device=device, policy_version=policy_version,
+                                    seed=policy_version)
+    elif engine.policy_version != policy_version:
+        raise RuntimeError(f"validation of policy {policy_version} on an engine at version {engine.policy_version}")
     out: dict[str, float] = {}
     t0 = time.perf_counter()
     try:
@@ -54,7 +75,8 @@ def evaluate(model: Any, codec: PromptCodec, holdout: Mapping[str, Sequence[Prob
                 out[f"heldout/{domain}/greedy_pass_rate"], _ = _pass_rate(engine, codec, problems, 1, SamplingParams(
                     top_k=1, max_new_tokens=_budget(cfg), stop_token_ids=codec.stop_token_ids), verifier)
     finally:
-        engine.close()
+        if owned:
+            engine.close()
     out["validation_s"] = time.perf_counter() - t0
     return out
 
@@ -94,6 +116,7 @@ def _pass_rate(engine: GenerationEngine, codec: PromptCodec, problems: Sequence[
 
 
 def engine_slot_count(engine: GenerationEngine) -> int:
-    """Sequences the engine decodes together (`max_slots` of the torch engine's decoder)."""
+    """Sequences the engine decodes together (`max_slots` of the torch engine's decoder, of a side channel
+    or of the vLLM engine; 64 for an engine that names none)."""
     decoder = getattr(engine, "decoder", None)
     return int(getattr(decoder, "max_slots", 0) or getattr(engine, "max_slots", 0) or 64)
