@@ -30,7 +30,7 @@ TARGETS = {
     "paper, 7B on 24 GiB": ("paper", None, PAPER_NEEDS, "qwen2.5-7b", 24, False, "optimizer states"),
     "polaris_deepcoder_1.5b.yaml": ("paper", "polaris_deepcoder_1.5b.yaml", ["engine.name=vllm"],
                                     "deepseek-r1-distill-qwen-1.5b", 80, True, None),
-    "multinode.yaml": (None, "multinode.yaml", [], "qwen2.5-7b", 80, False, "validation engine"),
+    "multinode.yaml": (None, "multinode.yaml", [], "qwen2.5-7b", 80, False, "activations"),
 }
 
 
