@@ -15,6 +15,12 @@ class Strict(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
+class ErrorDetail(Strict):
+    """An error answer (404: no run folder, prompt or page; 503: the ledger query failed)."""
+
+    detail: str
+
+
 class Info(Strict):
     """What this dashboard serves: a run folder (or none: a reward server's ledger only), compared runs."""
 
@@ -126,7 +132,12 @@ class Rollout(Strict):
     completion_tokens: int | None
     completion: str
     prompt: str | None = Field(default=None, description="the prompt's text, from the ledger when it is readable")
-    details: dict[str, Any] | None = Field(default=None, description="verdict details (sandbox stdout/stderr)")
+    why: str | None = Field(default=None, description="the verdict's reason, from its details: passed/total tests "
+                            "and the first failing test's outcome and error (code), the extracted answer (math)")
+    stdout: str | None = Field(default=None, description="the sandbox's stdout (head) of the first failing test; "
+                               "null when the line carries none (not code, or a log without details)")
+    stderr: str | None = Field(default=None, description="the sandbox's stderr (tail) of the first failing test")
+    details: dict[str, Any] | None = Field(default=None, description="the verdict's details as logged (bounded)")
 
 
 class RolloutPage(Strict):

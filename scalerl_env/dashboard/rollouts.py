@@ -99,11 +99,38 @@ def _entry(offset: int, raw: bytes) -> Entry | None:
 
 
 def rollout(r: dict[str, Any], prompt: str | None = None) -> m.Rollout:
-    """One line of rollouts.jsonl as the page's row (unknown keys dropped; `details` kept when present)."""
-    details = r.get("details")
+    """One line of rollouts.jsonl as the page's row (unknown keys dropped; `details` kept when present, the
+    sandbox's output and the verdict's reason read from it)."""
+    details = r.get("details") if isinstance(r.get("details"), dict) else None
+    d = details or {}
     return m.Rollout(
         kind=str(r.get("kind", "train")), step=int(r.get("step") or 0), prompt_id=str(r.get("prompt_id")),
         domain=str(r.get("domain")), source=r.get("source"), sample_index=r.get("sample_index"),
         status=str(r.get("status")), reward=r.get("reward"), truncated=r.get("truncated"),
         finish_reason=r.get("finish_reason"), completion_tokens=r.get("completion_tokens"),
-        completion=str(r.get("completion", "")), prompt=prompt, details=details if isinstance(details, dict) else None)
+        completion=str(r.get("completion", "")), prompt=prompt, why=why(d), details=details,
+        stdout=_text(d.get("stdout_head", d.get("stdout"))), stderr=_text(d.get("stderr_tail", d.get("stderr"))))
+
+
+def _text(v: Any) -> str | None:
+    return v if isinstance(v, str) else None
+
+
+def why(d: dict[str, Any]) -> str | None:
+    """A verdict's reason in one line, from the details the code and math verifiers write."""
+    parts = []
+    tests = d.get("tests")
+    if isinstance(tests, list):
+        parts.append(f"{d.get('passed', '?')}/{d.get('total', len(tests))} tests passed")
+        failed = next((t for t in tests if isinstance(t, dict) and not t.get("passed")), None)
+        if failed is not None:
+            parts.append(f"test {failed.get('test')}: {failed.get('outcome')}"
+                         + (f" ({failed['error']})" if failed.get("error") else ""))
+    if "extracted" in d:
+        parts.append(f"extracted {d['extracted']!r}" if d["extracted"] else "nothing extracted")
+    if d.get("method"):
+        parts.append(f"method {d['method']}")
+    for key in ("reason", "error"):
+        if d.get(key):
+            parts.append(str(d[key]))
+    return "; ".join(parts)[:500] or None

@@ -27,6 +27,9 @@ from scalerl_env.dashboard import models as m
 from scalerl_env.dashboard.rollouts import MAX_LIMIT, Filter, RolloutIndex, rollout
 
 PAGES = ("overview", "ledger", "rollouts", "curriculum", "compare")
+NO_RUN = {404: {"model": m.ErrorDetail, "description": "no run folder behind this dashboard (a reward server's)"}}
+NO_PROMPT = {404: {"model": m.ErrorDetail, "description": "no such prompt, or no ledger"}}
+LEDGER_FAILED = {503: {"model": m.ErrorDetail, "description": "the ledger query failed (the reason is given)"}}
 ASSETS = {"app.js": "text/javascript; charset=utf-8", "style.css": "text/css; charset=utf-8"}
 
 
@@ -108,10 +111,10 @@ def _asset(name: str) -> str:
     return resources.files("scalerl_env.dashboard").joinpath("static", name).read_text(encoding="utf-8")
 
 
-def build_router(source: DashSource, *, in_schema: bool = True) -> APIRouter:
-    """The pages and the JSON routes over `source`; `in_schema=False` keeps the JSON routes out of the
-    app's OpenAPI document (the reward server's committed document lists its scoring routes only)."""
-    router = APIRouter(tags=["dashboard"], include_in_schema=in_schema)
+def build_router(source: DashSource) -> APIRouter:
+    """The pages and the JSON routes over `source`: the JSON routes are in the app's OpenAPI document (with
+    their response models and error answers), the pages and static files are not."""
+    router = APIRouter(tags=["dashboard"])
     _pages(router)
     _run_routes(router, source)
     _ledger_routes(router, source)
@@ -143,15 +146,15 @@ def _run_routes(router: APIRouter, source: DashSource) -> None:
         return m.Info(run=source.run.name if source.run else None, ledger=where,
                       compare=[p.name for p in source.compare])
 
-    @router.get("/api/dash/overview", response_model=m.Overview)
+    @router.get("/api/dash/overview", response_model=m.Overview, responses=NO_RUN)
     def overview() -> m.Overview:
         return readers.overview(source.cache, source.need_run())
 
-    @router.get("/api/dash/curriculum", response_model=list[m.Series])
+    @router.get("/api/dash/curriculum", response_model=list[m.Series], responses=NO_RUN)
     def curriculum() -> list[m.Series]:
         return readers.curriculum_series(readers.metric_rows(source.cache, source.need_run(), "step"))
 
-    @router.get("/api/dash/rollouts", response_model=m.RolloutPage)
+    @router.get("/api/dash/rollouts", response_model=m.RolloutPage, responses=NO_RUN)
     def rollouts(domain: str | None = None, status: str | None = None, step: int | None = None,
                  prompt: str | None = None, kind: str | None = None, offset: int = Query(0, ge=0),
                  limit: int = Query(50, ge=1, le=MAX_LIMIT)) -> m.RolloutPage:
@@ -163,7 +166,7 @@ def _run_routes(router: APIRouter, source: DashSource) -> None:
         return m.RolloutPage(total=total, offset=offset, limit=limit, domains=domains, statuses=statuses,
                              rows=[rollout(r, texts.get(r.get("prompt_id"))) for r in rows])
 
-    @router.get("/api/dash/compare", response_model=m.CompareView)
+    @router.get("/api/dash/compare", response_model=m.CompareView, responses=NO_RUN)
     def compare(key: str = "reward/mean") -> m.CompareView:
         runs = ([source.run] if source.run else []) + source.compare
         if not runs:
@@ -189,18 +192,19 @@ def _ledger_call(source: DashSource, fn: Any) -> Any:
 
 
 def _ledger_routes(router: APIRouter, source: DashSource) -> None:
-    @router.get("/api/dash/ledger", response_model=m.LedgerView)
+    @router.get("/api/dash/ledger", response_model=m.LedgerView, responses=LEDGER_FAILED)
     def ledger() -> m.LedgerView:
         view, where = _ledger_call(source, ledger_view.view)
         return view if view is not None else ledger_view.view(None, where)
 
-    @router.get("/api/dash/prompts", response_model=list[m.PromptHit])
+    @router.get("/api/dash/prompts", response_model=list[m.PromptHit], responses=LEDGER_FAILED)
     def prompts(q: str = Query(..., min_length=1, max_length=200),
                 limit: int = Query(20, ge=1, le=50)) -> list[m.PromptHit]:
         hits, _ = _ledger_call(source, lambda led: ledger_view.search(led, q, limit))
         return hits or []
 
-    @router.get("/api/dash/prompts/{prompt_id}", response_model=m.PromptHistory)
+    @router.get("/api/dash/prompts/{prompt_id}", response_model=m.PromptHistory,
+                responses={**LEDGER_FAILED, **NO_PROMPT})
     def prompt(prompt_id: str) -> m.PromptHistory:
         hist, where = _ledger_call(source, lambda led: ledger_view.history(led, prompt_id))
         if hist is None:

@@ -49,13 +49,14 @@ def create_app(config: ServerConfig | None = None, *, pool: Pool | None = None, 
     app = FastAPI(
         title="scalerl reward server",
         version=build_version(),
-        description="Verifiable rewards for RL on LLMs: math and code verdicts, OpenRLHF/veRL/TRL adapters.",
+        description="Verifiable rewards for RL on LLMs: math and code verdicts, OpenRLHF/veRL/TRL adapters; "
+                    "a read-only dashboard of the ledger at / (its JSON routes under /api/dash/).",
         lifespan=lifespan,
     )
     app.state.scalerl = state
     app.include_router(router)
     dash = DashSource(ledger=lambda: state.ledger, ledger_label=str(config.ledger or "") or None)
-    app.include_router(build_router(dash, in_schema=False))  # the read-only dashboard at / (docs/dashboard.md)
+    app.include_router(build_router(dash))  # the read-only dashboard at /, its JSON routes under /api/dash/
     app.add_exception_handler(RequestValidationError, _validation_error)
     app.add_middleware(HotRoutes, routes=router.routes)
     app.add_middleware(BodyGuard, max_body_bytes=config.limits.max_body_bytes,

@@ -23,6 +23,10 @@ SHORT = [f"pipeline.max_steps={STEPS}", "pipeline.k=2", "pipeline.prompts_per_st
          f"validation.every_steps={EVERY}", "validation.min_evaluations_per_domain=32",
          f"checkpoint.every_steps={STEPS}", "logging.progress=lines"]
 BIG_ATTEMPTS, BIG_PROMPTS = 200_000, 2_000
+SANDBOX_PROGRAM = "```python\nprint('partial answer: 41')\nraise ValueError('boom on line 2')\n```"
+SANDBOX_TESTS = {"kind": "stdio", "cases": [{"input": "", "output": "42\n"}]}
+DASH_ROUTES = {"/api/dash/info", "/api/dash/overview", "/api/dash/ledger", "/api/dash/prompts",
+               "/api/dash/prompts/{prompt_id}", "/api/dash/rollouts", "/api/dash/curriculum", "/api/dash/compare"}
 
 pytestmark = pytest.mark.timeout(1200)
 
@@ -65,7 +69,25 @@ def make_variant(tmp_path_factory) -> Path:
                                    "curriculum/weight/math": 1.0, "draws/math/generator": 8.0})
     log.close()
     write_curves(out, ["math"])
+    write_code_rollout(out)
     return out
+
+
+def write_code_rollout(out: Path) -> dict:
+    """One code line in `out/rollouts.jsonl`, written by the trainer's `RolloutLog` from the real code verifier's
+    verdict on a program that prints, then fails: its details carry the sandbox's stdout and stderr."""
+    from scalerl_env.contracts.records import ProblemRecord, VerifyItem
+    from tests.trainer.rollout.test_sample_log import group
+    from trainer.config.data import RolloutLogConfig
+    from trainer.rollout.sample_log import RolloutLog
+    from verifiers.code import CodeVerifier
+
+    with CodeVerifier() as v:
+        (verdict,) = v.verify_many([VerifyItem(id="c", domain="code", completion=SANDBOX_PROGRAM, tests=SANDBOX_TESTS)])
+    problem = ProblemRecord(prompt_id="code-sandbox-0", domain="code", source="t", tests=SANDBOX_TESTS,
+                            prompt=[{"role": "user", "content": "Print 42."}])
+    RolloutLog(out, RolloutLogConfig()).observe_step(1, [group(problem, SANDBOX_PROGRAM, verdict)])
+    return verdict.details
 
 
 @pytest.fixture(scope="module")
@@ -165,9 +187,22 @@ def test_rollout_filters_narrow_and_pages_are_bounded(client, run):
     assert page["total"] == len(code) > 0
     assert [r["completion"] for r in page["rows"]] == [r["completion"] for r in code][:50]
     assert all(r["prompt"] for r in page["rows"])  # the prompt's text, from the ledger
+    for got, want in zip(page["rows"], code):  # the verdict's reason and the sandbox's output, from the line
+        assert got["stdout"] == want["details"].get("stdout_head") and got["why"], (got, want)
     second = client.get("/api/dash/rollouts", params={"offset": 3, "limit": 2}).json()["rows"]
     assert [r["completion"] for r in second] == [r["completion"] for r in rows[3:5]]
     assert client.get("/api/dash/rollouts", params={"limit": 201}).status_code == 422
+
+
+def test_a_code_rollout_carries_the_sandbox_output(variant):
+    from trainer.commands.dash import build_dash_app
+
+    (line,) = lines(variant / "rollouts.jsonl")
+    with TestClient(build_dash_app(variant)) as c:
+        (row,) = c.get("/api/dash/rollouts", params={"domain": "code"}).json()["rows"]
+    assert row["stdout"] == line["details"]["stdout_head"] == "partial answer: 41\n"
+    assert row["stderr"] == line["details"]["stderr_tail"] and "ValueError: boom on line 2" in row["stderr"]
+    assert row["status"] == "wrong" and row["why"] == "0/1 tests passed; test 0: runtime_error"
 
 
 def test_rollout_index_follows_a_growing_file(tmp_path):
@@ -195,13 +230,12 @@ def test_curriculum_and_compare(client, run, variant):
 
 def test_routes_are_typed_in_the_openapi_document(client):
     doc = client.get("/openapi.json").json()
-    paths = {p for p in doc["paths"] if p.startswith("/api/dash/")}
-    assert paths == {"/api/dash/info", "/api/dash/overview", "/api/dash/ledger", "/api/dash/prompts",
-                     "/api/dash/prompts/{prompt_id}", "/api/dash/rollouts", "/api/dash/curriculum",
-                     "/api/dash/compare"}
-    for p in paths:
+    assert set(doc["paths"]) == DASH_ROUTES  # the pages and static files stay out
+    for p in DASH_ROUTES:
         schema = doc["paths"][p]["get"]["responses"]["200"]["content"]["application/json"]["schema"]
-        assert "$ref" in schema or "items" in schema, p
+        assert "$ref" in schema or "$ref" in schema.get("items", {}), p
+    rollout = doc["components"]["schemas"]["Rollout"]["properties"]
+    assert {"stdout", "stderr", "why", "details"} <= set(rollout)
 
 
 def test_pages_and_assets_are_served_without_any_external_url(client):
@@ -258,7 +292,7 @@ def test_a_200k_attempt_ledger_answers_bounded_lists_quickly(big):
 
 
 def test_the_reward_server_serves_the_dashboard_over_its_ledger(big):
-    """`scalerl-env serve --ledger L`: the same pages; the JSON routes stay out of its committed OpenAPI."""
+    """`scalerl-env serve --ledger L`: the same pages; the JSON routes are in its OpenAPI, the pages are not."""
     from curriculum.ledger.store import Ledger
     from scalerl_env.server.app import create_app
 
@@ -266,7 +300,9 @@ def test_the_reward_server_serves_the_dashboard_over_its_ledger(big):
         assert c.get("/").status_code == 200
         assert c.get("/api/dash/info").json()["run"] is None
         assert c.get("/api/dash/ledger").json()["attempts"] == BIG_ATTEMPTS
-        assert not [p for p in c.get("/openapi.json").json()["paths"] if p.startswith("/api/dash")]
+        assert c.get("/api/dash/rollouts").status_code == 404  # no run folder behind the server
+        paths = set(c.get("/openapi.json").json()["paths"])
+        assert DASH_ROUTES <= paths and not [p for p in paths if p == "/" or p.startswith("/dash")]
 
 
 def test_a_live_run_reads_the_latest_checkpoints_ledger(run, tmp_path):

@@ -220,8 +220,16 @@ def test_cli_rejects_bad_config_with_exit_2(tmp_path):
 
 
 def test_committed_openapi_lists_every_route():
+    """The scoring routes and the dashboard's JSON routes, each with a typed 200 body; its pages are not in it."""
+    from tests.env.test_dashboard_api import DASH_ROUTES
+
     paths = json.loads(Path(REPO / "openapi.json").read_text())["paths"]
-    assert set(paths) == {"/v1/verify", "/healthz", "/readyz", "/metrics", "/v1/ledger/query", "/get_reward"}
+    assert set(paths) == {"/v1/verify", "/healthz", "/readyz", "/metrics", "/v1/ledger/query", "/get_reward",
+                          *DASH_ROUTES}
+    for p in DASH_ROUTES:
+        ok = paths[p]["get"]["responses"]["200"]["content"]["application/json"]["schema"]
+        assert "$ref" in ok or "$ref" in ok.get("items", {}), p
+        assert set(paths[p]["get"]["responses"]) - {"200", "422"} <= {"404", "503"}, p
 
 
 def test_ledger_cli_queries_through_the_server(server, client):

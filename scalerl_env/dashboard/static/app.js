@@ -169,15 +169,18 @@ function filterField(f, value, choices) {
 }
 
 function rolloutRow(r) {
-  const out = el("pre", {class: "completion"}, r.completion);
-  const d = r.details || {};
-  const stdout = d.stdout_head ?? d.stdout, stderr = d.stderr_tail ?? d.stderr;  // the code verifier's keys
-  if (stdout || stderr) out.append(el("div", {class: "sandbox"}, "--- stdout\n" + (stdout || "") + "\n--- stderr\n" + (stderr || "")));
+  const out = el("td", {}, el("pre", {class: "completion"}, r.completion));
+  if (r.stdout !== null || r.stderr !== null) {  // the sandbox's output of the first failing test (code)
+    out.append(el("div", {class: "sandbox"}, el("b", {}, "sandbox stdout"), el("pre", {class: "stdout"}, r.stdout || "(empty)"),
+      el("b", {}, "sandbox stderr"), el("pre", {class: "stderr"}, r.stderr || "(empty)")));
+  }
   const prompt = el("td", {}, el("a", {href: "?prompt=" + encodeURIComponent(r.prompt_id)}, r.prompt_id));
   if (r.prompt) prompt.append(el("pre", {class: "prompt"}, r.prompt.slice(0, 400)));
+  const verdict = el("td", {}, r.status);
+  if (r.why) verdict.append(el("div", {class: "why note"}, r.why));
   return el("tr", {class: "rollout", "data-domain": r.domain, "data-status": r.status, "data-step": r.step, "data-prompt": r.prompt_id},
-    el("td", {}, `${r.kind} ${r.step}`), el("td", {}, r.domain), prompt, el("td", {}, r.status), el("td", {}, fmt(r.reward)),
-    el("td", {}, fmt(r.completion_tokens)), el("td", {}, fmt(r.truncated)), el("td", {}, out));
+    el("td", {}, `${r.kind} ${r.step}`), el("td", {}, r.domain), prompt, verdict, el("td", {}, fmt(r.reward)),
+    el("td", {}, fmt(r.completion_tokens)), el("td", {}, fmt(r.truncated)), out);
 }
 
 async function rollouts(main) {
@@ -197,7 +200,7 @@ async function rollouts(main) {
     params.set("offset", off);
     main.append(el("a", {href: "?" + params, id}, label), " ");
   }
-  main.append(table("rollouts", ["step", "domain", "prompt", "status", "reward", "tokens", "truncated", "completion"], d.rows.map(rolloutRow)));
+  main.append(table("rollouts", ["step", "domain", "prompt", "verdict", "reward", "tokens", "truncated", "completion"], d.rows.map(rolloutRow)));
 }
 
 async function curriculum(main) {
