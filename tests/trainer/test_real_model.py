@@ -143,7 +143,7 @@ def test_generator_and_trainer_logprobs_agree(tmp_path):
     for sample in groups[0].samples:
         ids = torch.tensor(prompt + sample.token_ids)
         with torch.no_grad():
-            lp = token_logprobs(model, ids, temperature=cfg.optim.temperature, fp32_head=True)[len(prompt):]
+            lp = token_logprobs(model, ids, temperature=cfg.engine.temperature, fp32_head=True)[len(prompt):]
         worst = max(worst, float((lp - torch.tensor(sample.logprobs)).abs().max()))
     print(f"max |engine - trainer| logprob: {worst:.2e}")
     assert worst < LOGPROB_TOL, worst

@@ -1,14 +1,17 @@
 """The study plan: one run per variant x seed, each with the same compute budget, and its manifest.
 
-A run's configuration is `TrainConfig` defaults -> `--config` -> the train flags -> the study's shared
-overrides -> the variant's overrides -> the study's own keys (seed, budget), so a variant always
-wins over a shared override and every run stops at the same compute. The study's own keys:
+A run's configuration is `TrainConfig` defaults -> the `study` preset (`trainer.config.presets`: no
+wall-time stop, a step limit out of reach, 2,500 held-out samples per evaluation) -> `--config` -> the
+train flags -> the study's shared overrides -> the variant's overrides -> the study's own keys (seed,
+budget), so a variant always wins over a shared override and every run stops at the same compute.
+The study's own keys:
 - `pipeline.seed=<i>` for seed i: the sampler's data order, the rollout and engine sampling. The
   held-out set (`data.seed`) and the starting policy (the cached warm start, `warm_start.seed`) stay
   fixed, so runs of one variant differ only by sampling and order, and variants only by the variant.
-- `pipeline.budget_device_s=<budget>` with `max_time_s=null` and a step limit out of reach: the RL
+- `pipeline.budget_device_s=<budget>` (the preset has no wall-time stop and no reachable step limit): the RL
   phase stops when wall time x devices in use reaches the budget (`trainer.run.log.ComputeClock`).
-- `validation.min_evaluations_per_domain=<eval_samples>` (default 2,500): the binomial standard error
+- `validation.min_evaluations_per_domain=<eval_samples>` when `--eval-samples` is given (the preset's
+  2,500 otherwise): the binomial standard error
   of one evaluation is then at most sqrt(0.25 / 2500) = 0.01, half the paper's ±0.02 margin on A, so
   a difference the margin flags is not one evaluation's noise.
 
@@ -30,10 +33,11 @@ from pydantic import Field
 from scalerl_env.contracts.config import ConfigError, atomic_write_text
 from scalerl_env.contracts.records import Strict
 from trainer.ablate.variants import Variant, load_user_variants, overrides_for, resolve
+from trainer.config.presets import PRESETS
 
 MANIFEST = "manifest.json"
-STEP_LIMIT = 10**9  # the budget, not a step count, ends every run
-EVAL_SAMPLES = 2500  # standard error of a point <= 0.01 at any pass rate (see the module docstring)
+STUDY_PRESET = "study"
+EVAL_SAMPLES: int = PRESETS[STUDY_PRESET]["validation"]["min_evaluations_per_domain"]
 
 
 class StudySpec(Strict):
@@ -50,9 +54,9 @@ class StudySpec(Strict):
     engine: str | None = None
     overrides: list[str] = Field(default_factory=list, description="shared by every run")
     ray_address: str | None = Field(default=None, description="run the runs as Ray tasks on this cluster")
-    eval_samples: int = Field(
-        default=EVAL_SAMPLES, ge=1, description="held-out samples per domain per evaluation in every run "
-        "(validation.min_evaluations_per_domain); 2,500 puts a point's standard error at <= 0.01")
+    eval_samples: int | None = Field(
+        default=None, ge=1, description="held-out samples per domain per evaluation in every run "
+        "(validation.min_evaluations_per_domain); None = the study preset's 2,500 (standard error <= 0.01)")
     fit_fraction: float = Field(
         default=0.5, gt=0, le=1, description="fit on compute <= this share of the budget (the paper: half); "
         "1 fits every point and leaves nothing to score the extrapolation on")
@@ -81,8 +85,8 @@ class Manifest(Strict):
 
 
 def study_overrides(seed: int, spec: StudySpec) -> list[str]:
-    return [f"pipeline.seed={seed}", f"pipeline.budget_device_s={spec.budget_device_s}", "pipeline.max_time_s=null",
-            f"pipeline.max_steps={STEP_LIMIT}", f"validation.min_evaluations_per_domain={spec.eval_samples}"]
+    samples = [] if spec.eval_samples is None else [f"validation.min_evaluations_per_domain={spec.eval_samples}"]
+    return [f"pipeline.seed={seed}", f"pipeline.budget_device_s={spec.budget_device_s}", *samples]
 
 
 def build_run_config(spec: StudySpec, overrides: list[str]):
@@ -90,7 +94,7 @@ def build_run_config(spec: StudySpec, overrides: list[str]):
     from trainer.run.resolve_config import build_config
 
     return build_config(Path(spec.config) if spec.config else None, overrides, domains=spec.domains,
-                        model=spec.model, engine=spec.engine, max_steps=None, resume=None)
+                        model=spec.model, engine=spec.engine, max_steps=None, resume=None, study_preset=STUDY_PRESET)
 
 
 def plan(spec: StudySpec) -> Manifest:

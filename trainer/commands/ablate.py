@@ -38,8 +38,6 @@ Examples:
 
 def register(app: typer.Typer) -> None:
     """Add the `ablate` command to `app`."""
-    from trainer.ablate.study import EVAL_SAMPLES  # the option's default; imported when the app is built
-
     @app.command("ablate", help=HELP)
     def ablate(
         overrides: Annotated[list[str] | None, typer.Argument(help="dotted overrides for every run")] = None,
@@ -54,9 +52,9 @@ def register(app: typer.Typer) -> None:
         engine: Annotated[str | None, typer.Option(help="torch | vllm")] = None,
         ray_address: Annotated[str | None, typer.Option(
             help="run the runs as Ray tasks on this cluster ('auto', an address, or 'local' to start one)")] = None,
-        eval_samples: Annotated[int, typer.Option(
-            min=1, help="held-out samples per domain per evaluation (2,500: a point's standard error <= 0.01)")
-        ] = EVAL_SAMPLES,
+        eval_samples: Annotated[int | None, typer.Option(
+            min=1, help="held-out samples per domain per evaluation (default: the study preset's 2,500, "
+            "a point's standard error <= 0.01)")] = None,
         burn_in: Annotated[float | None, typer.Option(help="drop points with 0 < compute < this from fits")] = None,
         fit_fraction: Annotated[float, typer.Option(help="fit on compute <= this share of the budget")] = 0.5,
         report_only: Annotated[bool, typer.Option("--report-only", help="fit and report finished runs only")] = False,

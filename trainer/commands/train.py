@@ -1,8 +1,9 @@
 """`scalerl train`: ScaleRL with PipelineRL-k on math and code, into a run folder.
 
-Configuration: `TrainConfig` defaults → `--config FILE.yaml` → the flags below → dotted overrides
-(`loss.eps_max=4 pipeline.k=4`). With no `--model` it runs the built-in CPU default (tiny model, warm
-start, procedural level-0 math and code). `--model` without `--preset` and `--config` on a cpu engine
+Configuration: `TrainConfig` defaults → `--preset NAME` → `--config FILE.yaml` → the flags below →
+dotted overrides (`loss.eps_max=4 pipeline.k=4`); `--print-config` names the layer of each value.
+With no `--model` it runs the built-in CPU default (tiny model, warm start, procedural level-0 math
+and code). `--model` without `--preset` and `--config` on a cpu engine
 takes `--preset small-cpu`'s values (all but `model`), logged in one line. Bad configurations stop
 before any work with exit code 2 and a message naming the key.
 """
@@ -64,9 +65,10 @@ def register(app: typer.Typer) -> None:
         trainer_ranks: Annotated[int | None, typer.Option(
             help="data-parallel trainer ranks, FSDP2 (trainer_ranks.count); resume may change it")] = None,
         print_config: Annotated[bool, typer.Option(
-            "--print-config", help="print the fully resolved configuration as YAML and exit")] = False,
+            "--print-config", help="print the fully resolved configuration as YAML, each value's layer beside it, "
+            "and exit")] = False,
         preset: Annotated[str | None, typer.Option(
-            help="tiny-cpu (default; small-cpu with --model on cpu) | small-cpu | paper")] = None,
+            help="tiny-cpu (default; small-cpu with --model on cpu) | small-cpu | paper | study")] = None,
         data: Annotated[list[str] | None, typer.Option(
             help="DOMAIN=FILE[,FILE...], optionally @WEIGHT: train on prepared parquet files (repeatable; one "
                  "source each, mixed within the domain by WEIGHT, default 1)")] = None,
@@ -79,16 +81,16 @@ def register(app: typer.Typer) -> None:
             help="memory per GPU for the memory plan, e.g. 80GiB (default: the device's own)")] = None,
     ) -> None:
         from scalerl_env.contracts.config import ConfigError
-        from trainer.run.resolve_config import build_config
+        from trainer.run.resolve_config import resolve_layers
 
         try:
             if device_memory is not None:
                 from trainer.memory.preflight import parse_memory_gib
 
                 overrides = [*(overrides or []), f"engine.device_memory_gib={parse_memory_gib(device_memory)}"]
-            cfg = build_config(config, overrides or [], domains=domains, model=model, engine=engine,
-                               max_steps=max_steps, resume=resume, ray=ray, ray_address=ray_address,
-                               trainer_ranks=trainer_ranks, preset=preset, data=data, heldout=heldout)
+            cfg, layers = resolve_layers(config, overrides or [], domains=domains, model=model, engine=engine,
+                                         max_steps=max_steps, resume=resume, ray=ray, ray_address=ray_address,
+                                         trainer_ranks=trainer_ranks, preset=preset, data=data, heldout=heldout)
             if dry_run:
                 from trainer.run.dry_run import dry_run_report
 
@@ -98,9 +100,7 @@ def register(app: typer.Typer) -> None:
             typer.echo(f"error: {exc}", err=True)
             raise typer.Exit(2) from None
         if print_config:
-            from scalerl_env.contracts.config import dump_yaml
-
-            typer.echo(dump_yaml(cfg), nl=False)
+            typer.echo(print_config_text(cfg, layers), nl=False)
             return
         folder = resume or out or Path("runs") / time.strftime("train-%Y%m%d-%H%M%S")
         from trainer.run.loop import train as run_training
@@ -116,6 +116,15 @@ def register(app: typer.Typer) -> None:
             typer.echo(f"error: {exc}", err=True)
             raise typer.Exit(2) from None
         typer.echo(render_summary(summary))
+
+
+def print_config_text(cfg, layers) -> str:
+    """The resolved configuration with the layer that set each value beside it (none: the class default)."""
+    from scalerl_env.contracts.config import annotated_yaml, layer_of_keys
+
+    applied = [layer.name for layer in layers if layer.values]
+    head = ("# class defaults, then (each later one wins): " + ", ".join(applied)) if applied else "# class defaults"
+    return head + "\n" + annotated_yaml(cfg, layer_of_keys(layers))
 
 
 def render_summary(summary: dict) -> str:

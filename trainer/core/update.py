@@ -226,18 +226,19 @@ def autocast_dtype(precision: str, device: torch.device) -> torch.dtype | None:
 class PolicyTrainer:
     """Holds the model, AdamW and the schedule; see the module docstring for the step.
 
-    The logprobs are the `forward` of `logprob_model` (`TokenLogprobs` around `model`), the root module
+    The logprobs are the `forward` of `logprob_model` (`TokenLogprobs` around `model`, at `temperature`: the
+    engine's sampling temperature, or the importance ratio is off-policy by construction), the root module
     a data-parallel wrapper shards; `shard`, when given, does that in place before AdamW sees the
     parameters (`trainer.distributed.sharding`)."""
 
-    def __init__(self, model: nn.Module, optim_cfg: OptimConfig, loss_cfg: LossConfig, *,
+    def __init__(self, model: nn.Module, optim_cfg: OptimConfig, loss_cfg: LossConfig, *, temperature: float = 1.0,
                  shard: Callable[[nn.Module], None] | None = None) -> None:
         self.model = model
         self.optim_cfg = optim_cfg
         self.loss_cfg = loss_cfg
         if optim_cfg.activation_checkpointing:
             model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
-        self.logprob_model = TokenLogprobs(model, temperature=optim_cfg.temperature,
+        self.logprob_model = TokenLogprobs(model, temperature=temperature,
                                            fp32_head=optim_cfg.fp32_head, layout=optim_cfg.attention_layout)
         if shard is not None:
             shard(self.logprob_model)

@@ -193,7 +193,8 @@ def start_ranks(cfg: Any, model: nn.Module, device: str, out: Path | None = None
     spec = rk.RankSpec(
         rank=0, world_size=rc.count, init_method=f"tcp://{addr}:{port}", backend=backend, device=rank0_device,
         timeout_s=rc.timeout_s, idle_timeout_s=rc.idle_timeout_s, torch_threads=cfg.pipeline.torch_threads,
-        builder=f"{__name__}:architecture", builder_args=architecture_args(model), optim=cfg.optim, loss=cfg.loss)
+        builder=f"{__name__}:architecture", builder_args=architecture_args(model), optim=cfg.optim, loss=cfg.loss,
+        temperature=cfg.engine.temperature)
     r = cfg.ray
     launch = (partial(RayRanks, num_cpus=r.trainer_num_cpus, num_gpus=r.trainer_num_gpus,
                       resources=r.trainer_resources) if use_ray

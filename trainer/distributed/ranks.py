@@ -64,6 +64,7 @@ class RankSpec(Strict):
     builder_args: dict[str, Any] = Field(default_factory=dict)
     optim: OptimConfig
     loss: LossConfig
+    temperature: float = Field(default=1.0, gt=0, description="the engine's sampling temperature (logprobs at it)")
 
 
 def free_port(host: str = "127.0.0.1") -> int:
@@ -97,7 +98,7 @@ def build_trainer(spec: RankSpec, model: torch.nn.Module) -> PolicyTrainer:
     """The rank's trainer: `model` moved to the rank's device and sharded before AdamW is built."""
     model.to(spec.device)
     shard = sharding.shard_policy if spec.world_size > 1 else None
-    return PolicyTrainer(model, spec.optim, spec.loss, shard=shard)
+    return PolicyTrainer(model, spec.optim, spec.loss, temperature=spec.temperature, shard=shard)
 
 
 # ------------------------------------------------------------------------------------------------ handlers

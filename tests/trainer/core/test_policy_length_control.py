@@ -31,7 +31,8 @@ def test_think_budget_is_drawn_uniformly_from_the_range():
     "rng", [np.random.default_rng(0), torch.Generator().manual_seed(0), random.Random(1)]
 )
 def test_plan_accepts_common_generators_and_carries_phrase_and_answer_budget(rng):
-    plan = plan_interruption(LengthConfig(), rng, phrase_token_ids=PHRASE)
+    paper = LengthConfig(think_budget_min_tokens=10_000, think_budget_max_tokens=12_000, answer_budget_tokens=2_000)
+    plan = plan_interruption(paper, rng, phrase_token_ids=PHRASE)
     assert 10_000 <= plan.think_budget_tokens <= 12_000
     assert plan.phrase_token_ids == PHRASE and plan.answer_budget_tokens == 2_000
 

@@ -83,7 +83,11 @@ def test_on_policy_ratio_is_one_against_a_kv_cache_sampler():
 
 
 def test_paper_defaults_and_warmup_then_constant_lr():
-    cfg = OptimConfig()
+    from scalerl_env.contracts.config import load_config
+    from trainer.config.presets import preset_values
+    from trainer.config.train import TrainConfig
+
+    cfg = load_config(TrainConfig, None, [], base=preset_values("paper")).optim
     assert (cfg.lr, cfg.warmup_steps, cfg.eps, cfg.weight_decay) == (5e-7, 100, 1e-15, 0.01)
     model = tiny_llama()
     trainer = PolicyTrainer(model, OptimConfig(lr=1e-3, warmup_steps=3), LossConfig())

@@ -24,6 +24,7 @@ PAPER_NEEDS = ["optim.activation_checkpointing=true", "engine.kv_cache_gib=2"]
 TARGETS = {
     "tiny-cpu": ("tiny-cpu", None, ["engine.device=cpu"], None, 8, True, None),
     "small-cpu": ("small-cpu", None, ["engine.device=cpu"], "smollm2-135m", 16, True, None),
+    "study": ("study", None, ["engine.device=cpu"], None, 8, True, None),
     "paper": ("paper", None, [], "qwen2.5-1.5b", 80, True, None),
     "paper without PAPER_NEEDS": ("paper", None, ["optim.activation_checkpointing=false", "engine.kv_cache_gib=null"],
                                   "qwen2.5-1.5b", 80, False, "validation engine"),
