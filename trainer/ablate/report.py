@@ -27,7 +27,7 @@ def command_line(manifest: Manifest) -> str:
     fraction = None if s.fit_fraction == 0.5 else s.fit_fraction  # the default is left out
     for flag, value in (("--variants-file", s.variants_file), ("--config", s.config), ("--domains", s.domains),
                         ("--model", s.model), ("--engine", s.engine), ("--ray-address", s.ray_address),
-                        ("--burn-in", s.burn_in), ("--fit-fraction", fraction)):
+                        ("--eval-samples", s.eval_samples), ("--burn-in", s.burn_in), ("--fit-fraction", fraction)):
         if value is not None:
             parts += [flag, str(value)]
     return shlex.join(parts + list(s.overrides))
