@@ -14,6 +14,9 @@ Cache: the result is an ordinary Hugging Face folder under `<cache>/warm_start/<
 `<cache>` is `$SCALERL_CACHE_DIR`, else `$XDG_CACHE_HOME/scalerl`, else `~/.cache/scalerl`, and
 `<key>` hashes everything that determines the weights (model size, warm-start settings, the problem
 ids and solutions). It is written atomically (temp folder + rename). A cached folder is reused.
+The built-in CPU default's folder also ships in the repository (`datasets/warm_start/<key>/`, built by
+`datasets/warm_start/build.py`; a test fails when it no longer matches the default's key), so a fresh
+clone's first run and CI skip the ~5-minute phase; it is read, never written. Other keys train here.
 
 Not guaranteed: bitwise-identical weights across machines or torch versions (the key does not
 include them); that the pass rates land in a given range for other sizes or levels.
@@ -35,12 +38,14 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
+from scalerl_env.contracts.paths import DATASETS
 from scalerl_env.contracts.records import ProblemRecord
 from trainer.tiny.config import WarmStartConfig
 from trainer.tiny.model import CharTokenizer, TinyModelConfig, build_tiny_model, render_prompt, save_tiny
 
 log = logging.getLogger(__name__)
 RECIPE_VERSION = 2  # bump when the supervised recipe changes: cached folders of older recipes are not reused
+SHIPPED = DATASETS / "warm_start"
 
 
 def cache_root() -> Path:
@@ -63,10 +68,12 @@ def cache_key(model_cfg: TinyModelConfig, ws: WarmStartConfig, problems: Sequenc
 
 def warm_start(model_cfg: TinyModelConfig, ws: WarmStartConfig, problems: Sequence[ProblemRecord]) -> Path:
     """The folder of the warm-started tiny model (from the cache, or trained now and cached)."""
-    folder = cache_root() / "warm_start" / cache_key(model_cfg, ws, problems)
-    if ws.cache and (folder / "config.json").exists():
-        log.info("warm start: reusing %s", folder)
-        return folder
+    key = cache_key(model_cfg, ws, problems)
+    folder = cache_root() / "warm_start" / key
+    for found in (folder, SHIPPED / key):
+        if ws.cache and (found / "config.json").exists():
+            log.info("warm start: reusing %s", found)
+            return found
     tok = CharTokenizer()
     model = build_tiny_model(model_cfg, tok)
     t0 = time.perf_counter()
