@@ -4,8 +4,13 @@
 `torch._subclasses.fake_tensor.FakeTensorMode` (shapes, no storage), runs `PolicyTrainer.accumulate`
 (FP32 head, CISPO, micro-batches, autocast) and `optimizer_step` (AdamW) under
 `torch.distributed._tools.mem_tracker.MemTracker`, and returns what the tracker counted per category;
-`torch_engine_kv_bytes` builds the torch engine's decoder (real tensors, the shape's attention geometry)
-and returns the bytes its KV cache allocates. Both cost seconds on a CPU for any model size.
+`measure_fsdp_step(shape, cfg, ..., world=N)` does the same for rank 0 of N FSDP2 ranks
+(`trainer.distributed.sharding.shard_policy` over a fake process group,
+`torch.testing._internal.distributed.fake_pg`: collectives return without communicating) under
+`torch.distributed._tools.fsdp2_mem_tracker.FSDPMemTracker`; `torch_engine_kv_bytes` builds the
+torch engine's decoder (real tensors, the shape's attention geometry) and returns the bytes its KV
+cache allocates. Each costs seconds on a CPU for any model size. Not measured under FSDP2: rank 0's
+plain `mirror` (outside the sharded model), overlap of communication streams on a GPU.
 
 Fake tensors have no values, so three rules of this harness stand in for them, inside `fake_values()`
 only (restored on exit): small tensors made from real data stay real (the batch bookkeeping: sample
@@ -119,6 +124,47 @@ def measure_update_step(shape: ModelShape, optim: Any, loss: Any, *, samples: in
             "peak_transient": peak["Activation"] + peak["Temp"]}
 
 
+def measure_fsdp_step(shape: ModelShape, optim: Any, loss: Any, *, samples: int, seq_len: int,
+                      world: int) -> dict[str, int]:
+    """Rank 0 of `world` FSDP2 ranks, one update step on the same batch as `measure_update_step`:
+    `parameters`, `gradients`, `optimizer states` (the rank's shards), `gathered` (the most unsharded
+    parameters + all-gather + reduce-scatter buffers held at once) and `peak_transient` (the most
+    activations + temporaries held at once), each the maximum over every module's snapshots and the
+    step's peak (with a large untied head the total peaks in the forward, where the gathered root
+    group dominates, not at the logits' backward peak). Initializes the process group:
+    one call per process (`measure_isolated` runs each job in its own)."""
+    from functools import partial
+
+    import torch.distributed as dist
+    from torch.distributed._tools.fsdp2_mem_tracker import FSDPMemTracker
+    from torch.distributed.device_mesh import init_device_mesh
+    from torch.testing._internal.distributed.fake_pg import FakeStore
+    from transformers import AutoModelForCausalLM
+
+    from trainer.core.update import PolicyTrainer
+    from trainer.distributed.sharding import shard_policy
+
+    dist.init_process_group("fake", store=FakeStore(), rank=0, world_size=world)
+    mesh = init_device_mesh("cpu", (world,))  # real: under fake_values() its rank lookup would select all
+    with fake_values() as mode:
+        model = AutoModelForCausalLM.from_config(hf_config(shape), attn_implementation="sdpa")
+        trainer = PolicyTrainer(model, optim, loss, shard=partial(shard_policy, mesh=mesh))
+        batch, real = _batch(samples, seq_len, mode)
+        _KEEP.append(real)
+        tracker = FSDPMemTracker(trainer.logprob_model, trainer.optimizer)
+        with tracker:
+            trainer.accumulate(batch)
+            peak = _by_kind(tracker.get_tracker_snapshot("peak"))
+            grads = _by_kind(tracker.get_tracker_snapshot("current"))["Sharded Grad"]
+            trainer.optimizer_step()
+            after = _by_kind(tracker.get_tracker_snapshot("current"))
+    snaps = [peak] + [_by_kind(k) for st in tracker.memory_tracking.values() for ks in st.snapshots.values()
+                      for k in ks]
+    return {"parameters": after["Sharded Param"], "gradients": grads, "optimizer states": after["OptState"],
+            "gathered": max(k["Unsharded Param"] + k["All Gather"] + k["Reduce Scatter"] for k in snaps),
+            "peak_transient": max(k["Activation"] + k["Temp"] for k in snaps)}
+
+
 def _by_kind(snapshot: dict) -> dict[str, int]:
     out: dict[str, int] = {}
     for per_device in snapshot.values():
@@ -147,7 +193,8 @@ def torch_engine_kv_bytes(shape: ModelShape, *, slots: int, max_seq_len: int, dt
 
 def measure_isolated(jobs: list[dict[str, Any]], timeout_s: float = 300.0) -> list[dict[str, int]]:
     """`measure_update_step` for each job `{"shape": config.json path, "layers": n, "overrides": [...],
-    "samples": s, "seq_len": t}`, each in its own child process (`python -m trainer.memory.measure`),
+    "samples": s, "seq_len": t}` (`measure_fsdp_step` when the job has `"world": N > 1`), each in its
+    own child process (`python -m trainer.memory.measure`),
     the children running at the same time.
 
     Why one child per job: after `fake_values()` has patched the fake-tensor op table and made
@@ -180,7 +227,11 @@ def _child_main() -> None:
     for job in json.loads(sys.stdin.read()):
         shape = ModelShape.from_folder(job["shape"]).with_layers(job["layers"])
         cfg = load_config(TrainConfig, None, job["overrides"])
-        out.append(measure_update_step(shape, cfg.optim, cfg.loss, samples=job["samples"], seq_len=job["seq_len"]))
+        size = {"samples": job["samples"], "seq_len": job["seq_len"]}
+        if job.get("world", 1) > 1:
+            out.append(measure_fsdp_step(shape, cfg.optim, cfg.loss, world=job["world"], **size))
+        else:
+            out.append(measure_update_step(shape, cfg.optim, cfg.loss, **size))
     print(json.dumps(out))
 
 

@@ -5,9 +5,11 @@ Built from the model's shape (`trainer.memory.shapes.ModelShape`, i.e. config.js
 
 - trainer rank r (`trainer_ranks.count` = N; rank 0 on `engine.device`, rank r on the r-th GPU):
   `parameters`, `gradients`, `optimizer states` (AdamW: two moments) in the trainer's dtype (the loader
-  keeps fp32 master weights), each / N under FSDP2; with N > 1 the `FSDP all-gather` of two decoder
-  layers (the current one and the prefetched next) and, on rank 0, the plain `mirror` copy that the
-  torch engine and checkpoints read; `autocast weight copies` (bf16 casts of the matmul weights that
+  keeps fp32 master weights), each / N under FSDP2; with N > 1 the `FSDP all-gather`: the root
+  group unsharded (embedding, untied head, final norm: FSDP2 keeps the root gathered from forward to
+  the end of backward) and its all-gather output (alive until the first layer's all-gather), plus
+  two decoder layers (the current one and the prefetched next); on rank 0, the plain `mirror` copy
+  that the torch engine and checkpoints read; `autocast weight copies` (bf16 casts of the matmul weights that
   autocast keeps during a forward, `optim.precision` bf16 on fp32 weights); `activations` of one
   micro-batch (all layers, or with `optim.activation_checkpointing` the layer inputs plus one layer
   recomputed); `logits` (`LOGIT_COPIES` [T, V] fp32 buffers; the FP32 head adds no weight copy since
@@ -24,7 +26,10 @@ Built from the model's shape (`trainer.memory.shapes.ModelShape`, i.e. config.js
 Guaranteed: each term is the formula its docstring line states. Checked against PyTorch's MemTracker
 under fake tensors (`trainer.memory.measure`, tests/trainer/memory): parameters, gradients, optimizer
 states and the KV cache exactly, the transient sum (autocast copies + activations + logits) within 15 %
-for one rank; activations alone are CPU sdpa's (no flash kernel), so per-layer figures differ by up
+for one rank and for rank 0 of 2 and 8 FSDP2 ranks (`FSDPMemTracker`, fake collectives), whose
+`FSDP all-gather` is within 15 % of the most gathered bytes the tracker sees (the plan adds it to the
+transient peak although the root's all-gather output is freed before it: conservative by the root
+group's size); rank 0's `mirror` is not measured; activations alone are CPU sdpa's (no flash kernel), so per-layer figures differ by up
 to ~30 % from the GPU estimate here. `check_fits` names the largest term of a
 device that does not fit and the settings that shrink it. Not guaranteed: allocator fragmentation and
 CUDA context (a fixed `runtime reserve` of 1 GiB per GPU stands for them), framework workspaces, vLLM's
@@ -174,7 +179,9 @@ def trainer_terms(ctx: PlanContext, rank: int, device: str, trainable: int | Non
              _t("gradients", trainable * pb / n, device, f"{trainable / 1e9:.3f} B trainable x {pb} B / {n}"),
              _t("optimizer states", 2 * trainable * pb / n, device, "AdamW exp_avg + exp_avg_sq")]
     if n > 1:
-        terms.append(_t("FSDP all-gather", 2 * s.layer_params * pb, device, "two decoder layers unsharded"))
+        root = s.params - s.layers * s.layer_params  # the root group: embedding, untied head, final norm
+        terms.append(_t("FSDP all-gather", 2 * (root + s.layer_params) * pb, device,
+                        "root group unsharded + its all-gather output, two decoder layers"))
         if rank == 0:
             terms.append(_t("mirror", s.params * pb, device, "rank 0's plain copy for the engine and checkpoints"))
     if bf16:
