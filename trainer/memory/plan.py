@@ -29,11 +29,11 @@ states and the KV cache exactly, the transient sum (autocast copies + activation
 for one rank and for rank 0 of 2 and 8 FSDP2 ranks (`FSDPMemTracker`, fake collectives), whose
 `FSDP all-gather` is within 15 % of the most gathered bytes the tracker sees (the plan adds it to the
 transient peak although the root's all-gather output is freed before it: conservative by the root
-group's size); rank 0's `mirror` is not measured; activations alone are CPU sdpa's (no flash kernel), so per-layer figures differ by up
-to ~30 % from the GPU estimate here. `check_fits` names the largest term of a
-device that does not fit and the settings that shrink it. Not guaranteed: allocator fragmentation and
-CUDA context (a fixed `runtime reserve` of 1 GiB per GPU stands for them), framework workspaces, vLLM's
-own split of its share.
+group's size); rank 0's `mirror` is not measured; activations alone are CPU sdpa's (no flash
+kernel), so per-layer figures differ by up to ~30 % from the GPU estimate here. `check_fits` names
+the largest term of a device that does not fit and the settings that shrink it. Not guaranteed:
+allocator fragmentation and CUDA context (a fixed `runtime reserve` of 1 GiB per GPU stands for
+them), framework workspaces, vLLM's own split of its share.
 
 Adding a term (e.g. LoRA): `build_plan(shape, cfg, trainable_params=n, extra_terms=[...])`.
 `trainable_params` replaces the parameter count that gradients and optimizer states are computed for
