@@ -6,7 +6,11 @@ Order (first that applies wins):
    reasoning, so there is no answer (text inside `<think>` is never scored);
 3. the last well-formed `\\boxed{...}` / `\\fbox{...}` (nested braces, escaped `\\{ \\}` ignored for
    balance) or `\\boxed 5` (the TeX one-token form); a box whose braces never close (a truncated
-   completion) is skipped in favour of an earlier one;
+   completion) is skipped in favour of an earlier one. A final-answer marker written *after* that
+   box ("# Answer", "Final Answer", "the answer is", "####"; a bare "answer:" does not count) whose
+   span is mathematics and differs from the box (a `$...$` span, or text that starts with a digit,
+   sign, command or bracket, or holds no word of three letters) is the model's later statement and
+   wins over it (`\\boxed{2}` and `\\boxed{3}`, then `# Answer` with `2, 3`); words never displace a box;
 4. fallbacks users expect, searched in the last `FALLBACK_WINDOW_CHARS` characters only
    (`verifiers.extract_phrases`): the last final-answer marker ("The answer is", "Final Answer:",
    "final answer is", "# Answer", GSM8K's "####") followed by a bounded span (a math span, or a short
@@ -75,17 +79,33 @@ TOO_LONG = "\x00too_long"
 
 def _last_box(text: str, cap: int) -> str | None:
     """Content of the last well-formed box command, scanning boxes right to left."""
+    return _last_box_at(text, cap)[0]
+
+
+def _last_box_at(text: str, cap: int) -> tuple[str | None, int]:
+    """(content, start) of the last well-formed box command; (None, -1) when there is none."""
     end = len(text)
     for _ in range(MAX_BOXES_TRIED):
         start = max(text.rfind(cmd, 0, end) for cmd in BOX_COMMANDS)
         if start < 0:
-            return None
+            return None, -1
         cmd = "\\boxed" if text.startswith("\\boxed", start) else "\\fbox"
         content = _box_content(text, start + len(cmd), cap)
         if content is not None:
-            return content
+            return content, start
         end = start
-    return None
+    return None, -1
+
+
+def _marker_after_box(text: str, cap: int) -> str | None:
+    """The math span of a final-answer marker written after the last box, else None."""
+    content, start = _last_box_at(text, cap)
+    if content is None or content is TOO_LONG:
+        return None
+    cmd = "\\boxed" if text.startswith("\\boxed", start) else "\\fbox"
+    after = text.find(content, start + len(cmd)) + len(content)  # the content follows the command
+    later = phrase_answer(text[after:][-FALLBACK_WINDOW_CHARS:], after_box=True)
+    return later if later and clean_answer(later) != clean_answer(content) else None
 
 
 def _box_content(text: str, pos: int, cap: int) -> str | None:
@@ -133,7 +153,8 @@ def _bare(text: str, cap: int) -> str | None:
     return bare_answer(text)
 
 
-FINDERS = ((_last_box, "boxed"), (_phrase, "phrase"), (_bare, "bare"), (_trailing_math, "trailing_math"))
+FINDERS = ((_marker_after_box, "phrase"), (_last_box, "boxed"), (_phrase, "phrase"), (_bare, "bare"),
+           (_trailing_math, "trailing_math"))
 
 
 def clean_answer(answer: str) -> str:

@@ -1,6 +1,6 @@
 """Unboxed final answers: a marker phrase followed by a bounded span, or math that ends the text.
 
-`phrase_answer(text)`: the last marker ("The answer is", "final answer is", "Final Answer:",
+`phrase_answer(text, after_box=False)`: the last marker ("The answer is", "final answer is", "Final Answer:",
 "Answer:", a "# Answer" heading, GSM8K's "####") whose span reads as an answer. The span is a math
 span (`$...$`, `$$...$$`, `\\(...\\)`, `\\[...\\]`) with a sign just before it and a `%`, degree or unit
 word just after it kept, or plain text up to the end of its sentence that is short and starts like an
@@ -25,6 +25,7 @@ _MARKER = re.compile(
     r"####|^[ \t]*#{1,6}[ \t]*(?:final[ \t]+)?answer\b[ \t]*:?|\*{0,2}final[ \t]+answer\*{0,2}[ \t]*(?::|is\b|\n)"
     r"|\bthe[ \t]+(?:final[ \t]+)?answer[ \t]+(?:is|was)\b|\banswer\*{0,2}[ \t]*:",
     re.IGNORECASE | re.MULTILINE)
+_WEAK_MARKER = re.compile(r"answer\*{0,2}[ \t]*:$", re.IGNORECASE)
 _OPENERS = (("$$", "$$"), ("\\[", "\\]"), ("\\(", "\\)"), ("$", "$"))
 _AFTER = re.compile(r"[ \t]*(\\?%|°|\^\\circ|degrees?\b|[a-zA-Z]{1,12}(?=[ \t]*(?:[.!]|$|\n)))")
 _STOP_WORDS = frozenset({"that", "to", "in", "when", "not", "because", "we", "i", "obtained", "found", "given",
@@ -34,17 +35,22 @@ _LINE_MATH = re.compile(r"^[-+(\[]?[\d.\\]" r"[^\n]{0,60}$")
 _WORD3 = re.compile(r"(?<![\\a-zA-Z])[a-zA-Z]{3,}")
 
 
-def phrase_answer(window: str) -> str | None:
-    """The span after the last final-answer marker that reads as an answer, else None."""
+def phrase_answer(window: str, *, after_box: bool = False) -> str | None:
+    """The span after the last final-answer marker that reads as an answer, else None. With
+    `after_box` (text that follows a box), only a marker that announces a final answer by itself
+    counts, not a bare "answer:" (prose writes "we may check our answer: ..."), and only a span that
+    reads as mathematics."""
     markers = list(_MARKER.finditer(window))
     for marker in reversed(markers[-MARKERS_TRIED:]):
-        span = _span_after(window, marker.end())
+        if after_box and _WEAK_MARKER.match(marker.group(0)):
+            continue
+        span = _span_after(window, marker.end(), after_box)
         if span:
             return span
     return None
 
 
-def _span_after(text: str, pos: int) -> str | None:
+def _span_after(text: str, pos: int, math_only: bool = False) -> str | None:
     head = re.match(r"[ \t*:]*(?:\n[ \t]*){0,3}[ \t*:]*", text[pos:pos + 40])
     pos += head.end() if head else 0
     sign = ""
@@ -61,7 +67,16 @@ def _span_after(text: str, pos: int) -> str | None:
             return sign + text[pos + len(open_):end].strip() + _suffix(text, end + len(close))
     if sign:
         return None
-    return _plain(text[pos:pos + MAX_PLAIN + 40])
+    plain = _plain(text[pos:pos + MAX_PLAIN + 40])
+    if math_only and plain is not None and not _math_like(plain):
+        return None
+    return plain
+
+
+def _math_like(span: str) -> bool:
+    """A span that starts like mathematics, or holds no word of three or more letters."""
+    return bool(re.match(r"[-+\d\\(\[{.]", span)) or _WORD3.search(
+        span.replace("\\frac", "").replace("\\sqrt", "")) is None
 
 
 def _suffix(text: str, pos: int) -> str:

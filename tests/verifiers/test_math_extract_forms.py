@@ -76,3 +76,32 @@ def test_boxed_format_makes_a_missing_box_a_format_failure():
         assert answer(text, answer_format="boxed") == "no_answer"
     assert answer("so \\boxed{41} and the answer is 42", answer_format="boxed") == "41"
     assert answer("\\fbox{7}", answer_format="boxed") == "7"
+
+
+def test_a_marked_answer_after_the_last_box_is_the_later_statement():
+    two_boxes = "So the roots are $\\boxed{2}$ and $\\boxed{3}$.\n\n# Answer\n\n2, 3"
+    assert answer(two_boxes) == "2, 3"
+    assert extract_answer(two_boxes).method == "phrase"
+    assert answer("so \\boxed{41}, and the answer is $42$.") == "42"  # right extraction, wrong answer
+    assert answer("so \\boxed{41}, and the answer is $42$.", answer_format="boxed") == "41"
+
+
+def test_words_or_the_same_answer_after_a_box_leave_the_box():
+    assert answer("\\boxed{12}. Note the answer is positive.") == "12"
+    assert answer("\\boxed{7} since the answer is that we need more cases") == "7"
+    same = extract_answer("\\boxed{3}.\n\n# Answer\n\n3")
+    assert (same.answer, same.method) == ("3", "boxed")
+    assert answer("The answer is \\boxed{5}.") == "5"
+    check = "So $17^{-1}\\equiv \\boxed{44}$.\n\nWe may check our answer: $17\\cdot 44 = 748 \\equiv 1$."
+    assert answer(check) == "44"  # a bare "answer:" in prose after the box is not a final answer
+    assert answer(check.replace("We may check our answer:", "The answer is")) != "44"
+
+
+def test_both_roots_under_answer_after_two_boxes_match_a_plus_minus_reference():
+    from verifiers.math import judge
+
+    text = ("So the two solutions are $\\boxed{2\\sqrt{2} + 3}$ and $\\boxed{3 - 2\\sqrt{2}}$.\n\n"
+            "# Answer\n\n3 - 2\\sqrt{2}, 2\\sqrt{2} + 3")
+    assert judge("3 \\pm 2 \\sqrt{2}", answer(text)).status == "correct"
+    one_root = text.rsplit("\n", 1)[0] + "\n3 + 2\\sqrt{2}"
+    assert judge("3 \\pm 2 \\sqrt{2}", answer(one_root)).status == "wrong"
