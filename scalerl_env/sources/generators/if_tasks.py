@@ -5,10 +5,11 @@ Each family is `make(rng, level) -> Generated`; the answer is the IFEval form of
 response built to follow it, so it is `correct` in strict mode by construction (the generator tests
 score every family's gold with the real verifier).
 
-Level 0 (the built-in tiny model): one constraint on one to three short words ("Write sun in capitals."),
-prompts under 60 characters and answers under 16. Level 1 adds the format constraints (title, JSON,
-bullets, placeholders, postscript, highlights, sections, two responses, letter and capital-word counts,
-forbidden words, sentences, paragraphs, fixed answers, repeating the request). Level 2 adds requests
+Level 0 (the built-in tiny model): one format rule on one to three short words that the response must
+use ("Write sun sky in capitals."), prompts under 60 characters and answers under 16. Level 1 adds the
+format constraints (title, JSON, bullets, placeholders, postscript, highlights, sections, two responses,
+letter and capital-word counts, forbidden words, sentences, paragraphs, fixed answers, repeating the
+request). Level 2 adds requests
 with two constraints at once.
 """
 
@@ -34,40 +35,49 @@ def _words(rng: random.Random, n: int) -> list[str]:
 
 
 # ------------------------------------------------------------------------------------------- level 0
+# Every level-0 request names the words to use (`keywords:existence`) beside its format rule, so a response
+# that ignores the request (random text, an empty-looking line) does not pass: text without commas or in
+# lowercase is common, the named words are not.
+def _uses(*words: str) -> tuple[str, dict]:
+    return ("keywords:existence", {"keywords": list(words)})
+
+
 def lowercase(rng: random.Random, level: int) -> Generated:
-    w = rng.choice(WORDS)
-    return _task(f"Write {w.upper()} in lowercase.", w, ("change_case:english_lowercase", {}))
+    a, b = _words(rng, 2)
+    return _task(f"Write {a.upper()} {b.upper()} in lowercase.", f"{a} {b}",
+                 ("change_case:english_lowercase", {}), _uses(a, b))
 
 
 def capitals(rng: random.Random, level: int) -> Generated:
-    w = rng.choice(WORDS)
-    return _task(f"Write {w} in capitals.", w.upper(), ("change_case:english_capital", {}))
+    a, b = _words(rng, 2)
+    return _task(f"Write {a} {b} in capitals.", f"{a} {b}".upper(), ("change_case:english_capital", {}), _uses(a, b))
 
 
 def word_count(rng: random.Random, level: int) -> Generated:
     n = rng.randint(2, 3 if level == 0 else 12)
-    return _task(f"Write exactly {n} words.", " ".join(_words(rng, n)),
-                 ("length_constraints:number_words", {"num_words": n, "relation": "exactly"}))
+    words = _words(rng, n)
+    return _task(f"Write exactly {n} words, one of them {words[0]}.", " ".join(words),
+                 ("length_constraints:number_words", {"num_words": n, "relation": "exactly"}), _uses(words[0]))
 
 
 def keyword(rng: random.Random, level: int) -> Generated:
-    w = rng.choice(WORDS)
-    return _task(f"Use the word {w}.", w, ("keywords:existence", {"keywords": [w]}))
+    a, b = _words(rng, 2)
+    return _task(f"Use the words {a} and {b}.", f"{a} {b}", _uses(a, b))
 
 
 def quoted(rng: random.Random, level: int) -> Generated:
-    w = rng.choice(WORDS)
-    return _task(f"Say {w} in double quotes.", f'"{w}"', ("startend:quotation", {}))
+    a, b = _words(rng, 2)
+    return _task(f"Say {a} {b} in double quotes.", f'"{a} {b}"', ("startend:quotation", {}), _uses(a, b))
 
 
 def ending(rng: random.Random, level: int) -> Generated:
     a, b = _words(rng, 2)
-    return _task(f"Say {a}, end with {b}.", f"{a} {b}", ("startend:end_checker", {"end_phrase": b}))
+    return _task(f"Say {a}, end with {b}.", f"{a} {b}", ("startend:end_checker", {"end_phrase": b}), _uses(a))
 
 
 def no_commas(rng: random.Random, level: int) -> Generated:
     a, b, c = _words(rng, 3)
-    return _task(f"List {a}, {b}, {c} without commas.", f"{a} {b} {c}", ("punctuation:no_comma", {}))
+    return _task(f"List {a}, {b}, {c} without commas.", f"{a} {b} {c}", ("punctuation:no_comma", {}), _uses(a, b, c))
 
 
 # ------------------------------------------------------------------------------------------- level 1
