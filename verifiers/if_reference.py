@@ -118,7 +118,13 @@ def canonical(reference: str) -> str:
 
 
 def claims(reference: Any) -> bool:
-    """Whether a bare reference handed to an adapter is an instruction-following one."""
+    """Whether a bare reference handed to an adapter (JSON text, or the object a dataset column gives) is an
+    instruction-following one."""
+    if isinstance(reference, (dict, list)):
+        try:
+            reference = json.dumps(reference)
+        except (TypeError, ValueError):
+            return False
     if not isinstance(reference, str) or not reference.lstrip().startswith(("{", "[")):
         return False
     try:
