@@ -90,3 +90,21 @@ def test_trl_reward_with_a_ground_truth_column(server):
 def test_a_bare_math_answer_is_still_math():
     assert reference_item("\\boxed{2}", "2").domain == "math"
     assert reference_item("ok", LOWERCASE).domain == "if"
+
+
+def test_verify_cli_scores_if_items_with_the_verifier_section(tmp_path):
+    from typer.testing import CliRunner
+
+    from scalerl_env.cli import build_app
+
+    end = json.dumps({"func_name": "validate_end", **PAD, "end_phrase": "Any other questions?"})
+    items = tmp_path / "items.jsonl"
+    items.write_text("".join(json.dumps(i) + "\n" for i in [
+        {"id": "a", "domain": "if", "completion": "Done. **Any other questions?**", "answer": end},
+        {"id": "b", "domain": "if", "completion": "Any other questions? Done.", "answer": end}]))
+    for mode, first in (("strict", "wrong"), ("loose", "correct")):
+        out = tmp_path / f"{mode}.jsonl"
+        result = CliRunner().invoke(build_app(), ["verify", "--file", str(items), "--out", str(out), "--workers", "1",
+                                                  f"if.mode={mode}"])
+        assert result.exit_code == 0, result.output
+        assert [json.loads(line)["status"] for line in out.read_text().splitlines()] == [first, "wrong"]
