@@ -92,3 +92,23 @@ def test_generated_if_problems_check(tmp_path):
     assert result.exit_code == 0, result.output
     checked = _run("data", "check", str(out))
     assert checked.exit_code == 0 and "120 correct, 0 failing" in checked.output, checked.output
+
+
+def test_if_records_round_trip_through_verl_parquet_and_a_foreign_row_imports(tmp_path):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from scalerl_env.sources.generators import generate
+    from scalerl_env.sources.verl import write_records
+
+    records = generate("if", seed=0, count=30, level=2)
+    path = tmp_path / "if.parquet"
+    write_records(records, path)
+    assert [r.model_dump() for r in read_records(path)[0]] == [r.model_dump() for r in records]
+    row = _rows("rlvr_ifeval.jsonl")[0]
+    foreign = tmp_path / "foreign.parquet"
+    pq.write_table(pa.Table.from_pylist([{
+        "data_source": "allenai/RLVR-IFeval", "prompt": row["messages"], "ability": "instruction_following",
+        "reward_model": {"style": "rule", "ground_truth": row["ground_truth"]}, "extra_info": {"index": 0}}]), foreign)
+    [record], errors = read_records(foreign)
+    assert errors == [] and record.domain == "if" and record.answer == row["ground_truth"]
