@@ -75,7 +75,10 @@ class IfBatchVerifier:
             return self._verdict(Status.unparsable, {"reason": f"completion longer than max_completion_chars="
                                                      f"{cfg.max_completion_chars}"}, start)
         response = response_text(completion, cfg.response_after)
-        constraints = parse_reference(reference)  # the item's validator has parsed it already: cached
+        try:
+            constraints = parse_reference(reference)  # the item's validator has parsed it already: cached
+        except ValueError as exc:  # an item built without validation: this item's error, not the batch's
+            return self._verdict(Status.error, {"reason": f"reference: {exc}"}, start)
         names = [name for name, _ in constraints]
         if not response.strip():
             return self._verdict(Status.no_answer, {"constraints": names, "failed": names}, start)

@@ -135,6 +135,8 @@ def test_statuses_of_empty_long_and_reasoning_completions():
     assert verifier.score("x" * 51, ref).status.value == "unparsable"
     assert verifier.score("<think>Plan It</think>all lowercase", ref).status.value == "correct"
     assert response_text("a</think>b</think>c", ["</think>"]) == "c"
+    unchecked = verifier.score("fine", "not json")  # an item built without validation
+    assert unchecked.status.value == "error" and "JSON" in unchecked.details["reason"]
 
 
 @pytest.mark.skipif(importlib.util.find_spec("langdetect") is not None, reason="langdetect is installed here")
