@@ -96,8 +96,13 @@ def build_policy(builder: str, builder_args: dict[str, Any]) -> torch.nn.Module:
 
 def build_trainer(spec: RankSpec, model: torch.nn.Module) -> PolicyTrainer:
     """The rank's trainer: `model` moved to the rank's device and sharded before AdamW is built."""
+    from functools import partial
+
+    from trainer.core.update import autocast_dtype
+
     model.to(spec.device)
-    shard = sharding.shard_policy if spec.world_size > 1 else None
+    param_dtype = autocast_dtype(spec.optim.precision, torch.device(spec.device))  # bf16: FSDP2 mixed precision
+    shard = partial(sharding.shard_policy, param_dtype=param_dtype) if spec.world_size > 1 else None
     return PolicyTrainer(model, spec.optim, spec.loss, temperature=spec.temperature, shard=shard)
 
 

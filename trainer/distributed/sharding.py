@@ -10,8 +10,11 @@
   padding micro-batches only.
 - `shard_policy(root)`: FSDP2 (`fully_shard`) on every decoder layer, then on the root module
   (`trainer.core.fp32_head.TokenLogprobs`, whose forward runs decoder, FP32 head and logprobs, so no
-  computation bypasses the root). No mixed-precision policy: parameters are gathered in the model's
-  dtype, autocast does the rest as on one rank.
+  computation bypasses the root). `param_dtype=bf16` (`optim.precision` resolving to bf16,
+  `trainer.core.update.autocast_dtype`) gives the decoder layers FSDP2's `MixedPrecisionPolicy(param_dtype=bf16,
+  reduce_dtype=fp32)`: they are all-gathered and run in bf16 and their gradients are reduced in fp32 into
+  the fp32 master shards; the root keeps fp32 so the FP32 head reads the fp32 weights (as on one rank).
+  Without it, parameters are gathered in the model's dtype and autocast does the rest as on one rank.
 - `full_state_dict(root)`: collective; every rank must call it. Rank 0 gets plain CPU tensors under
   the Hugging Face names (the `policy.` prefix of the root stripped), every other rank `{}`.
 
@@ -77,12 +80,15 @@ def decoder_layers(policy: nn.Module) -> list[nn.Module]:
     return list(layers)
 
 
-def shard_policy(root: nn.Module, mesh: Any = None) -> None:
-    """FSDP2 in place: each decoder layer of `root.policy`, then `root` (parameters become DTensors)."""
-    from torch.distributed.fsdp import fully_shard
+def shard_policy(root: nn.Module, mesh: Any = None, param_dtype: torch.dtype | None = None) -> None:
+    """FSDP2 in place: each decoder layer of `root.policy`, then `root` (parameters become DTensors);
+    `param_dtype` set: the layers' mixed-precision policy (see the module docstring)."""
+    from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
 
+    layer_mp = MixedPrecisionPolicy() if param_dtype is None else MixedPrecisionPolicy(
+        param_dtype=param_dtype, reduce_dtype=torch.float32)
     for layer in decoder_layers(root.policy):
-        fully_shard(layer, mesh=mesh)
+        fully_shard(layer, mesh=mesh, mp_policy=layer_mp)
     fully_shard(root, mesh=mesh)
 
 
