@@ -2,7 +2,7 @@
 
 One run checks the wiring (engine factory, in-flight pushes every step, per-token versions within the
 lag bound, metrics as with the torch engine) and learning: the held-out pass rate averaged over math
-and code (validation runs the trainer's weights) rises. Averaging halves the noise of a short run;
+and code (validation runs on the run's vLLM engine, after each push) rises. Averaging halves the noise of a short run;
 each domain separately is asserted on the torch engine (tests/trainer/test_train_e2e.py; ~+0.1 each in 60 steps).
 The default warm start is shared with the main suite through the user cache (`make test` runs the main
 suite first); run alone on a fresh machine, this test first pays the warm start (~4-5 min on 2 cores).

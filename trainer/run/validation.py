@@ -19,7 +19,8 @@ Waves, either engine: a prompt's samples are cut into groups of at most `slots` 
 decoder slots, vLLM's `max_num_seqs` = `engine.max_slots`), and at most `slots` samples are queued at
 a time (the next group is submitted when one finishes). Not guaranteed: the same per-sample RNG
 stream as one big submission; on a shared vLLM engine, how its scheduler interleaves validation's
-sequences with training's (its slots and memory bound both together).
+sequences with training's (its slots and memory bound both together), and that the engine's busy
+time (counted as generation compute) excludes validation's sequences.
 
 Noise: with n evaluations the standard error of a pass rate p is sqrt(p(1-p)/n) (~3 points at
 n = 256, p = 0.5); samples of one prompt are correlated, so fewer distinct prompts means more noise.
