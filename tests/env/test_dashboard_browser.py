@@ -6,8 +6,8 @@ child process) over a 200k-attempt ledger. Each test asserts on the rendered DOM
 fails on a JavaScript error or a console error. Screenshots of each page are written to
 $SCALERL_DASH_SCREENSHOTS when set (docs/dashboard/ holds the committed ones), else to a temporary folder.
 
-The browser is found as `$SCALERL_CHROMIUM`, else `chromium` on PATH (`.ci/run` installs Debian's
-package); without it these tests fail, never skip: install it with `apt-get install -y chromium`.
+The browser is found as `$SCALERL_CHROMIUM`, else `chromium` on PATH (`make test` installs Debian's
+package: `make browser`); without it these tests fail, never skip.
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ MAX_LEDGER_ROWS = 300  # every table of the Ledger page is bounded (12 histogram
 def chromium_path() -> str:
     found = os.environ.get("SCALERL_CHROMIUM") or shutil.which("chromium") or shutil.which("chromium-browser")
     if not found:
-        pytest.fail("the browser tests need Debian's chromium: `apt-get install -y chromium` (.ci/run installs it), "
+        pytest.fail("the browser tests need Debian's chromium: `make browser` (part of `make test`) installs it, "
                     "or set SCALERL_CHROMIUM to a Chromium binary", pytrace=False)
     return found
 
@@ -76,6 +76,14 @@ def runs(tmp_path_factory):
 @pytest.fixture(scope="module")
 def dash(runs):
     server = DashProcess(*runs)
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="module")
+def variant_dash(runs):
+    """`scalerl dash VARIANT`: the fitted synthetic run, with one code rollout that carries sandbox output."""
+    server = DashProcess(runs[1])
     yield server
     server.stop()
 
@@ -157,17 +165,25 @@ def test_overview_charts_have_the_runs_points(page, dash, runs):
     assert len(steps) == STEPS
 
 
-def test_a_fitted_run_shows_its_curve_band_and_extrapolation(page, runs, shots):
-    server = DashProcess(runs[1])
-    try:
-        load(page, f"{server.url}/dash/overview")
-        page.locator("#heldout").screenshot(path=str(shots / "overview-fit.png"))
-        chart = page.locator('.chart[data-title="held-out math"]')
-        assert chart.locator("circle.pt").count() == 21
-        assert chart.locator("polyline.line").count() == 1 and chart.locator("polygon.band").count() == 1
-        assert chart.locator("rect.extrapolation").count() == 1
-    finally:
-        server.stop()
+def test_a_fitted_run_shows_its_curve_band_and_extrapolation(page, variant_dash, shots):
+    load(page, f"{variant_dash.url}/dash/overview")
+    page.locator("#heldout").screenshot(path=str(shots / "overview-fit.png"))
+    chart = page.locator('.chart[data-title="held-out math"]')
+    assert chart.locator("circle.pt").count() == 21
+    assert chart.locator("polyline.line").count() == 1 and chart.locator("polygon.band").count() == 1
+    assert chart.locator("rect.extrapolation").count() == 1
+
+
+def test_a_code_rollout_shows_the_sandbox_output(page, variant_dash, runs, shots):
+    (line,) = lines(runs[1] / "rollouts.jsonl")
+    load(page, f"{variant_dash.url}/dash/rollouts?domain=code")
+    row = page.locator("tr.rollout")
+    assert row.count() == 1 and row.get_attribute("data-status") == "wrong"
+    assert row.locator(".sandbox pre.stdout").inner_text().strip() == line["details"]["stdout_head"].strip()
+    stderr = row.locator(".sandbox pre.stderr").inner_text().strip()
+    assert stderr == line["details"]["stderr_tail"].strip() and "ValueError: boom on line 2" in stderr
+    assert row.locator(".why").inner_text() == "0/1 tests passed; test 0: runtime_error"
+    row.screenshot(path=str(shots / "rollouts-code.png"))
 
 
 def test_prompt_search_finds_a_prompt_and_shows_its_attempts(page, dash, runs, shots):
@@ -202,6 +218,15 @@ def test_a_rollout_filter_narrows_the_list(page, dash, runs):
     assert shown.count() == min(50, len(want)) > 0
     assert set(shown.evaluate_all("rs => rs.map(r => r.dataset.domain)")) == {"code"}
     assert [int(s) for s in shown.evaluate_all("rs => rs.map(r => r.dataset.step)")] == [r["step"] for r in want][:50]
+    sandbox = shown.evaluate_all("rs => rs.map(r => r.querySelector('.sandbox pre.stdout') !== null)")
+    assert sandbox == ["stdout_head" in r["details"] for r in want][:50]  # the sandbox block where the line has one
+
+
+def test_a_javascript_error_fails_the_page_load(page, dash):
+    """The guard every test relies on: a failing route makes the page log a console error, and `load` fails."""
+    page.route("**/api/dash/overview", lambda route: route.fulfill(status=500, body="broken"))
+    with pytest.raises(AssertionError, match="console: Error: /api/dash/overview: HTTP 500"):
+        load(page, f"{dash.url}/dash/overview")
 
 
 def test_compare_puts_both_runs_on_one_chart(page, dash, runs):
