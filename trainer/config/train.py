@@ -31,6 +31,7 @@ from scalerl_env.contracts.domains import default_domains, domain_names
 from scalerl_env.contracts.records import Strict
 from trainer.config.data import PromptsConfig, RolloutLogConfig, SourceConfig
 from trainer.core.config import AdvantageConfig, LengthConfig, LossConfig, OptimConfig
+from trainer.core.lora_config import LoraConfig
 from trainer.core.length_control import output_budget, stage_length
 from trainer.distributed.config import RayConfig, TrainerRanksConfig
 from trainer.engines.config import EngineConfig
@@ -144,6 +145,7 @@ class TrainConfig(Strict):
     rollout_log: RolloutLogConfig = Field(default_factory=RolloutLogConfig, description="rollouts.jsonl")
     trainer_ranks: TrainerRanksConfig = Field(
         default_factory=TrainerRanksConfig, description="data-parallel trainer ranks (FSDP2), 1 = one process")
+    lora: LoraConfig = Field(default_factory=LoraConfig, description="LoRA adapters (trainer.core.lora); off by default")
 
     @field_validator("domains")
     @classmethod

@@ -5,6 +5,9 @@ Layout of a checkpoint folder `<root>/<name>/`:
     trainer_state.pt     optimizer + scheduler state dicts, RNG states (torch CPU/CUDA, python, numpy),
                          step, policy_version (torch.save; loaded with weights_only=True)
     trainer_state.json   step, policy_version and `extra` for humans and tools
+    adapter_model.safetensors   only for a LoRA trainer (`trainer.core.lora`): its adapters; the HF files
+                         then hold the merged policy, and a resume reloads the base from the run's
+                         model source and the adapters from here
     sharded/             only when written by several trainer ranks: model and optimizer state in
                          torch.distributed.checkpoint format (then not in trainer_state.pt), which any
                          number of ranks, one included, reads (`trainer.core.sharded_checkpoint`)
@@ -79,6 +82,7 @@ def save_checkpoint(
     model.save_pretrained(tmp)
     summary: dict[str, Any] = {"extra": extra or {}}
     if trainer is not None:
+        _save_adapters(trainer.model, tmp)
         torch.save(_trainer_state(trainer, with_optimizer=sharded is None), tmp / STATE_PT)
         summary.update(step=trainer.step_count, policy_version=trainer.policy_version)
     if sharded is not None:
@@ -90,6 +94,27 @@ def save_checkpoint(
     _replace_dir(tmp, final)
     atomic_write_text(root / "latest", final.name + "\n")
     return final
+
+
+def _save_adapters(model: nn.Module, folder: Path) -> None:
+    from trainer.core.lora import ADAPTER_FILE, adapter_state_dict, has_lora
+
+    if has_lora(model):
+        from safetensors.torch import save_file
+
+        save_file({k: v.contiguous().cpu() for k, v in adapter_state_dict(model).items()}, str(folder / ADAPTER_FILE))
+
+
+def _load_adapters(model: nn.Module, folder: Path) -> None:
+    """A LoRA trainer's adapters from `folder`; a LoRA trainer without them, or the reverse, is an error."""
+    from trainer.core.lora import ADAPTER_FILE, has_lora, load_adapters
+
+    saved = (folder / ADAPTER_FILE).is_file()
+    if has_lora(model) != saved:
+        raise ValueError(f"{folder}: checkpoint {'holds' if saved else 'has no'} LoRA adapters but the trainer "
+                         f"{'does not use' if saved else 'uses'} LoRA (lora.enabled must match the run's)")
+    if saved:
+        load_adapters(model, load_file(str(folder / ADAPTER_FILE), device=str(next(model.parameters()).device)))
 
 
 def _trainer_state(trainer: PolicyTrainer, *, with_optimizer: bool = True) -> dict[str, Any]:
@@ -173,6 +198,7 @@ def load_checkpoint(
         return json.loads((path / STATE_JSON).read_text())
     if not (path / STATE_PT).exists():
         raise FileNotFoundError(f"{path} holds model weights only (no {STATE_PT}); cannot resume a trainer")
+    _load_adapters(trainer.model, path)
     state = torch.load(path / STATE_PT, map_location="cpu", weights_only=True)
     if "optimizer" in state:
         trainer.optimizer.load_state_dict(state["optimizer"])

@@ -14,6 +14,8 @@ Then, for any N:
   the Hugging Face checkpoint files.
 - `save_checkpoint` / `load_checkpoint`: `trainer.core.checkpoint` plus, for N > 1, the sharded model
   and optimizer in torch.distributed.checkpoint format, so a run resumes with any number of ranks.
+- LoRA (`lora.enabled`, one rank): the trainer adapts a copy of the model (`trainer.core.lora`) and the
+  mirror is the plain model, refreshed with the merged weights at each `gather_weights` and checkpoint.
 
 Memory of rank 0 for N > 1: its shard + the mirror (full weights) + the gathered copy during a push.
 """
@@ -52,8 +54,8 @@ class RankGroup:
               devices: list[str] | None = None) -> RankGroup:
         """Rank 0 for `spec` (rank 0's spec; `model` holds the weights to start from). `launch(specs)`
         starts ranks 1..N-1 from their specs (default: child processes); `devices[r]` is rank r's."""
-        if spec.world_size == 1:
-            return cls(rk.build_trainer(spec, model), model)
+        if spec.world_size == 1:  # LoRA: the trainer adapts a copy, `model` stays the plain (merged) mirror
+            return cls(rk.build_trainer(spec, copy.deepcopy(model) if spec.lora.enabled else model), model)
         from trainer.distributed.launch_ranks import ProcessRanks
 
         specs = [spec.model_copy(update={"rank": r, "device": devices[r] if devices else _device_of(spec.device, r)})
@@ -96,6 +98,10 @@ class RankGroup:
     def gather_weights(self) -> dict[str, torch.Tensor]:
         """Full weights with Hugging Face names for the generators (see the module docstring)."""
         if self._state is None:
+            if self.trainer.model is not self.mirror:  # LoRA: the merged policy into the mirror
+                from trainer.core.lora import merged_state_dict
+
+                self.mirror.load_state_dict(merged_state_dict(self.trainer.model))
             return {k: v.detach() for k, v in self.mirror.state_dict().items()}
         t0 = time.perf_counter()
         (weights, stats), _ = rk.run_command(self._state, "gather")
@@ -122,6 +128,7 @@ class RankGroup:
         from trainer.core.checkpoint import save_checkpoint
 
         if self._state is None:
+            self.gather_weights()  # LoRA: the mirror holds the merged policy the checkpoint's HF files show
             return save_checkpoint(folder, self.mirror, self.trainer, extra=extra, **kwargs)
 
         def write_sharded(tmp: Path) -> None:
@@ -194,7 +201,7 @@ def start_ranks(cfg: Any, model: nn.Module, device: str, out: Path | None = None
         rank=0, world_size=rc.count, init_method=f"tcp://{addr}:{port}", backend=backend, device=rank0_device,
         timeout_s=rc.timeout_s, idle_timeout_s=rc.idle_timeout_s, torch_threads=cfg.pipeline.torch_threads,
         builder=f"{__name__}:architecture", builder_args=architecture_args(model), optim=cfg.optim, loss=cfg.loss,
-        temperature=cfg.engine.temperature)
+        temperature=cfg.engine.temperature, lora=cfg.lora)
     r = cfg.ray
     launch = (partial(RayRanks, num_cpus=r.trainer_num_cpus, num_gpus=r.trainer_num_gpus,
                       resources=r.trainer_resources) if use_ray

@@ -43,6 +43,7 @@ from pydantic import Field
 
 from scalerl_env.contracts.records import Strict
 from trainer.core.config import LossConfig, OptimConfig
+from trainer.core.lora_config import LoraConfig
 from trainer.core.update import PolicyTrainer
 from trainer.distributed import sharding
 
@@ -65,6 +66,7 @@ class RankSpec(Strict):
     optim: OptimConfig
     loss: LossConfig
     temperature: float = Field(default=1.0, gt=0, description="the engine's sampling temperature (logprobs at it)")
+    lora: LoraConfig = Field(default_factory=LoraConfig, description="adapters only (trainer.core.lora)")
 
 
 def free_port(host: str = "127.0.0.1") -> int:
@@ -95,12 +97,17 @@ def build_policy(builder: str, builder_args: dict[str, Any]) -> torch.nn.Module:
 
 
 def build_trainer(spec: RankSpec, model: torch.nn.Module) -> PolicyTrainer:
-    """The rank's trainer: `model` moved to the rank's device and sharded before AdamW is built."""
+    """The rank's trainer: `model` moved to the rank's device, given adapters when `spec.lora.enabled`
+    (`trainer.core.lora`: AdamW then sees the adapters only) and sharded before AdamW is built."""
     from functools import partial
 
     from trainer.core.update import autocast_dtype
 
     model.to(spec.device)
+    if spec.lora.enabled:
+        from trainer.core.lora import apply_lora
+
+        apply_lora(model, spec.lora)
     param_dtype = autocast_dtype(spec.optim.precision, torch.device(spec.device))  # bf16: FSDP2 mixed precision
     shard = partial(sharding.shard_policy, param_dtype=param_dtype) if spec.world_size > 1 else None
     return PolicyTrainer(model, spec.optim, spec.loss, temperature=spec.temperature, shard=shard)

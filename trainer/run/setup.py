@@ -6,7 +6,8 @@ consistently with the weights), `curves/`, `summary.json`.
 
 Fail-fast checks (before any work): unknown domain and k < 0 are config errors (`TrainConfig`); a
 `--model` that is neither a folder nor a hub id in the local Hugging Face cache; a run folder that
-already holds a run (use `--resume`); `--resume` on a folder without a checkpoint.
+already holds a run (use `--resume`); `--resume` on a folder without a checkpoint; `lora.enabled` with
+vLLM or several trainer ranks.
 """
 
 from __future__ import annotations
@@ -35,8 +36,9 @@ from trainer.rollout.prompts import prepare_prompts, run_tokenizer
 from trainer.rollout.runtime import LocalRuntime
 from trainer.rollout.sample_log import RolloutLog
 from trainer.rollout.worker import Rollouts
+from trainer.run.compute import COUNTERS, ComputeClock, FlopModel
 from trainer.run.data_sources import build_data, domain_weights
-from trainer.run.log import ComputeClock, RunLog, truncate_after
+from trainer.run.log import RunLog, truncate_after
 from trainer.run.sampling import build_policy
 from trainer.run.state import Run, RunState
 from trainer.tiny.model import CharTokenizer, build_tiny_model
@@ -56,6 +58,18 @@ def check_model_path(model: str | None) -> None:
     elif not is_local_model(model):
         raise ConfigError(f"--model {model!r}: no such folder or .gguf file, and not a Hugging Face model in the "
                           f"local cache (aliases: {', '.join(ALIASES)})")
+
+
+def check_lora(cfg: TrainConfig) -> None:
+    """LoRA runs on one trainer rank with the torch engine (merged weights pushed); the rest is refused."""
+    if not cfg.lora.enabled:
+        return
+    if cfg.engine.name == "vllm":
+        raise ConfigError("lora.enabled with engine.name=vllm is not supported yet (vLLM's LoRA loading is not "
+                          "wired): use engine.name=torch, which receives the merged weights")
+    if cfg.trainer_ranks.count > 1:
+        raise ConfigError("lora.enabled with trainer_ranks.count > 1 is not supported yet (FSDP2 sharding of an "
+                          "adapted model): use one trainer rank")
 
 
 def load_policy(cfg: TrainConfig, pools: dict[str, DomainPool]) -> tuple[Any, Any]:
@@ -100,6 +114,7 @@ def prepare_folder(cfg: TrainConfig, out: Path, resume: bool) -> Path | None:
 
 def setup_run(cfg: TrainConfig, out: Path, *, resume: bool = False) -> Run:
     check_model_path(cfg.model)
+    check_lora(cfg)
     device = resolve_device(cfg.engine.device)
     torch.set_num_threads(cfg.pipeline.torch_threads)
     ckpt = prepare_folder(cfg, out, resume)
@@ -132,9 +147,7 @@ def setup_run(cfg: TrainConfig, out: Path, *, resume: bool = False) -> Run:
     p = cfg.pipeline
     runtime = LocalRuntime(engine, rollouts, mode=p.mode, k=p.k, prompts_per_step=p.prompts_per_step,
                            first_group_id=int(extra.get("next_group_id", 0)))
-    n_params = sum(t.numel() for t in model.parameters())
-    clock = ComputeClock(n_params, float(extra.get("device_s", 0.0)), float(extra.get("flops", 0.0)),
-                         float(extra.get("busy_s", 0.0)))
+    clock = ComputeClock(FlopModel.of(model), **{k: float(v) for k, v in extra.items() if k in COUNTERS})
     run_log = RunLog(out, cfg.logging, total_steps=p.max_steps, config_dict=cfg.model_dump(mode="json"))
     state = RunState(elapsed_s=float(extra.get("elapsed_s", 0.0)))
     samples = RolloutLog(out, cfg.rollout_log, skipped=skipped, resume_step=trainer.step_count if ckpt else None,
