@@ -14,7 +14,8 @@ prompts).
 Details: `mode`, `constraints` (ids), `failed` (ids not followed in `mode`), `followed` / `total`, and
 `strict` / `loose` (prompt-level, both modes, so one pass gives IFEval's two accuracies).
 Statuses: an empty response is `no_answer`; a completion over `max_completion_chars` is `unparsable`;
-a constraint that cannot be checked here (the language check without langdetect) is `error`.
+a constraint that cannot be checked here (the language check without langdetect), or a reference that
+does not parse on an item built without validation, is `error`.
 
 Guarantees: runs in the calling thread (no worker processes: every check is linear-time pure Python);
 `submit` returns the collector at once and the work is done when it is called, so the pool's other
