@@ -59,8 +59,8 @@ gradient and the softmax temporary): 4.0-4.5 measured under MemTracker for 1 k-4
 vocabularies (tests/trainer/memory), with or without `optim.fp32_head`."""
 SHRINK = {
     "parameters": ("trainer_ranks.count (FSDP2 shards it)", "a smaller model"),
-    "gradients": ("trainer_ranks.count", "a smaller model (no LoRA here yet)"),
-    "optimizer states": ("trainer_ranks.count", "a smaller model (no LoRA here yet)"),
+    "gradients": ("trainer_ranks.count", "lora.enabled=true (adapters only: trainer.memory.lora)"),
+    "optimizer states": ("trainer_ranks.count", "lora.enabled=true (adapters only: trainer.memory.lora)"),
     "mirror": ("ray.trainer_num_gpus with separate generator GPUs",),
     "FSDP all-gather": ("a smaller model",),
     "autocast weight copies": ("optim.precision=fp32", "trainer_ranks.count"),

@@ -1,0 +1,53 @@
+"""The memory plan's LoRA terms (`lora.enabled`): what `trainer.core.lora` adds and removes on the trainer.
+
+With adapters, AdamW holds gradients and two moments for the adapters only, so `build_plan` gets
+`trainable_params` = the adapter count: r x (in + out) for every adapted projection of every decoder
+layer (`q_proj`, `k_proj`, `v_proj`, `o_proj`: hidden <-> q/kv width; `gate_proj`, `up_proj`,
+`down_proj`: hidden <-> intermediate; names the shape does not have count 0). Two terms are added on
+rank 0's device: `lora adapters` (their fp32 weights) and `mirror` (one rank: the trainer adapts a copy,
+the plain model the engine and checkpoints read stays beside it). Guaranteed: the adapter count equals
+`sum(numel)` of PEFT's adapters on the `transformers` model of the same shape (tested). Not counted:
+the adapters' activations (r per token per adapted layer, and a dropout copy of each input when
+`lora.dropout` > 0), small next to the layer activations the plan already counts.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from trainer.memory.plan import PlanContext, Term
+from trainer.memory.shapes import ModelShape
+
+
+def projection_dims(s: ModelShape) -> dict[str, tuple[int, int]]:
+    """(in, out) features of each linear projection of a decoder layer."""
+    return {"q_proj": (s.hidden, s.q_dim), "k_proj": (s.hidden, s.kv_dim), "v_proj": (s.hidden, s.kv_dim),
+            "o_proj": (s.q_dim, s.hidden), "gate_proj": (s.hidden, s.intermediate),
+            "up_proj": (s.hidden, s.intermediate), "down_proj": (s.intermediate, s.hidden)}
+
+
+def adapter_params(s: ModelShape, lora: Any) -> int:
+    """Adapter parameters of `lora` (a `LoraConfig`) on shape `s`."""
+    targets = {t.rpartition(".")[2] for t in lora.target_modules}
+    per_layer = sum(lora.rank * (i + o) for name, (i, o) in projection_dims(s).items() if name in targets)
+    return s.layers * per_layer
+
+
+def plan_args(shape: ModelShape, cfg: Any) -> dict[str, Any]:
+    """`build_plan` keywords for `cfg` (a `TrainConfig`): empty without LoRA."""
+    if not cfg.lora.enabled:
+        return {}
+    n = adapter_params(shape, cfg.lora)
+
+    def terms(ctx: PlanContext) -> list[Term]:
+        dev = ctx.trainer_devices[0]
+        if len(set(ctx.trainer_devices)) != len(ctx.trainer_devices):
+            dev = f"{dev} (rank 0)"
+        out = [Term("lora adapters", n * 4, dev, f"{n / 1e6:.2f} M adapter params x 4 B (r={cfg.lora.rank})",
+                    ("lora.rank", "lora.target_modules"))]
+        if len(ctx.trainer_devices) == 1:
+            out.append(Term("mirror", ctx.shape.params * 4, dev, "the plain model beside the adapted copy (engine, "
+                            "checkpoints)", ("ray.trainer_num_gpus with separate generator GPUs",)))
+        return out
+
+    return {"trainable_params": n, "extra_terms": [terms]}
