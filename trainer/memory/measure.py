@@ -141,14 +141,16 @@ def measure_fsdp_step(shape: ModelShape, optim: Any, loss: Any, *, samples: int,
     from torch.testing._internal.distributed.fake_pg import FakeStore
     from transformers import AutoModelForCausalLM
 
-    from trainer.core.update import PolicyTrainer
+    from trainer.core.update import PolicyTrainer, autocast_dtype
     from trainer.distributed.sharding import shard_policy
 
+    # as trainer.distributed.ranks.build_trainer: bf16 precision gathers the layers in bf16 (FSDP2 mixed precision)
+    param_dtype = autocast_dtype(optim.precision, torch.device("cpu"))
     dist.init_process_group("fake", store=FakeStore(), rank=0, world_size=world)
     mesh = init_device_mesh("cpu", (world,))  # real: under fake_values() its rank lookup would select all
     with fake_values() as mode:
         model = AutoModelForCausalLM.from_config(hf_config(shape), attn_implementation="sdpa")
-        trainer = PolicyTrainer(model, optim, loss, shard=partial(shard_policy, mesh=mesh))
+        trainer = PolicyTrainer(model, optim, loss, shard=partial(shard_policy, mesh=mesh, param_dtype=param_dtype))
         batch, real = _batch(samples, seq_len, mode)
         _KEEP.append(real)
         tracker = FSDPMemTracker(trainer.logprob_model, trainer.optimizer)

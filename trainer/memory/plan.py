@@ -7,8 +7,9 @@ Built from the model's shape (`trainer.memory.shapes.ModelShape`, i.e. config.js
   `parameters`, `gradients`, `optimizer states` (AdamW: two moments) in the trainer's dtype (the loader
   keeps fp32 master weights), each / N under FSDP2; with N > 1 the `FSDP all-gather`: the root
   group unsharded (embedding, untied head, final norm: FSDP2 keeps the root gathered from forward to
-  the end of backward) and its all-gather output (alive until the first layer's all-gather), plus
-  two decoder layers (the current one and the prefetched next); on rank 0, the plain `mirror` copy
+  the end of backward) and its all-gather output (alive until the first layer's all-gather), in fp32,
+  plus two decoder layers (the current one and the prefetched next), in bf16 when the precision is
+  bf16 (FSDP2's mixed-precision policy, `trainer.distributed.sharding`); on rank 0, the plain `mirror` copy
   that the torch engine and checkpoints read; `autocast weight copies` (bf16 casts of the matmul weights that
   autocast keeps during a forward, `optim.precision` bf16 on fp32 weights); `activations` of one
   micro-batch (all layers, or with `optim.activation_checkpointing` the layer inputs plus one layer
@@ -180,8 +181,9 @@ def trainer_terms(ctx: PlanContext, rank: int, device: str, trainable: int | Non
              _t("optimizer states", 2 * trainable * pb / n, device, "AdamW exp_avg + exp_avg_sq")]
     if n > 1:
         root = s.params - s.layers * s.layer_params  # the root group: embedding, untied head, final norm
-        terms.append(_t("FSDP all-gather", 2 * (root + s.layer_params) * pb, device,
-                        "root group unsharded + its all-gather output, two decoder layers"))
+        lb = 2 if bf16 else pb  # FSDP2 mixed precision gathers the layers in bf16, the root in fp32
+        terms.append(_t("FSDP all-gather", 2 * root * pb + 2 * s.layer_params * lb, device,
+                        f"root group unsharded + its all-gather output (fp32), two decoder layers ({lb} B)"))
         if rank == 0:
             terms.append(_t("mirror", s.params * pb, device, "rank 0's plain copy for the engine and checkpoints"))
     if bf16:
