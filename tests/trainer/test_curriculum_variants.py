@@ -10,7 +10,7 @@ from trainer.ablate.variants import BASELINE, CURRICULUM_VARIANTS, PAPER_VARIANT
 def test_curriculum_variants_resolve_and_change_only_the_curriculum() -> None:
     assert {"cur-refill", "cur-learnability", "cur-greso"} <= set(CURRICULUM_VARIANTS)
     assert not set(CURRICULUM_VARIANTS) & set(PAPER_VARIANTS)
-    spec = StudySpec(variants=[BASELINE], budget_device_s=1, out="x")
+    spec = StudySpec(variants=[BASELINE], budget=1, out="x")
     base = build_run_config(spec, []).model_dump(mode="json")
     for variant in resolve(CURRICULUM_VARIANTS)[1:]:
         cfg = build_run_config(spec, overrides_for(variant))

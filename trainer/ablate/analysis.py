@@ -1,7 +1,9 @@
 """Fits of the study: per variant x domain x seed, the baseline's margin on A, the fixed-A refit.
 
 Method (arXiv 2510.13786, §4 and Appendix A.5-A.7), on each run's held-out pass rate against compute
-(`compute_device_s`: wall seconds x devices in use, the paper's GPU-hours in seconds):
+on the study's compute axis (`--compute`: `compute_device_s`, wall seconds x devices in use, the
+paper's GPU-hours in seconds; or `compute_samples`, `compute_tokens`, `compute_flops`, which do not
+follow the machine's load, `trainer.run.compute`):
 - R0 is handled one way for every run: fixed at the mean pass rate of the compute-0 evaluations of
   all runs (every run starts from the same cached policy and held-out set), so B and C_mid of
   different runs are measured from the same start; fitted only when no run has a compute-0 point.
@@ -111,7 +113,8 @@ class DomainSummary(Strict):
 
 
 class Analysis(Strict):
-    budget_device_s: float
+    budget: float
+    compute: str = Field(description="the compute axis of the budget and the fits")
     fit_until: float
     burn_in: float | None
     domains: list[DomainSummary]
@@ -127,15 +130,16 @@ class AnalysisResult:
     fixed_fits: dict[tuple[str, int, str], object] = field(default_factory=dict)
 
 
-def load_curves(folder: Path, variant: str, seed: int, domains: list[str]) -> list[Curve]:
-    """The validation points of one run folder, per domain, in step order."""
+def load_curves(folder: Path, variant: str, seed: int, domains: list[str], axis: str = "device_s") -> list[Curve]:
+    """The validation points of one run folder, per domain, in step order, against `compute_<axis>`."""
     from trainer.run.log import read_metrics
 
     rows = read_metrics(folder / "metrics.jsonl", "validation")
     out = []
     for d in domains:
-        pts = [(r["compute_device_s"], r["val"][d]["pass_rate"], r["val"][d].get("n", 0)) for r in rows
-               if d in r.get("val", {}) and r.get("compute_device_s") is not None]
+        key = f"compute_{axis}"
+        pts = [(r[key], r["val"][d]["pass_rate"], r["val"][d].get("n", 0)) for r in rows
+               if d in r.get("val", {}) and r.get(key) is not None]
         keep, last = [], -1.0
         for p in pts:  # a repeated evaluation at the same compute adds nothing to a fit
             if p[0] > last:
@@ -252,18 +256,18 @@ def refit_fixed_a(result: AnalysisResult, summary: DomainSummary, rows: list[Var
 def analyze(manifest: Manifest, out: Path, domains: list[str]) -> AnalysisResult:
     """Fits, margins and the fixed-A refit over the finished runs of the study in `out`."""
     spec = manifest.study
-    fit_until = spec.fit_fraction * spec.budget_device_s
+    fit_until = spec.fit_fraction * spec.budget
     done = [r for r in manifest.runs if (out / r.folder / "summary.json").is_file()]
-    curves = [c for r in done for c in load_curves(out / r.folder, r.variant, r.seed, domains)]
+    curves = [c for r in done for c in load_curves(out / r.folder, r.variant, r.seed, domains, spec.compute)]
     if spec.fit_fraction >= 1:  # every point, including the last step's overshoot of the budget
         fit_until = max([fit_until, *(float(c.compute.max()) for c in curves if c.compute.size)])
-    result = AnalysisResult(report=Analysis(budget_device_s=spec.budget_device_s, fit_until=fit_until,
+    result = AnalysisResult(report=Analysis(budget=spec.budget, compute=spec.compute, fit_until=fit_until,
                                             burn_in=spec.burn_in, domains=[], variants=[], runs=[]), curves=curves)
     order = [v.name for v in manifest.variants]
     for d in domains:
         r0 = shared_r0(curves, d)
         for c in (c for c in curves if c.domain == d):
-            rec, fit = fit_run(c, r0, fit_until, spec.burn_in, late_from=spec.budget_device_s * 2 / 3)
+            rec, fit = fit_run(c, r0, fit_until, spec.burn_in, late_from=spec.budget * 2 / 3)
             result.report.runs.append(rec)
             if fit is not None:
                 result.fits[(c.variant, c.seed, d)] = fit

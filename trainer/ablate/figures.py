@@ -15,6 +15,7 @@ from pathlib import Path
 import numpy as np
 
 from trainer.ablate.analysis import AnalysisResult
+from trainer.fit.data import COMPUTE_LABELS
 
 COLORS = ("#222222", "#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#17becf")
 
@@ -48,13 +49,14 @@ def plot_heldout(result: AnalysisResult, path: Path) -> Path:
                 ax.scatter(c.compute[~inside], c.rate[~inside], s=12, facecolors="white", edgecolors=color)
                 fit = result.fits.get((c.variant, c.seed, d))
                 if fit is not None:
-                    _draw_fit(ax, fit, color, rep.fit_until, max(rep.budget_device_s, float(c.compute.max())))
+                    _draw_fit(ax, fit, color, rep.fit_until, max(rep.budget, float(c.compute.max())))
         ax.axvline(rep.fit_until, color="0.5", lw=0.8, ls="-.")
-        ax.set(title=f"{d}: held-out pass rate", xlabel="compute (wall s x devices)", ylabel="pass rate", ylim=(0, 1))
+        ax.set(title=f"{d}: held-out pass rate", xlabel=COMPUTE_LABELS.get(rep.compute, rep.compute),
+               ylabel="pass rate", ylim=(0, 1))
         ax.grid(alpha=0.3)
         ax.legend(fontsize=7, loc="upper left")
     fig.suptitle(f"fits on compute ≤ {rep.fit_until:.0f} (solid, filled points), extrapolated to the budget "
-                 f"{rep.budget_device_s:g} (dashed, hollow points)", fontsize=9)
+                 f"{rep.budget:g} (dashed, hollow points)", fontsize=9)
     fig.savefig(path)
     return path
 
@@ -87,7 +89,7 @@ def plot_fixed_a(result: AnalysisResult, path: Path) -> Path | None:
             first = seed == min(s for (v, s, dd) in result.fixed_fits if v == variant and dd == domain)
             ax.scatter(np.log(c.compute[ok]), f_r, s=12, color=colors[variant],
                        label=f"{variant}: B={fit.B:.2f}" if first else None)
-            xs = np.log(np.linspace(max(c.compute[c.compute > 0].min(), 1e-9), rep.budget_device_s, 50))
+            xs = np.log(np.linspace(max(c.compute[c.compute > 0].min(), 1e-9), rep.budget, 50))
             ax.plot(xs, fit.B * (xs - np.log(fit.C_mid)), color=colors[variant], lw=1.0)
         ax.set(title=f"{d.domain}: A fixed at {d.fixed_A:.3f}, R0 = {d.R0:.3f}",
                xlabel="log compute (wall s x devices)", ylabel="log F(R) = log((R-R0)/(A-R)); slope = B")

@@ -23,7 +23,7 @@ from trainer.ablate.study import Manifest
 def command_line(manifest: Manifest) -> str:
     s = manifest.study
     parts = ["scalerl", "ablate", "--variants", ",".join(s.variants), "--seeds", str(s.seeds),
-             "--budget", f"{s.budget_device_s:g}", "--out", s.out]
+             "--budget", f"{s.budget:g}", "--compute", s.compute, "--out", s.out]
     fraction = None if s.fit_fraction == 0.5 else s.fit_fraction  # the default is left out
     for flag, value in (("--variants-file", s.variants_file), ("--config", s.config), ("--domains", s.domains),
                         ("--model", s.model), ("--engine", s.engine), ("--ray-address", s.ray_address),
@@ -54,7 +54,7 @@ def _variant_row(v: VariantDomain) -> str:
 def render_markdown(manifest: Manifest, result: AnalysisResult, figures: dict[str, str]) -> str:
     rep = result.report
     lines = ["# Leave-one-out study", "", "```bash", command_line(manifest), "```", "",
-             f"Budget per run: {rep.budget_device_s:g} device-seconds (wall s x devices in use, RL phase); "
+             f"Budget per run: {rep.budget:g} on the {rep.compute} axis (RL phase); "
              f"fits on compute ≤ {rep.fit_until:g}, scored at the budget. Seeds per variant: {manifest.study.seeds}.",
              ""]
     for d in rep.domains:

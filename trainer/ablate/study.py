@@ -8,8 +8,11 @@ The study's own keys:
 - `pipeline.seed=<i>` for seed i: the sampler's data order, the rollout and engine sampling. The
   held-out set (`data.seed`) and the starting policy (the cached warm start, `warm_start.seed`) stay
   fixed, so runs of one variant differ only by sampling and order, and variants only by the variant.
-- `pipeline.budget_device_s=<budget>` (the preset has no wall-time stop and no reachable step limit): the RL
-  phase stops when wall time x devices in use reaches the budget (`trainer.run.log.ComputeClock`).
+- `pipeline.budget=<budget>` and `pipeline.budget_axis=<compute>` (the preset has no wall-time stop and
+  no reachable step limit): the RL phase stops at the first step whose compute reaches the budget, so
+  runs of one study have equal compute to within one step. On `samples` (or `tokens`, `flops`) that
+  holds whatever the machine's load; on `device_s` (wall x devices, the paper's axis, where
+  PipelineRL's overlap shows) a busier machine buys fewer steps (`trainer.run.compute`).
 - `validation.min_evaluations_per_domain=<eval_samples>` when `--eval-samples` is given (the preset's
   2,500 otherwise): the binomial standard error
   of one evaluation is then at most sqrt(0.25 / 2500) = 0.01, half the paper's ±0.02 margin on A, so
@@ -26,14 +29,15 @@ from __future__ import annotations
 import json
 import shutil
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from scalerl_env.contracts.config import ConfigError, atomic_write_text
 from scalerl_env.contracts.records import Strict
 from trainer.ablate.variants import Variant, load_user_variants, overrides_for, resolve
 from trainer.config.presets import PRESETS
+from trainer.config.train import ComputeAxis
 
 MANIFEST = "manifest.json"
 STUDY_PRESET = "study"
@@ -46,7 +50,17 @@ class StudySpec(Strict):
     variants: list[str] = Field(min_length=1)
     variants_file: str | None = None
     seeds: int = Field(default=2, ge=1)
-    budget_device_s: float = Field(gt=0, description="RL compute per run: wall seconds x devices in use")
+    budget: float = Field(gt=0, description="RL compute per run, on the `compute` axis")
+    compute: ComputeAxis = Field(default="device_s", description="the axis of the budget and the fits")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _device_s_manifests(cls, data: Any) -> Any:
+        # A manifest written before the compute axis existed budgeted wall s x devices.
+        if isinstance(data, dict) and "budget_device_s" in data:
+            data = {**{k: v for k, v in data.items() if k != "budget_device_s"},
+                    "budget": data["budget_device_s"], "compute": "device_s"}
+        return data
     out: str
     config: str | None = None
     domains: str | None = None
@@ -86,7 +100,8 @@ class Manifest(Strict):
 
 def study_overrides(seed: int, spec: StudySpec) -> list[str]:
     samples = [] if spec.eval_samples is None else [f"validation.min_evaluations_per_domain={spec.eval_samples}"]
-    return [f"pipeline.seed={seed}", f"pipeline.budget_device_s={spec.budget_device_s}", *samples]
+    return [f"pipeline.seed={seed}", f"pipeline.budget={spec.budget}", f"pipeline.budget_axis={spec.compute}",
+            *samples]
 
 
 def build_run_config(spec: StudySpec, overrides: list[str]):

@@ -18,7 +18,8 @@ import typer
 ALL = "baseline,loo-dapo,loo-savg,loo-plan,loo-batch,loo-fp32,loo-lp,loo-8op"
 
 HELP = f"""Leave-one-out study of the ScaleRL recipe: every variant and seed gets the same compute budget
-(wall seconds x devices in use of the RL phase), sigmoid fits on the first half of it, scored on the
+on the --compute axis (device-s: wall seconds x devices in use of the RL phase; samples, tokens or
+flops: the same whatever the machine's load), sigmoid fits on the first half of it, scored on the
 second, compared against the baseline's seed spread; report.md, report.json and figures in --out.
 
 Built-in variants: {ALL}. Your own come from --variants-file (YAML: variants: NAME: overrides: [...]).
@@ -27,6 +28,8 @@ Overrides after the options apply to every run (a variant's own overrides win).
 Examples:
 
   scalerl ablate --variants baseline,loo-dapo --seeds 2 --budget 150 --out runs/ablate
+
+  scalerl ablate --variants baseline,loo-dapo --seeds 3 --compute samples --budget 20000 --out runs/ablate-s
 
   scalerl ablate --variants {ALL} --seeds 2 --budget 150 --out runs/ablate-all validation.every_steps=8
 
@@ -38,13 +41,17 @@ Examples:
 
 def register(app: typer.Typer) -> None:
     """Add the `ablate` command to `app`."""
+
     @app.command("ablate", help=HELP)
     def ablate(
         overrides: Annotated[list[str] | None, typer.Argument(help="dotted overrides for every run")] = None,
         variants: Annotated[str, typer.Option(help="comma-separated variant names (baseline is always run)")] = ALL,
         variants_file: Annotated[Path | None, typer.Option(help="YAML of user-defined variants")] = None,
         seeds: Annotated[int, typer.Option(min=1, help="runs per variant (pipeline.seed = 0..N-1)")] = 2,
-        budget: Annotated[float, typer.Option(help="RL compute per run in device-seconds (wall s x devices)")] = 150.0,
+        budget: Annotated[float, typer.Option(help="RL compute per run, in the unit of --compute")] = 150.0,
+        compute: Annotated[str, typer.Option(
+            help="the budget's and the fits' axis: device-s (wall s x devices, the paper's; follows the load) | "
+                 "samples | tokens | flops (equal whatever the load)")] = "device-s",
         out: Annotated[Path | None, typer.Option(help="study folder (default runs/ablate-<time>)")] = None,
         config: Annotated[Path | None, typer.Option("--config", help="YAML of TrainConfig values")] = None,
         domains: Annotated[str | None, typer.Option(help="comma-separated: math,code (default both)")] = None,
@@ -66,7 +73,8 @@ def register(app: typer.Typer) -> None:
         try:
             spec = StudySpec(variants=[v.strip() for v in variants.split(",") if v.strip()],
                              variants_file=str(variants_file) if variants_file else None, seeds=seeds,
-                             budget_device_s=budget, out=str(folder), config=str(config) if config else None,
+                             budget=budget, compute=compute.replace("-", "_"), out=str(folder),
+                             config=str(config) if config else None,
                              domains=domains, model=model, engine=engine, overrides=overrides or [],
                              ray_address=ray_address, eval_samples=eval_samples, burn_in=burn_in,
                              fit_fraction=fit_fraction)

@@ -76,7 +76,9 @@ def register(app: typer.Typer) -> None:
     def fit(
         metrics: list[Path] = typer.Option([], "--metrics", help="RUN/metrics.jsonl; repeat to overlay runs"),
         domain: str | None = typer.Option(None, help="fit only this validation domain (default: all)"),
-        compute: str = typer.Option("device_hours", help="compute axis: device_hours | device_s | flops"),
+        compute: str = typer.Option(
+            "device_hours", "--compute", "--x",
+            help="compute axis: device_hours | device_s | samples | tokens | flops"),
         metric: str = typer.Option("pass_rate", help="key under val.<domain> to fit"),
         csv_file: Path | None = typer.Option(None, "--csv", help="CSV file instead of metrics.jsonl"),
         compute_col: str | None = typer.Option(None, "--compute-col", help="CSV compute column"),
@@ -92,10 +94,12 @@ def register(app: typer.Typer) -> None:
         plot: Path | None = typer.Option(None, help="write a figure (PNG/PDF/SVG by suffix)"),
         as_json: bool = typer.Option(False, "--json", help="print a JSON object instead of text"),
     ) -> None:
+        from trainer.fit.data import COMPUTE_LABELS
         from trainer.fit.sigmoid import FitError
 
-        if compute not in ("device_hours", "device_s", "flops"):
-            raise typer.BadParameter("must be device_hours, device_s or flops", param_hint="--compute")
+        compute = compute.replace("-", "_")
+        if compute not in COMPUTE_LABELS:
+            raise typer.BadParameter(f"must be one of {', '.join(COMPUTE_LABELS)}", param_hint="--compute")
         if method not in ("default", "paper"):
             raise typer.BadParameter("must be default or paper", param_hint="--method")
         # a pass rate from metrics.jsonl is bounded: A in [R0, 1] as in the paper, y-axis [0, 1]

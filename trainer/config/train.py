@@ -38,6 +38,9 @@ from trainer.engines.config import EngineConfig
 from trainer.tiny.config import TinyModelConfig, WarmStartConfig
 from verifiers.config import VerifierConfig
 
+ComputeAxis = Literal["device_s", "samples", "tokens", "flops"]
+"""The compute axes a budget and a fit can use (counted by `trainer.run.compute.ComputeClock`)."""
+
 
 class PipelineConfig(Strict):
     """How generation and training overlap (PipelineRL-k, PPO-off-policy-k or synchronous)."""
@@ -50,9 +53,13 @@ class PipelineConfig(Strict):
     max_steps: int = Field(default=400, ge=1)
     max_time_s: float | None = Field(
         default=150.0, gt=0, description="stop the RL phase after this wall time (checked per step); null = no limit")
-    budget_device_s: float | None = Field(
-        default=None, gt=0, description="stop the RL phase once compute (wall s x devices in use, validation and "
-        "checkpoints excluded) reaches this (checked per step); null = no limit. `scalerl ablate` sets it")
+    budget: float | None = Field(
+        default=None, gt=0, description="stop the RL phase at the first step whose compute on `budget_axis` reaches "
+        "this; null = no limit. `scalerl ablate` sets it")
+    budget_axis: ComputeAxis = Field(
+        default="device_s", description="device_s: wall s x devices in use (validation, checkpoints excluded; "
+        "follows the load); samples / tokens: taken samples / their generated tokens; flops: generation + "
+        "training (trainer.run.compute)")
     seed: int = 0
     torch_threads: int = Field(default=1, ge=1, description="intra-op threads per torch thread (engine, trainer)")
 
@@ -62,6 +69,14 @@ class PipelineConfig(Strict):
         if k < 0:
             raise ValueError(f"k must be >= 0 (0 = synchronous), got {k}")
         return k
+
+    @model_validator(mode="before")
+    @classmethod
+    def _one_budget(cls, data: Any) -> Any:
+        if isinstance(data, dict) and "budget_device_s" in data:
+            raise ValueError("pipeline.budget_device_s is gone: use pipeline.budget=<N> with "
+                             "pipeline.budget_axis=device_s (or samples, tokens, flops)")
+        return data
 
     @model_validator(mode="after")
     def _offpolicy_k(self) -> PipelineConfig:

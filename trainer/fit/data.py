@@ -5,14 +5,15 @@ it has a ``val`` object; the keys read are::
 
     {"step": 300,
      "compute_device_s": 1.08e7,          # cumulative accelerator-seconds (all devices) at this step
-     "compute_flops": 3.1e20,             # cumulative training FLOPs (optional unless --compute flops)
+     "compute_flops": 3.1e20,             # cumulative generation + training FLOPs (needed for --compute flops)
+     "compute_samples": 49152,            # samples taken (--compute samples); compute_tokens: their tokens
      "val": {"math": {"pass_rate": 0.41}, "code": {"pass_rate": 0.22}}}
 
 Lines without ``val`` (training steps) are skipped, as are validation lines that lack the requested
 domain. Compute choices: ``device_hours`` (``compute_device_s / 3600``, the paper's GPU-hours; the
-default), ``device_s`` or ``flops``. The initial evaluation, if the trainer logs one, has compute 0
-and pins R0. Guarantees: a malformed line, a missing key or a non-increasing compute is a
-``FitError`` naming the file and line; nothing is silently dropped except the skips above.
+default), ``device_s``, ``samples``, ``tokens`` or ``flops`` (``trainer.run.compute``). The initial
+evaluation, if the trainer logs one, has compute 0 and pins R0. Guarantees: a malformed line, a
+missing key or a non-increasing compute is a ``FitError`` naming the file and line; nothing is silently dropped except the skips above.
 """
 
 from __future__ import annotations
@@ -28,14 +29,16 @@ from pydantic import BaseModel, ConfigDict
 from trainer.fit.model import FitError
 from trainer.run.log import metric_records
 
-ComputeKind = Literal["device_hours", "device_s", "flops"]
+ComputeKind = Literal["device_hours", "device_s", "samples", "tokens", "flops"]
 COMPUTE_KEYS: dict[str, tuple[str, float]] = {
     "device_hours": ("compute_device_s", 1 / 3600),
     "device_s": ("compute_device_s", 1.0),
+    "samples": ("compute_samples", 1.0),
+    "tokens": ("compute_tokens", 1.0),
     "flops": ("compute_flops", 1.0),
 }
 COMPUTE_LABELS = {"device_hours": "compute (device-hours)", "device_s": "compute (device-seconds)",
-                  "flops": "compute (FLOPs)"}
+                  "samples": "compute (samples)", "tokens": "compute (generated tokens)", "flops": "compute (FLOPs)"}
 
 
 class Series(BaseModel):

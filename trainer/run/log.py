@@ -6,14 +6,14 @@
   `effective_batch_fraction` (kept groups / prompts_per_step), `zero_variance_fraction`,
   `retired_count`, `truncation_rate`, `lag/{min,mean,p50,p90,max}` (trainer version − token version
   over trained tokens), `clip_frac`, `tokens_per_s` (sampled tokens per wall second since the last
-  step), `generator/idle_fraction`, `compute_device_s`, `compute_busy_s`, `devices`,
-  `compute_flops`, and the loss metrics.
-- `"validation"` (the keys `trainer.fit.data` reads): `step`, `policy_version`, `compute_device_s`,
-  `compute_busy_s`, `compute_flops`, `val: {<domain>: {pass_rate, n[, greedy_pass_rate]}}` (pass
-  rate sampled at the training temperature), `validation_s`.
-Compute (`ComputeClock`): `compute_device_s` is wall seconds x devices in use, summed over steps (the
-paper's GPU-hours, in seconds; what budgets and fits use); `compute_busy_s` is generator busy +
-trainer busy seconds, which leaves out the time a device sat idle.
+  step), `generator/idle_fraction`, `devices`, the `compute_*` counters, and the loss metrics.
+- `"validation"` (the keys `trainer.fit.data` reads): `step`, `policy_version`, the `compute_*`
+  counters, `val: {<domain>: {pass_rate, n[, greedy_pass_rate]}}` (pass rate sampled at the
+  training temperature), `validation_s`.
+Compute (`trainer.run.compute.ComputeClock`): `compute_device_s` (wall seconds x devices in use, the
+paper's GPU-hours in seconds), `compute_samples`, `compute_tokens`, `compute_flops` (=
+`compute_gen_flops` + `compute_train_flops`): the axes a budget (`pipeline.budget_axis`) and a fit
+can use; `compute_busy_s` is generator busy + trainer busy seconds, which leaves out idle time.
 Lines are appended and flushed one at a time, so a killed run leaves a readable file (at most the
 last line partial; readers skip a partial last line). On resume, lines of steps after the
 checkpoint are dropped.
@@ -155,38 +155,3 @@ def devices_in_use(cfg: TrainConfig) -> float:
     r = cfg.ray
     gpus = r.num_generators * r.generator_num_gpus + r.trainer_num_gpus
     return float(gpus) if gpus > 0 else float(r.num_generators + 1)
-
-
-class ComputeClock:
-    """Consumed compute: device-seconds (wall x devices in use), busy seconds, and FLOPs from tokens.
-
-    `device_s` grows by each step's wall time times the devices in use (`add_wall`): a device that
-    waits is still held, so idle generators and trainers count, as in the paper's GPU-hours.
-    `busy_s` is generator busy + trainer busy time only (what `device_s` was before; kept for
-    comparison). FLOPs ≈ 2·N per generated token (forward) + 6·N per trained token (forward +
-    backward), with N the number of model parameters (the usual 2N/6N estimate; attention FLOPs are
-    ignored). Validation and checkpoints are not counted (measurement, not training compute)."""
-
-    def __init__(self, n_params: int, device_s: float = 0.0, flops: float = 0.0, busy_s: float = 0.0) -> None:
-        self.n_params = n_params
-        self.device_s = device_s
-        self.busy_s = busy_s
-        self.flops = flops
-        self._gen_busy_seen = 0.0
-        self._gen_tokens_seen = 0
-
-    def add_wall(self, seconds: float, devices: float) -> None:
-        self.device_s += seconds * devices
-
-    def add_training(self, seconds: float, tokens: int) -> None:
-        self.busy_s += seconds
-        self.flops += 6.0 * self.n_params * tokens
-
-    def add_generation(self, busy_s_total: float, tokens_total: int) -> None:
-        """Engine counters are cumulative for the life of the engine; add what is new since last call."""
-        self.busy_s += max(0.0, busy_s_total - self._gen_busy_seen)
-        self.flops += 2.0 * self.n_params * max(0, tokens_total - self._gen_tokens_seen)
-        self._gen_busy_seen, self._gen_tokens_seen = busy_s_total, tokens_total
-
-    def state(self) -> dict[str, float]:
-        return {"device_s": self.device_s, "busy_s": self.busy_s, "flops": self.flops}

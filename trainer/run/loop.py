@@ -75,7 +75,7 @@ def train(cfg: TrainConfig, out: str | Path, *, resume: bool = False) -> dict[st
 def finished(run: Run, t_start: float) -> bool:
     p = run.cfg.pipeline
     return (run.step >= p.max_steps or (p.max_time_s is not None and time.monotonic() - t_start >= p.max_time_s)
-            or (p.budget_device_s is not None and run.clock.device_s >= p.budget_device_s))
+            or (p.budget is not None and run.clock.spent(p.budget_axis) >= p.budget))
 
 
 # ------------------------------------------------------------------------------------------------ phases
@@ -86,7 +86,9 @@ def sample_groups(run: Run) -> list[RolloutGroup]:
 
 def record_attempts(run: Run, groups: list[RolloutGroup]) -> None:
     """Every scored sample into the ledger (one transaction), under the number of the step that trains
-    on it (1-based, as in metrics.jsonl); the ledger also decides retirements."""
+    on it (1-based, as in metrics.jsonl); the ledger also decides retirements. Every group a step takes
+    (refills included) passes here once, so the samples, tokens and generation FLOPs are counted here."""
+    run.clock.add_taken((len(g.prompt_token_ids), len(s.token_ids)) for g in groups for s in g.samples)
     items, verdicts = [], []
     for g in groups:
         for i, (sample, text, verdict) in enumerate(zip(g.samples, g.completions, g.verdicts)):
@@ -124,7 +126,7 @@ def policy_step(run: Run, kept: list[RolloutGroup], advantages: torch.Tensor) ->
     version = run.trainer.policy_version
     if not kept:
         metrics = run.ranks.optimizer_step()
-        run.clock.add_training(time.perf_counter() - t0, 0)
+        run.clock.add_training(time.perf_counter() - t0)
         return [], metrics
     samples = [(g, s) for g in kept for s in g.samples]
     masks = [training_loss_mask(s, run.cfg.length) for _, s in samples]
@@ -134,7 +136,7 @@ def policy_step(run: Run, kept: list[RolloutGroup], advantages: torch.Tensor) ->
         advantages=advantages.tolist(), group_ids=[g.group_id for g, _ in samples])
     metrics = run.ranks.step(batch)  # every trainer rank takes its shard of the batch
     lag = [version - v for (_, s), m in zip(samples, masks) for v, keep in zip(s.policy_versions, m) if keep]
-    run.clock.add_training(time.perf_counter() - t0, batch.num_tokens)
+    run.clock.add_training(time.perf_counter() - t0, [(len(g.prompt_token_ids), len(s.token_ids)) for g, s in samples])
     return lag, metrics
 
 
@@ -150,7 +152,7 @@ def log_step(run: Run, groups: list[RolloutGroup], kept: list[RolloutGroup], zer
     gen = run.runtime.stats()
     # One count through the ledger's owner (a Ray actor or this process), never the retired set itself.
     run.state.retired_count = int(run.ledger.query("SELECT count(*) FROM retired").rows[0][0])
-    run.clock.add_generation(gen.busy_s, gen.sampled_tokens)
+    run.clock.add_generation_busy(gen.busy_s)
     last_tokens, last_t = run.state.last_tokens, run.state.last_tokens_at
     now = time.perf_counter()
     devices = devices_in_use(run.cfg)
@@ -164,8 +166,7 @@ def log_step(run: Run, groups: list[RolloutGroup], kept: list[RolloutGroup], zer
         "zero_variance_fraction": zero_var_groups / max(1, len(groups)), "retired_count": run.state.retired_count,
         "tokens_per_s": (gen.sampled_tokens - last_tokens) / (now - last_t) if last_t else None,
         "generator/idle_fraction": gen.idle_fraction, "push_s": run.state.last_push_s,
-        "compute_device_s": run.clock.device_s, "compute_busy_s": run.clock.busy_s, "devices": devices,
-        "compute_flops": run.clock.flops,
+        "devices": devices, **run.clock.metrics(),
     }
     run.state.last_tokens, run.state.last_tokens_at = gen.sampled_tokens, now
     rec.update(domain_metrics(groups))
@@ -213,8 +214,7 @@ def validate(run: Run) -> dict[str, float]:
                       engine=validation_engine(run.cfg, run.runtime))
     val = {d: {k.split("/")[2]: v for k, v in result.items() if k.startswith(f"heldout/{d}/")} for d in holdout}
     rec = {"step": run.step, "policy_version": run.trainer.policy_version, "time": time.time(),
-           "compute_device_s": run.clock.device_s, "compute_busy_s": run.clock.busy_s,
-           "compute_flops": run.clock.flops, "val": val,
+           **run.clock.metrics(), "val": val,
            "validation_s": result["validation_s"]}
     run.log.write("validation", rec)
     return rec

@@ -7,7 +7,7 @@ consistently with the weights), `curves/`, `summary.json`.
 Fail-fast checks (before any work): unknown domain and k < 0 are config errors (`TrainConfig`); a
 `--model` that is neither a folder nor a hub id in the local Hugging Face cache; a run folder that
 already holds a run (use `--resume`); `--resume` on a folder without a checkpoint; `lora.enabled` with
-vLLM or several trainer ranks.
+several trainer ranks.
 """
 
 from __future__ import annotations
@@ -61,12 +61,10 @@ def check_model_path(model: str | None) -> None:
 
 
 def check_lora(cfg: TrainConfig) -> None:
-    """LoRA runs on one trainer rank with the torch engine (merged weights pushed); the rest is refused."""
+    """LoRA runs on one trainer rank (the engines, torch or vLLM, receive the merged weights); several
+    trainer ranks are refused."""
     if not cfg.lora.enabled:
         return
-    if cfg.engine.name == "vllm":
-        raise ConfigError("lora.enabled with engine.name=vllm is not supported yet (vLLM's LoRA loading is not "
-                          "wired): use engine.name=torch, which receives the merged weights")
     if cfg.trainer_ranks.count > 1:
         raise ConfigError("lora.enabled with trainer_ranks.count > 1 is not supported yet (FSDP2 sharding of an "
                           "adapted model): use one trainer rank")

@@ -20,7 +20,8 @@ from trainer.rollout.problems import DomainPool, PromptCodec
 from trainer.rollout.runtime import Runtime
 from trainer.rollout.sample_log import RolloutLog
 from trainer.rollout.worker import Rollouts
-from trainer.run.log import ComputeClock, RunLog
+from trainer.run.compute import ComputeClock
+from trainer.run.log import RunLog
 
 log = logging.getLogger(__name__)
 

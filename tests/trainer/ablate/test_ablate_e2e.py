@@ -47,7 +47,7 @@ def test_ablate_two_variants_report_and_resume(tmp_path: Path) -> None:
         assert steps[-1]["compute_device_s"] >= BUDGET > steps[-2]["compute_device_s"]  # stopped by the budget
         cfg = yaml.safe_load((folder / "config.yaml").read_text())
         losses[run["variant"]] = cfg["loss"]["name"]
-        assert cfg["pipeline"]["seed"] == 0 and cfg["pipeline"]["budget_device_s"] == BUDGET
+        assert cfg["pipeline"]["seed"] == 0 and cfg["pipeline"]["budget"] == BUDGET
         assert cfg["validation"]["min_evaluations_per_domain"] == 128
         vals = read_metrics(folder / "metrics.jsonl", "validation")
         assert vals[0]["compute_device_s"] == 0 and len(vals) >= 2

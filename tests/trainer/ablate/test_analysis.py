@@ -45,7 +45,7 @@ def _study(tmp_path: Path, curves: dict[str, list[tuple[float, float, float]]]) 
             folder = f"runs/{name}/seed{seed}"
             _write_run(tmp_path / folder, _curve(a, b, c_mid, 0.003, rng))
             runs.append(RunEntry(variant=name, seed=seed, folder=folder, overrides=[], status="finished"))
-    spec = StudySpec(variants=list(curves), seeds=2, budget_device_s=BUDGET, out=str(tmp_path))
+    spec = StudySpec(variants=list(curves), seeds=2, budget=BUDGET, out=str(tmp_path))
     return Manifest(study=spec, variants=[Variant(name=n, description=n) for n in curves], runs=runs)
 
 

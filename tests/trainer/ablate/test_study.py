@@ -26,7 +26,7 @@ def test_run_states_and_folder_preparation(tmp_path: Path) -> None:
 
 
 def test_a_finished_run_planned_differently_is_refused(tmp_path: Path) -> None:
-    spec = StudySpec(variants=["loo-dapo"], seeds=1, budget_device_s=10, out=str(tmp_path))
+    spec = StudySpec(variants=["loo-dapo"], seeds=1, budget=10, out=str(tmp_path))
     manifest = plan(spec)
     for run in manifest.runs:
         (tmp_path / run.folder).mkdir(parents=True)
@@ -37,4 +37,4 @@ def test_a_finished_run_planned_differently_is_refused(tmp_path: Path) -> None:
     more_seeds = spec.model_copy(update={"seeds": 2})
     assert len(merge_previous(plan(more_seeds), tmp_path).runs) == 4  # a larger study extends this one
     with pytest.raises(ConfigError, match="finished with overrides"):
-        merge_previous(plan(spec.model_copy(update={"budget_device_s": 20})), tmp_path)
+        merge_previous(plan(spec.model_copy(update={"budget": 20})), tmp_path)

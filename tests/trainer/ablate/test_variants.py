@@ -24,7 +24,7 @@ EXPECTED = {
 
 def test_each_paper_variant_changes_exactly_its_component() -> None:
     assert set(PAPER_VARIANTS) == set(EXPECTED)
-    spec = StudySpec(variants=[BASELINE], budget_device_s=1, out="x")
+    spec = StudySpec(variants=[BASELINE], budget=1, out="x")
     base = build_run_config(spec, [])
     for variant in resolve(PAPER_VARIANTS):
         cfg = build_run_config(spec, overrides_for(variant))
@@ -34,7 +34,7 @@ def test_each_paper_variant_changes_exactly_its_component() -> None:
 
 def test_length_penalty_budget_follows_the_output_budget() -> None:
     (_, lp) = resolve(["loo-lp"])
-    cfg = build_run_config(StudySpec(variants=[BASELINE], budget_device_s=1, out="x"),
+    cfg = build_run_config(StudySpec(variants=[BASELINE], budget=1, out="x"),
                            ["engine.max_new_tokens=140", *overrides_for(lp)])
     assert cfg.length.mode == "penalty"
     assert cfg.length.penalty_budget(cfg.engine.max_new_tokens) == (140, 28)
@@ -65,17 +65,18 @@ def test_user_variants_from_yaml(tmp_path: Path) -> None:
 
 
 def test_plan_varies_sampling_seed_only_and_fixes_the_budget(tmp_path: Path) -> None:
-    spec = StudySpec(variants=["loo-dapo"], seeds=2, budget_device_s=42.0, out=str(tmp_path),
+    spec = StudySpec(variants=["loo-dapo"], seeds=2, budget=42.0, out=str(tmp_path),
                      overrides=["loss.name=grpo"])
     manifest = plan(spec)
     runs = [(r.variant, r.seed) for r in manifest.runs]
     assert runs == [(BASELINE, 0), ("loo-dapo", 0), (BASELINE, 1), ("loo-dapo", 1)]  # seed-major
     cfgs = [build_run_config(spec, r.overrides) for r in manifest.runs]
     assert [c.pipeline.seed for c in cfgs] == [0, 0, 1, 1]
-    assert all(c.pipeline.budget_device_s == 42.0 and c.pipeline.max_time_s is None for c in cfgs)
+    assert all(c.pipeline.budget == 42.0 and c.pipeline.budget_axis == "device_s" for c in cfgs)
+    assert all(c.pipeline.max_time_s is None for c in cfgs)
     # the held-out set and the starting policy (warm start) are the same in every run
     starts = {(c.data.model_dump_json(), c.warm_start.model_dump_json(), c.tiny.model_dump_json()) for c in cfgs}
     assert len(starts) == 1
     assert cfgs[0].loss.name == "grpo" and cfgs[1].loss.name == "dapo"  # the variant wins over a shared override
     with pytest.raises(ConfigError):
-        plan(StudySpec(variants=["baseline"], budget_device_s=1, out=str(tmp_path), overrides=["pipeline.nope=1"]))
+        plan(StudySpec(variants=["baseline"], budget=1, out=str(tmp_path), overrides=["pipeline.nope=1"]))
