@@ -33,6 +33,7 @@ import numpy as np
 from pydantic import Field
 
 from scalerl_env.contracts.records import Strict
+from trainer.ablate.resolution import Resolution, baseline_resolution
 from trainer.ablate.study import Manifest
 from trainer.ablate.variants import BASELINE
 
@@ -93,6 +94,7 @@ class VariantDomain(Strict):
     final_pass_rate_spread: float | None = None
     late_pass_rate: float | None = None
     late_pass_rate_spread: float | None = None
+    d_late_pass_rate: float | None = Field(default=None, description="late pass rate minus the baseline's")
 
 
 class DomainSummary(Strict):
@@ -106,6 +108,8 @@ class DomainSummary(Strict):
     margin_source: str
     fixed_A: float | None = None
     fixed_A_variants: list[str] = Field(default_factory=list)
+    resolution: Resolution | None = Field(default=None, description="the smallest differences the planned "
+                                          "seeds resolve at 2 standard errors, from the baseline's seeds")
     samples_per_point: int
     max_point_se: float = Field(description="largest binomial standard error of one evaluation")
     samples_for_margin: int = Field(
@@ -213,7 +217,19 @@ def summarize_variant(variant: str, domain: str, runs: list[RunFit], n_seeds: in
     if base is not None and base.A is not None and a is not None:
         vd.dA, vd.dB = a - base.A, (b - base.B) if b is not None and base.B is not None else None
         vd.beyond_margin = abs(vd.dA) > margin
+    if base is not None and base.late_pass_rate is not None and late is not None:
+        vd.d_late_pass_rate = late - base.late_pass_rate
     return vd
+
+
+def domain_resolution(result: AnalysisResult, domain: str, r0: float | None, seeds: int,
+                      samples: int) -> Resolution:
+    """`trainer.ablate.resolution.baseline_resolution` over the baseline's runs of `domain`."""
+    base = [c for c in result.curves if c.domain == domain and c.variant == BASELINE]
+    recs = [r for r in result.report.runs if r.domain == domain and r.variant == BASELINE]
+    return baseline_resolution([(c.compute, c.rate) for c in base], [r.fit["A"] for r in recs if r.fit],
+                               [r.late_pass_rate for r in recs if r.late_pass_rate is not None], r0,
+                               seeds=seeds, samples=samples)
 
 
 def refit_fixed_a(result: AnalysisResult, summary: DomainSummary, rows: list[VariantDomain], fit_until: float,
@@ -280,7 +296,8 @@ def analyze(manifest: Manifest, out: Path, domains: list[str]) -> AnalysisResult
         summary = DomainSummary(domain=d, R0=r0, margin=margin, margin_source=source, R0_runs=len(starts),
                                 R0_sd=float(np.std(starts, ddof=1)) if len(starts) > 1 else None,
                                 samples_per_point=min(n) if n else 0, max_point_se=max(se) if se else math.nan,
-                                samples_for_margin=math.ceil(max(var, default=0.25) / POINT_SE_TARGET**2))
+                                samples_for_margin=math.ceil(max(var, default=0.25) / POINT_SE_TARGET**2),
+                                resolution=domain_resolution(result, d, r0, spec.seeds, min(n) if n else 0))
         base = None
         rows = []
         for name in order:

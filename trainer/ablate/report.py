@@ -4,7 +4,10 @@ report.json: the study spec, the manifest's runs (status, wall time, error) and 
 (per domain: R0, margin and its source, the fixed A; per variant x domain: A, B, C_mid seed means and
 spreads, ΔA and ΔB against the baseline, whether ΔA exceeds the margin, B with A fixed, extrapolation
 error, final pass rate; per run x domain: the fits themselves or why there is none).
-report.md: the same as tables, with the command that reproduces the study. Numbers are printed at
+report.md: the same as tables, with the command that reproduces the study; per domain first the
+resolution (the smallest differences the seeds resolve, `trainer.ablate.resolution`) and beside every
+Δ whether it is above it; the extrapolation check over all runs; per fit whether A and B are
+determined or pinned at a bound. Numbers are printed at
 3 decimals; read them with the intervals and spreads next to them.
 """
 
@@ -15,8 +18,9 @@ import shlex
 from pathlib import Path
 
 from scalerl_env.contracts.config import atomic_write_text
-from trainer.ablate.analysis import POINT_SE_TARGET, AnalysisResult, VariantDomain
+from trainer.ablate.analysis import POINT_SE_TARGET, Analysis, AnalysisResult, DomainSummary, VariantDomain
 from trainer.ablate.figures import plot_fixed_a, plot_heldout
+from trainer.ablate.resolution import Resolution, fit_status
 from trainer.ablate.study import Manifest
 
 
@@ -41,13 +45,55 @@ def _pm(x: float | None, spread: float | None) -> str:
     return _num(x) if spread is None else f"{_num(x)} ± {_num(spread)}"
 
 
-def _variant_row(v: VariantDomain) -> str:
+def extrapolation_line(rep: Analysis, domain: str) -> str:
+    """The paper's extrapolation check over every run of the domain: fit on the first part, predict the rest."""
+    errs = [r.extrapolation_mae for r in rep.runs if r.domain == domain and r.extrapolation_mae is not None]
+    if not errs:
+        return "Extrapolation check: no run has points beyond its fit window."
+    return (f"Extrapolation check (fit on compute ≤ {rep.fit_until:g}, predict the later points): mean absolute "
+            f"error {sum(errs) / len(errs):.3f} over {len(errs)} runs (largest {max(errs):.3f}).")
+
+
+def fit_table(rep: Analysis) -> list[str]:
+    """Per run and domain: whether the fit determined A and B, or what is pinned at a bound."""
+    lines = ["## Fits", "", "| variant | seed | domain | A | B | determined? |", "|---|---|---|---|---|---|"]
+    for r in rep.runs:
+        a, b = (r.fit["A"], r.fit["B"]) if r.fit else (None, None)
+        status = fit_status(r.fit) if r.fit else f"no fit ({r.error})"
+        lines.append(f"| {r.variant} | {r.seed} | {r.domain} | {_num(a)} | {_num(b, 2)} | {status} |")
+    return [*lines, ""]
+
+
+def resolution_line(d: DomainSummary) -> str:
+    """The smallest differences the study resolves in `d`'s domain, said before its comparisons."""
+    r = d.resolution
+    if r is None or r.from_baseline_runs < 2:
+        return (f"Resolution: not measured ({0 if r is None else r.from_baseline_runs} baseline run(s); it needs "
+                "at least 2 baseline seeds).")
+    target = "" if r.target_pass_rate is None else (
+        f", Δ compute to pass rate {r.target_pass_rate:.3f} ±{_num(r.compute_to_target, 4)}")
+    return (f"Resolution at 2 standard errors with {r.seeds} seeds per recipe (spreads of {r.from_baseline_runs} "
+            f"baseline runs): ΔA ±{_num(r.A)}, Δ last-third pass rate ±{_num(r.late_pass_rate)} (evaluation "
+            f"noise alone ±{_num(r.eval_floor)}){target}. Smaller differences are below the resolution.")
+
+
+def _resolved(delta: float | None, resolution: float | None) -> str:
+    if delta is None or resolution is None:
+        return "–"
+    return "**yes**" if abs(delta) > resolution else "no"
+
+
+def _variant_row(v: VariantDomain, d: DomainSummary) -> str:
     flag = "" if v.beyond_margin is None else ("**yes**" if v.beyond_margin else "no")
+    res = d.resolution or Resolution(seeds=0, from_baseline_runs=0)
+    d_late = v.d_late_pass_rate
     c_mid = "–" if v.C_mid is None else f"{v.C_mid:.0f}"
     bound = f" ({v.A_at_bound} at 1)" if v.A_at_bound else ""
     return (f"| {v.variant} | {v.seeds_fitted}/{v.seeds} | {_pm(v.final_pass_rate, v.final_pass_rate_spread)} | "
             f"{_pm(v.late_pass_rate, v.late_pass_rate_spread)} | "
-            f"{_pm(v.A, v.A_spread)}{bound} | {_num(v.dA)} | {flag} | {_pm(v.B, v.B_spread)} | {_num(v.dB)} | "
+            f"{_num(d_late)} | {_resolved(d_late, res.late_pass_rate)} | "
+            f"{_pm(v.A, v.A_spread)}{bound} | {_num(v.dA)} | {flag} | {_resolved(v.dA, res.A)} | "
+            f"{_pm(v.B, v.B_spread)} | {_num(v.dB)} | "
             f"{c_mid} | {_num(v.B_fixed)} | {_num(v.dB_fixed)} | {_num(v.extrapolation_error)} |")
 
 
@@ -66,16 +112,15 @@ def render_markdown(manifest: Manifest, result: AnalysisResult, figures: dict[st
                   f"{d.samples_per_point} held-out samples per evaluation, largest standard error of a point "
                   f"{d.max_point_se:.3f} ({'resolves' if d.max_point_se <= POINT_SE_TARGET else 'does not resolve'} "
                   f"±0.02 alone; {d.samples_for_margin} samples would).", ""]
+        lines += [resolution_line(d), ""]
         if d.fixed_A is not None:
             lines += [f"Fixed-A refit: A = {d.fixed_A:.3f} for {', '.join(d.fixed_A_variants)}.", ""]
-        lines += ["| variant | fits/runs | final pass rate | last third | A | ΔA | ΔA > margin | B | ΔB | C_mid "
-                  "| B (A fixed) | ΔB (A fixed) | extrap. error |", "|---" * 13 + "|"]
-        lines += [_variant_row(v) for v in rep.variants if v.domain == d.domain]
-        lines.append("")
-    failures = [r for r in rep.runs if r.error]
-    if failures:
-        lines += ["## Fits that failed", ""] + [f"- {r.variant} seed {r.seed} {r.domain}: {r.error}" for r in failures]
-        lines.append("")
+        lines += ["| variant | fits/runs | final pass rate | last third | Δ last third | resolved | A | ΔA "
+                  "| ΔA > margin | ΔA resolved | B | ΔB | C_mid | B (A fixed) | ΔB (A fixed) | extrap. error |",
+                  "|---" * 16 + "|"]
+        lines += [_variant_row(v, d) for v in rep.variants if v.domain == d.domain]
+        lines += ["", extrapolation_line(rep, d.domain), ""]
+    lines += fit_table(rep)
     lines += ["## Runs", "", "| variant | seed | status | steps | wall s (whole run) | load average | folder |",
               "|---|---|---|---|---|---|---|"]
     lines += [f"| {r.variant} | {r.seed} | {r.status} | {r.steps or '–'} | {_num(r.wall_s, 0)} | "

@@ -65,6 +65,9 @@ def register(app: typer.Typer) -> None:
         burn_in: Annotated[float | None, typer.Option(help="drop points with 0 < compute < this from fits")] = None,
         fit_fraction: Annotated[float, typer.Option(help="fit on compute <= this share of the budget")] = 0.5,
         report_only: Annotated[bool, typer.Option("--report-only", help="fit and report finished runs only")] = False,
+        plan_only: Annotated[bool, typer.Option(
+            "--plan-only", help="run only the baseline's seeds and print the resolution the study would have "
+            "(the full study in the same --out reuses those runs)")] = False,
     ) -> None:
         from scalerl_env.contracts.config import ConfigError
         from trainer.ablate.study import StudySpec, build_run_config, merge_previous, plan, write_manifest
@@ -78,6 +81,10 @@ def register(app: typer.Typer) -> None:
                              domains=domains, model=model, engine=engine, overrides=overrides or [],
                              ray_address=ray_address, eval_samples=eval_samples, burn_in=burn_in,
                              fit_fraction=fit_fraction)
+            if plan_only:
+                from trainer.ablate.variants import BASELINE
+
+                spec = spec.model_copy(update={"variants": [BASELINE]})
             manifest = merge_previous(plan(spec), folder)
         except (ConfigError, ValueError) as exc:
             typer.echo(f"error: {exc}", err=True)
@@ -97,3 +104,7 @@ def register(app: typer.Typer) -> None:
         typer.echo(f"study folder: {folder}  ({len(manifest.runs)} runs"
                    + (f", failed: {', '.join(failed)}" if failed else "") + ")")
         typer.echo(f"  report: {paths['report_md']}   json: {paths['report_json']}   figures: {folder / 'figures'}")
+        from trainer.ablate.report import resolution_line
+
+        for d in result.report.domains:
+            typer.echo(f"  {d.domain}: {resolution_line(d)}")

@@ -13,7 +13,8 @@ Lines without ``val`` (training steps) are skipped, as are validation lines that
 domain. Compute choices: ``device_hours`` (``compute_device_s / 3600``, the paper's GPU-hours; the
 default), ``device_s``, ``samples``, ``tokens`` or ``flops`` (``trainer.run.compute``). The initial
 evaluation, if the trainer logs one, has compute 0 and pins R0. Guarantees: a malformed line, a
-missing key or a non-increasing compute is a ``FitError`` naming the file and line; nothing is silently dropped except the skips above.
+missing key or a non-increasing compute is a ``FitError`` naming the file and line; nothing is
+silently dropped except the skips above.
 """
 
 from __future__ import annotations

@@ -67,3 +67,19 @@ def test_ablate_two_variants_report_and_resume(tmp_path: Path) -> None:
     after = {p: p.stat().st_mtime_ns for p in out.glob("runs/*/seed0/*") if p.is_file()}
     assert after == before  # nothing retrained
     assert (out / "report.md").stat().st_mtime_ns > report_mtime
+
+
+def test_plan_only_runs_the_baseline_seeds_on_a_samples_budget_and_states_the_resolution(tmp_path: Path) -> None:
+    out = tmp_path / "plan"
+    args = ["ablate", "--plan-only", "--variants", "baseline,loo-dapo", "--seeds", "2", "--compute", "samples",
+            "--budget", "32", "--out", str(out), "--eval-samples", "64", *SHRINK, "validation.every_steps=1"]
+    result = CliRunner().invoke(build_app(), args)
+    assert result.exit_code == 0, result.output + repr(result.exception)
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert [(r["variant"], r["seed"]) for r in manifest["runs"]] == [("baseline", 0), ("baseline", 1)]
+    for run in manifest["runs"]:
+        steps = read_metrics(out / run["folder"] / "metrics.jsonl", "step")
+        assert [s["compute_samples"] for s in steps] == [16, 32]  # 4 x 4 per step, stopped at the budget
+    assert result.output.count("Resolution at 2 standard errors with 2 seeds per recipe (spreads of 2 baseline") == 2
+    analysis = json.loads((out / "report.json").read_text())["analysis"]
+    assert analysis["compute"] == "samples" and all(d["resolution"]["seeds"] == 2 for d in analysis["domains"])

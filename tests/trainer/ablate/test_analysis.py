@@ -77,7 +77,16 @@ def test_flags_lower_asymptote_and_refits_equal_asymptotes(tmp_path: Path) -> No
     assert paths["heldout"].stat().st_size > 0 and paths["fixed_a"].stat().st_size > 0
     report = json.loads(paths["report_json"].read_text())
     assert report["analysis"]["domains"][0]["fixed_A"] == domain.fixed_A
-    assert "| low |" in paths["report_md"].read_text()
+    md = paths["report_md"].read_text()
+    assert "| low |" in md
+    res = domain.resolution  # from the two baseline seeds, stated before the comparisons
+    assert res is not None and res.from_baseline_runs == 2 and res.A is not None and res.A > 0
+    assert md.index("Resolution at 2 standard errors with 2 seeds") < md.index("| low |")
+    low_row = next(line for line in md.splitlines() if line.startswith("| low |"))
+    assert low_row.count("**yes**") >= 2  # beyond the margin and above the resolution on A
+    assert rows["low"].d_late_pass_rate is not None and rows["low"].d_late_pass_rate < -0.1
+    assert "Extrapolation check (fit on compute" in md and "| determined? |" in md
+    assert "| falls | 0 | math | – | – | no fit (" in md
 
 
 def test_a_stays_within_pass_rate_bounds_when_data_stop_early(tmp_path: Path) -> None:
