@@ -17,8 +17,8 @@ Budget: `pipeline.max_time_s` per variant (default 120 s; the whole script stays
 one H100/H200-class GPU). `--allow-cpu --small` runs the same path on the CPU with 2 prompts x 2
 samples, 8 + 4 token budgets, 2 steps, zero-variance groups and truncated samples kept (so both steps train and report
 the log ratio): a smoke test of the script, not a measurement. LoRA: the
-variant runs when `TrainConfig` has a `lora` field (`lora.enabled=true`); otherwise it is reported as
-`skipped` with the reason. Not measured: vLLM (`benchmarks/gpu_check.py`), several ranks
+variant runs when `TrainConfig` has a `lora` field (`lora.enabled=true`) and `peft` imports; otherwise
+it is reported as `skipped` with the reason. Not measured: vLLM (`benchmarks/gpu_check.py`), several ranks
 (`benchmarks/gpu_check_ranks.py`).
 
     .venv/bin/python benchmarks/gpu_check_train.py [--allow-cpu] [--small] [--out DIR]
@@ -51,11 +51,15 @@ SMALL = ["pipeline.prompts_per_step=2", "pipeline.samples_per_prompt=2", "length
 
 def lora_available() -> str | None:
     """None when this tree's `TrainConfig` has a `lora` section, else why the LoRA variant is skipped."""
+    import importlib.util
+
     from trainer.config.train import TrainConfig
 
-    if "lora" in TrainConfig.model_fields:
-        return None
-    return "TrainConfig has no `lora` section in this tree (the LoRA variant runs once it exists)"
+    if "lora" not in TrainConfig.model_fields:
+        return "TrainConfig has no `lora` section in this tree (the LoRA variant runs once it exists)"
+    if importlib.util.find_spec("peft") is None:
+        return "peft is not installed in this environment (pip install -e .: the LoRA adapters need it)"
+    return None
 
 
 def overrides(variant: str, device: str, small: bool, max_time_s: float) -> list[str]:
