@@ -14,7 +14,7 @@ from __future__ import annotations
 import hashlib
 import json
 from enum import Enum
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
 
@@ -27,9 +27,19 @@ Domain = Annotated[str, AfterValidator(check_domain_name), Field(
 
 
 class Strict(BaseModel):
-    """Base of every boundary model: unknown fields are rejected."""
+    """Base of every boundary model: unknown fields are rejected; a field that is gone (`GONE`: its name
+    and what to use instead) is rejected with the replacement named."""
 
     model_config = ConfigDict(extra="forbid")
+    GONE: ClassVar[dict[str, str]] = {}
+
+    @model_validator(mode="before")
+    @classmethod
+    def _gone_fields(cls, data: Any) -> Any:
+        for name, instead in cls.GONE.items():
+            if isinstance(data, dict) and name in data:
+                raise ValueError(f"{name} is gone: {instead}")
+        return data
 
 
 class Status(str, Enum):

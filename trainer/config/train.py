@@ -21,7 +21,7 @@ variance filtering, no-positive resampling at 0.9, PipelineRL with k = 8) is the
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Literal
 
 from pydantic import Field, field_validator, model_validator
 
@@ -31,8 +31,8 @@ from scalerl_env.contracts.domains import default_domains, domain_names
 from scalerl_env.contracts.records import Strict
 from trainer.config.data import PromptsConfig, RolloutLogConfig, SourceConfig
 from trainer.core.config import AdvantageConfig, LengthConfig, LossConfig, OptimConfig
-from trainer.core.lora_config import LoraConfig
 from trainer.core.length_control import output_budget, stage_length
+from trainer.core.lora_config import LoraConfig
 from trainer.distributed.config import RayConfig, TrainerRanksConfig
 from trainer.engines.config import EngineConfig
 from trainer.tiny.config import TinyModelConfig, WarmStartConfig
@@ -44,6 +44,8 @@ ComputeAxis = Literal["device_s", "samples", "tokens", "flops"]
 
 class PipelineConfig(Strict):
     """How generation and training overlap (PipelineRL-k, PPO-off-policy-k or synchronous)."""
+
+    GONE = {"budget_device_s": "use pipeline.budget=<N> with pipeline.budget_axis=device_s (or samples, tokens, flops)"}
 
     mode: Literal["pipeline", "ppo-offpolicy"] = Field(
         default="pipeline", description="pipeline: PipelineRL-k; ppo-offpolicy: k batches per policy, then k updates")
@@ -69,14 +71,6 @@ class PipelineConfig(Strict):
         if k < 0:
             raise ValueError(f"k must be >= 0 (0 = synchronous), got {k}")
         return k
-
-    @model_validator(mode="before")
-    @classmethod
-    def _one_budget(cls, data: Any) -> Any:
-        if isinstance(data, dict) and "budget_device_s" in data:
-            raise ValueError("pipeline.budget_device_s is gone: use pipeline.budget=<N> with "
-                             "pipeline.budget_axis=device_s (or samples, tokens, flops)")
-        return data
 
     @model_validator(mode="after")
     def _offpolicy_k(self) -> PipelineConfig:
@@ -106,17 +100,12 @@ class CurriculumConfig(StrategyConfig):
     """ScaleRL's curriculum (zero-variance filtering, retirement in the ledger) and the switchable
     strategies of `curriculum.strategy_config` (docs/curriculum.md)."""
 
+    # One switch per behaviour: filtering is `zero_variance.mode` (keep = the paper's ablation).
+    GONE = {"zero_variance_filter": "use curriculum.zero_variance.mode=keep (no filtering) or =shrink (the default)"}
+
     retirement: RetirementConfig = Field(
         default_factory=RetirementConfig, description="no-positive resampling: retire at pass rate >= 0.9")
 
-    @model_validator(mode="before")
-    @classmethod
-    def _one_zero_variance_switch(cls, data: Any) -> Any:
-        # One switch per behaviour: filtering is `zero_variance.mode` (keep = the paper's ablation).
-        if isinstance(data, dict) and "zero_variance_filter" in data:
-            raise ValueError("curriculum.zero_variance_filter is gone: use curriculum.zero_variance.mode=keep "
-                             "(no filtering) or =shrink (the default)")
-        return data
 
 
 class ValidationConfig(Strict):
@@ -160,7 +149,8 @@ class TrainConfig(Strict):
     rollout_log: RolloutLogConfig = Field(default_factory=RolloutLogConfig, description="rollouts.jsonl")
     trainer_ranks: TrainerRanksConfig = Field(
         default_factory=TrainerRanksConfig, description="data-parallel trainer ranks (FSDP2), 1 = one process")
-    lora: LoraConfig = Field(default_factory=LoraConfig, description="LoRA adapters (trainer.core.lora); off by default")
+    lora: LoraConfig = Field(default_factory=LoraConfig,
+                             description="LoRA adapters (trainer.core.lora); off by default")
 
     @field_validator("domains")
     @classmethod

@@ -59,6 +59,8 @@ class OptimConfig(Strict):
     """Optimizer and update-step settings (defaults: see the module docstring). The logprobs are taken at
     the engine's sampling temperature (`engine.temperature`), the one setting of it."""
 
+    GONE = {"temperature": "the trainer scores at engine.temperature (set that)"}
+
     lr: float = Field(default=1e-4, gt=0, description="the CPU default's (the tiny model needs a large step); "
                       "paper 5e-7")
     warmup_steps: int = Field(default=20, ge=0, description="linear warm-up, then constant lr (paper 100)")
@@ -80,14 +82,6 @@ class OptimConfig(Strict):
         default=False, description="recompute each decoder layer in backward (keeps only layer inputs; "
         "trainer.memory.plan counts both)"
     )
-
-    @model_validator(mode="before")
-    @classmethod
-    def _one_temperature(cls, data: object) -> object:
-        # One switch per behaviour: the trainer must score at the temperature the engine sampled at.
-        if isinstance(data, dict) and "temperature" in data:
-            raise ValueError("optim.temperature is gone: the trainer scores at engine.temperature (set that)")
-        return data
 
 
 class LengthConfig(Strict):
