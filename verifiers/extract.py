@@ -62,6 +62,8 @@ def extract_answer(completion: str, *, max_completion_chars: int = 1_000_000,
     finders = ((_last_box, "boxed"),) if answer_format == "boxed" else FINDERS
     for finder, method in finders:
         found = finder(text, max_answer_chars)
+        if isinstance(found, tuple):  # the box finder says which of its two sources it used
+            found, method = found
         if found is None:
             continue
         if found is TOO_LONG:
@@ -97,15 +99,19 @@ def _last_box_at(text: str, cap: int) -> tuple[str | None, int]:
     return None, -1
 
 
-def _marker_after_box(text: str, cap: int) -> str | None:
-    """The math span of a final-answer marker written after the last box, else None."""
+def _box_or_later_marker(text: str, cap: int) -> tuple[str | None, str]:
+    """(answer, method): the math span of a final-answer marker written after the last box when it
+    differs from the box ("phrase"), else the box's content ("boxed"); (None, "boxed") without a box."""
     content, start = _last_box_at(text, cap)
-    if content is None or content is TOO_LONG:
-        return None
+    tail = text[start:]
+    if content is None or content is TOO_LONG or ("answer" not in tail.lower() and "####" not in tail):
+        return content, "boxed"
     cmd = "\\boxed" if text.startswith("\\boxed", start) else "\\fbox"
     after = text.find(content, start + len(cmd)) + len(content)  # the content follows the command
     later = phrase_answer(text[after:][-FALLBACK_WINDOW_CHARS:], after_box=True)
-    return later if later and clean_answer(later) != clean_answer(content) else None
+    if later and clean_answer(later) != clean_answer(content):
+        return later, "phrase"
+    return content, "boxed"
 
 
 def _box_content(text: str, pos: int, cap: int) -> str | None:
@@ -153,8 +159,7 @@ def _bare(text: str, cap: int) -> str | None:
     return bare_answer(text)
 
 
-FINDERS = ((_marker_after_box, "phrase"), (_last_box, "boxed"), (_phrase, "phrase"), (_bare, "bare"),
-           (_trailing_math, "trailing_math"))
+FINDERS = ((_box_or_later_marker, "boxed"), (_phrase, "phrase"), (_bare, "bare"), (_trailing_math, "trailing_math"))
 
 
 def clean_answer(answer: str) -> str:
