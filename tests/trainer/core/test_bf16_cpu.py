@@ -76,7 +76,8 @@ def head_mismatch(model, pairs) -> dict[bool, float]:
         n = max(len(p) + len(c) for p, c in pairs)
         decoder = SlotDecoder(model, device="cpu", dtype=torch.bfloat16, max_slots=1, max_seq_len=n,
                               fp32_head=fp32_head)
-        diffs = [(engine_logprobs(decoder, p, c) - trainer_logprobs(model, p, c, fp32_head)).abs() for p, c in pairs]
+        trainer = packed_trainer_logprobs(model, pairs, fp32_head)
+        diffs = [(engine_logprobs(decoder, p, c) - t).abs() for (p, c), t in zip(pairs, trainer)]
         out[fp32_head] = float(torch.cat(diffs).mean())
     return out
 
@@ -89,10 +90,24 @@ def tiny():
     return model, sample(model, prompts)
 
 
+def packed_trainer_logprobs(model, pairs, fp32_head):
+    """`trainer_logprobs` of every (prompt, completion) pair in one packed forward (as the update runs it)."""
+    rows = [list(p) + list(c) for p, c in pairs]
+    ids = torch.tensor([t for r in rows for t in r])
+    pos = torch.cat([torch.arange(len(r)) for r in rows])
+    with torch.no_grad(), torch.autocast("cpu", dtype=torch.bfloat16):
+        lp = token_logprobs(model.eval(), ids, pos, fp32_head=fp32_head)
+    out, start = [], 0
+    for (p, c), r in zip(pairs, rows):
+        out.append(lp[start + len(p): start + len(r)])
+        start += len(r)
+    return out
+
+
 def test_engine_and_trainer_logprobs_agree_in_bf16(tiny):
     model, samples = tiny
-    diffs = torch.cat([(trainer_logprobs(model, p, s.token_ids, True) - torch.tensor(s.logprobs)).abs()
-                       for p, s in samples])
+    trainer = packed_trainer_logprobs(model, [(p, s.token_ids) for p, s in samples], True)
+    diffs = torch.cat([(t - torch.tensor(s.logprobs)).abs() for t, (_, s) in zip(trainer, samples)])
     print(f"bf16 engine vs trainer, FP32 head: mean {float(diffs.mean()):.2e}, max {float(diffs.max()):.2e}")
     assert float(diffs.mean()) < LOGPROB_TOL["mean"] and float(diffs.max()) < LOGPROB_TOL["max"]
 
@@ -116,6 +131,24 @@ def test_a_bf16_step_runs_in_bf16_keeps_fp32_masters_and_moves_the_weights(tiny)
     assert torch.isfinite(torch.tensor(metrics["loss"])) and metrics["update_skipped"] == 0.0
     assert all(p.dtype == torch.float32 for p in model.parameters())
     assert max(float((v - before[k]).abs().max()) for k, v in model.state_dict().items()) > 0
+
+
+@pytest.mark.slow
+def test_a_bf16_step_of_smollm2_keeps_fp32_masters_and_moves_the_weights():
+    """Up to ~80 s on 2 loaded cores (a bf16 forward and backward of 135 M parameters)."""
+    from tests.support.real_model import require_model
+    from trainer.engines.model_loading import load_hf_policy
+
+    model, _ = load_hf_policy(require_model())
+    before = model.model.layers[0].mlp.down_proj.weight.detach().clone()
+    g = torch.Generator().manual_seed(0)
+    ids = [torch.randint(1, 49_000, (12,), generator=g).tolist() for _ in range(2)]
+    batch = pack_samples([i[:4] for i in ids], [i[4:] for i in ids], [[-3.0] * 8] * 2, [[1] * 8] * 2, [1.0, -1.0],
+                         [0, 0])
+    metrics = PolicyTrainer(model, OptimConfig(precision="bf16", warmup_steps=0), LossConfig()).step(batch)
+    assert torch.isfinite(torch.tensor(metrics["loss"])) and metrics["update_skipped"] == 0.0
+    assert all(p.dtype == torch.float32 for p in model.parameters())
+    assert not torch.equal(model.model.layers[0].mlp.down_proj.weight, before)
 
 
 def test_fp32_head_on_the_cpu_default_does_not_widen_the_gap(tiny):
