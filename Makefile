@@ -40,7 +40,7 @@ demo: install
 # installs are mostly downloads), with their log in .venv-build.log; a failed build fails the target.
 test: install browser
 	@$(MAKE) --no-print-directory vllm-env rl-env > .venv-build.log 2>&1 & build=$$!; \
-	$(PY) -m pytest -q -m "not slow and not vllm"; main=$$?; \
+	$(PY) -m pytest -q -m "not slow and not vllm" --durations=15; main=$$?; \
 	wait $$build || { echo "building .venv-vllm / .venv-rl failed:"; tail -40 .venv-build.log; exit 1; }; \
 	[ $$main = 0 ] || exit $$main
 	$(MAKE) --no-print-directory test-vllm test-rl
