@@ -21,8 +21,9 @@ Where this departs from Google's reference implementation (which needs nltk and 
   (|count − N| ≤ max(1, round(N / 10))) used by the RLVR (Tülu 3) constraint functions.
 - `detectable_format:constrained_response` takes optional `options` (IFEval's three "My answer is ..."
   sentences by default), so RLVR's "answer with one of the following options" maps onto it.
-- `language:response_language` uses langdetect when installed (seeded, so deterministic); without it
-  the check raises `ConstraintUnavailable` (the verifier answers `error`, never a reward).
+- `language:response_language` uses langdetect (a dependency of the project; seeded, so deterministic);
+  where it cannot be imported the check raises `ConstraintUnavailable` (the verifier answers `error`,
+  never a reward).
 
 Guarantees: every check is total on any text (it returns a bool; only `ConstraintUnavailable` is raised,
 and only by the language check) and uses regular expressions without nested quantifiers, so its time

@@ -24,6 +24,7 @@ failures as the built-in ones do only if it is written so.
 from __future__ import annotations
 
 import functools
+import importlib
 import random
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -106,6 +107,26 @@ class DomainSpec:
             raise ValueError(f"{self.name} {noun} need '{self.reference}'")
         if self.check_reference is not None:
             self.check_reference(value)
+
+
+def deferred(target: str, *, call: bool = True) -> Callable[..., Any]:
+    """A hook for `"module:attribute"` that imports the module only when the hook runs, so loading the
+    registry imports none of a domain's verifier, adapter or generator code. `call=True`: the hook calls
+    the attribute with its own arguments; `call=False`: it returns the attribute (a constant, a class)."""
+    module, _, attribute = target.partition(":")
+
+    def hook(*args: Any, **kwargs: Any) -> Any:
+        value = getattr(importlib.import_module(module), attribute)
+        return value(*args, **kwargs) if call else value
+
+    hook.__qualname__ = f"deferred({target!r})"
+    return hook
+
+
+def section_verifier(target: str, name: str) -> Callable[[Any], DomainVerifier]:
+    """The usual verifier hook: the class at `"module:Class"` built from `verifier.<name>` and the rewards."""
+    build = deferred(target, call=False)
+    return lambda config: build()(config.section(name), config.rewards)
 
 
 @functools.cache

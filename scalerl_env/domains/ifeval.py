@@ -14,37 +14,13 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from scalerl_env.contracts.domains import DomainSpec, PromptDefaults, RowReference
+from scalerl_env.contracts.domains import DomainSpec, PromptDefaults, RowReference, deferred, section_verifier
 
-
-def _verifier(config: Any):
-    from verifiers.if_batch import IfBatchVerifier
-
-    return IfBatchVerifier(config.section("if"), config.rewards)
-
-
-def _config() -> type:
-    from verifiers.if_batch import IfConfig
-
-    return IfConfig
+_parse_reference = deferred("verifiers.if_reference:parse_reference")
 
 
 def _check(reference: Any) -> None:
-    from verifiers.if_reference import parse_reference
-
-    parse_reference(reference)
-
-
-def _claims(reference: Any) -> bool:
-    from verifiers.if_reference import claims
-
-    return claims(reference)
-
-
-def _families():
-    from scalerl_env.sources.generators.if_tasks import IF_FAMILIES
-
-    return IF_FAMILIES
+    _parse_reference(reference)  # raises ValueError naming what it cannot read; the parsed form is not kept
 
 
 def row_reference(manifest: Any, row: dict[str, Any], prompts: Any) -> RowReference:
@@ -74,14 +50,14 @@ SPEC = DomainSpec(
     name="if",
     reference="answer",
     description="a response checked against verifiable constraints (IFEval's list; strict or loose)",
-    verifier=_verifier,
-    verifier_config=_config,
+    verifier=section_verifier("verifiers.if_batch:IfBatchVerifier", "if"),
+    verifier_config=deferred("verifiers.if_batch:IfConfig", call=False),
     check_reference=_check,
     prompt=PromptDefaults(instruction="", marker=""),  # the prompt states its constraints itself
-    generator_families=_families,
+    generator_families=deferred("scalerl_env.sources.generators.if_tasks:IF_FAMILIES", call=False),
     row_reference=row_reference,
     verl_abilities=("ifeval", "instruction"),
-    claims_reference=_claims,
+    claims_reference=deferred("verifiers.if_reference:claims"),
     rank=2,
     trains_by_default=False,
 )

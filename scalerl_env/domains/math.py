@@ -3,38 +3,17 @@
 
 from __future__ import annotations
 
-from typing import Any
-
-from scalerl_env.contracts.domains import DomainSpec, PromptDefaults
-
-
-def _verifier(config: Any):
-    from verifiers.math_batch import MathBatchVerifier
-
-    return MathBatchVerifier(config.math, config.rewards)
-
-
-def _families():
-    from scalerl_env.sources.generators.math_tasks import MATH_FAMILIES
-
-    return MATH_FAMILIES
-
-
-def _row_reference(manifest, row, prompts):
-    from scalerl_env.sources.adapters import math_row_reference
-
-    return math_row_reference(manifest, row, prompts)
-
+from scalerl_env.contracts.domains import DomainSpec, PromptDefaults, deferred, section_verifier
 
 SPEC = DomainSpec(
     name="math",
     reference="answer",
     description="a final answer checked against the reference (math-verify + sympy, exact fast path)",
-    verifier=_verifier,
+    verifier=section_verifier("verifiers.math_batch:MathBatchVerifier", "math"),
     prompt=PromptDefaults(instruction="Please reason step by step, and put your final answer within \\boxed{}.",
                           marker="\\boxed"),
-    generator_families=_families,
-    row_reference=_row_reference,
+    generator_families=deferred("scalerl_env.sources.generators.math_tasks:MATH_FAMILIES", call=False),
+    row_reference=deferred("scalerl_env.sources.adapters:math_row_reference"),
     verl_abilities=("math",),
     rank=0,
 )

@@ -4,7 +4,7 @@ line, markdown `*`), one that fails strict and passes loose."""
 
 from __future__ import annotations
 
-import importlib.util
+import sys
 
 import pytest
 
@@ -132,16 +132,14 @@ def test_null_arguments_are_dropped_as_the_public_data_pads_with_them():
     assert arguments("punctuation:no_comma", {"num_words": None}) == {}
 
 
-@pytest.mark.skipif(importlib.util.find_spec("langdetect") is not None, reason="langdetect is installed here")
-def test_the_language_check_without_langdetect_is_unavailable_not_a_reward():
+def test_the_language_check_without_langdetect_is_unavailable_not_a_reward(monkeypatch):
+    monkeypatch.setitem(sys.modules, "langdetect", None)  # as where it is not installed: import fails
     with pytest.raises(ConstraintUnavailable, match="langdetect"):
         followed("language:response_language", "Bonjour tout le monde", arguments(
             "language:response_language", {"language": "fr"}))
 
 
-@pytest.mark.skipif(importlib.util.find_spec("langdetect") is None,
-                    reason="langdetect (the language model IFEval uses) is not installed: pip install langdetect")
-def test_the_language_check_with_langdetect():
+def test_the_language_check_with_langdetect():  # a dependency of the project
     args = arguments("language:response_language", {"language": "fr"})
     text = "Bonjour à tous, je suis très heureux de vous voir aujourd'hui dans cette belle ville."
     assert followed("language:response_language", text, args)
