@@ -114,14 +114,21 @@ def measure_update_step(shape: ModelShape, optim: Any, loss: Any, *, samples: in
         _KEEP.append(real)  # the constants' storage: fake tensors that outlive this call may still read it
         tracker = MemTracker()
         tracker.track_external(model, trainer.optimizer)
-        with tracker:
-            trainer.accumulate(batch)
-            peak = _by_kind(tracker.get_tracker_snapshot("peak"))
-            grads = _by_kind(tracker.get_tracker_snapshot("current"))["Gradient"]
-            trainer.optimizer_step()
-            after = _by_kind(tracker.get_tracker_snapshot("current"))
+        peak, grads, after = _tracked_step(tracker, trainer, batch, "Gradient")
     return {"parameters": after["Parameter"], "gradients": grads, "optimizer states": after["Optstate"],
             "peak_transient": peak["Activation"] + peak["Temp"]}
+
+
+def _tracked_step(tracker: Any, trainer: Any, batch: Any, grad_kind: str) -> tuple[dict, int, dict]:
+    """One update under `tracker`: the peak by kind, the gradients after backward, and every kind after
+    the optimizer step (when AdamW's states exist)."""
+    with tracker:
+        trainer.accumulate(batch)
+        peak = _by_kind(tracker.get_tracker_snapshot("peak"))
+        grads = _by_kind(tracker.get_tracker_snapshot("current"))[grad_kind]
+        trainer.optimizer_step()
+        after = _by_kind(tracker.get_tracker_snapshot("current"))
+    return peak, grads, after
 
 
 def measure_fsdp_step(shape: ModelShape, optim: Any, loss: Any, *, samples: int, seq_len: int,
@@ -154,12 +161,7 @@ def measure_fsdp_step(shape: ModelShape, optim: Any, loss: Any, *, samples: int,
         batch, real = _batch(samples, seq_len, mode)
         _KEEP.append(real)
         tracker = FSDPMemTracker(trainer.logprob_model, trainer.optimizer)
-        with tracker:
-            trainer.accumulate(batch)
-            peak = _by_kind(tracker.get_tracker_snapshot("peak"))
-            grads = _by_kind(tracker.get_tracker_snapshot("current"))["Sharded Grad"]
-            trainer.optimizer_step()
-            after = _by_kind(tracker.get_tracker_snapshot("current"))
+        peak, grads, after = _tracked_step(tracker, trainer, batch, "Sharded Grad")
     snaps = [peak] + [_by_kind(k) for st in tracker.memory_tracking.values() for ks in st.snapshots.values()
                       for k in ks]
     return {"parameters": after["Sharded Param"], "gradients": grads, "optimizer states": after["OptState"],
