@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
+import sys
 
 import pytest
 from pydantic import ValidationError
@@ -139,9 +139,13 @@ def test_statuses_of_empty_long_and_reasoning_completions():
     assert unchecked.status.value == "error" and "JSON" in unchecked.details["reason"]
 
 
-@pytest.mark.skipif(importlib.util.find_spec("langdetect") is not None, reason="langdetect is installed here")
-def test_the_language_check_is_an_error_verdict_without_langdetect(pool):
-    [verdict] = pool.verify_batch(_items(rlvr("validate_response_language", language="de"), "Guten Tag"))
+def test_the_language_check_is_scored_and_an_error_verdict_without_langdetect(pool, monkeypatch):
+    ref = rlvr("validate_response_language", language="de")
+    good, bad = pool.verify_batch(_items(ref, "Guten Tag, wie geht es Ihnen heute an diesem schönen Morgen?",
+                                         "Good morning, how are you today on this fine day?"))
+    assert (good.status.value, bad.status.value) == ("correct", "wrong")
+    monkeypatch.setitem(sys.modules, "langdetect", None)  # as where it is not installed: import fails
+    verdict = IfBatchVerifier(IfConfig(), RewardTable()).score("Guten Tag", ref)
     assert verdict.status.value == "error" and "langdetect" in verdict.details["reason"]
 
 
