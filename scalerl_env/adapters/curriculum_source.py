@@ -1,0 +1,109 @@
+"""Where the TRL and veRL curriculum drop-ins get their prompts: a `CurriculumSource`.
+
+A source answers two calls: `draw(n)` (the next n prompt ids of the plan, for the whole batch of the
+trainer's driver process) and `report(groups, step=)` (each group's rewards, so the ledger's pass
+rates, retirements and the strategies' counts follow training). Two implementations:
+
+- `LocalCurriculum`: in this process, on a ledger file this process owns — `curriculum.sampler.Sampler`
+  with the `curriculum.*` strategies (`StrategyConfig`) as `scalerl train` runs them.
+- `ServiceCurriculum`: the reward server's curriculum routes through `scalerl_env.curriculum_client`
+  (one ledger shared by every trainer process that talks to the server).
+
+Guarantees (both): a prompt retired in the ledger before a `draw` is not in that draw's ids (the
+sampler skips retired prompts; re-admission strategies re-admit on purpose); held-out ids are never
+drawn. A group's sample counts as correct when its reward is at least `correct_at` (1.0), the reward
+table's reward for `correct`.
+Not guaranteed: that a prompt drawn and then retired before it is generated for is taken back (so
+the drop-ins draw as late as the trainer allows: the TRL one at generation time).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any, Protocol, runtime_checkable
+
+from pydantic import Field
+
+from curriculum.ledger.retirement import RetirementConfig
+from curriculum.ledger.store import Ledger
+from curriculum.policy import CurriculumPolicy
+from curriculum.sampler import Sampler
+from curriculum.strategy_config import StrategyConfig
+from scalerl_env.contracts.records import DEFAULT_REWARDS, ProblemRecord, Status, Strict
+
+CORRECT_AT = DEFAULT_REWARDS.reward(Status.correct)
+
+
+class GroupOutcome(Strict):
+    """One prompt's group: the rewards of its samples, in sample order."""
+
+    prompt_id: str = Field(min_length=1)
+    rewards: list[float] = Field(min_length=1)
+
+
+@runtime_checkable
+class CurriculumSource(Protocol):
+    def draw(self, n: int) -> list[str]:
+        """The next `n` prompt ids of the plan."""
+
+    def report(self, groups: Sequence[GroupOutcome], *, step: int) -> None:
+        """Record each group's rewards under training step `step`."""
+
+    def retired(self) -> set[str]:
+        """Prompt ids retired for good (as of now)."""
+
+    def metrics(self) -> dict[str, float]:
+        """The strategies' events since the last call and their gauges (`curriculum/...`)."""
+
+
+class LocalCurriculum:
+    """The sampler and its strategies in this process, on `ledger` (a path this process owns, or a Ledger)."""
+
+    def __init__(self, problems: Sequence[ProblemRecord], *, ledger: Ledger | str | Path,
+                 strategies: StrategyConfig | None = None, retirement: RetirementConfig | None = None,
+                 weights: Mapping[str, float] | None = None, seed: int = 0, holdout_ids: Sequence[str] = (),
+                 name: str = "train", resume: bool = True, correct_at: float = CORRECT_AT) -> None:
+        self.strategies = strategies or StrategyConfig()
+        self.ledger = ledger if isinstance(ledger, Ledger) else Ledger(ledger, retirement=retirement)
+        self.ledger.upsert_problems(list(problems))
+        self.domain_of = {p.prompt_id: p.domain for p in problems}
+        self.correct_at = float(correct_at)
+        weights = dict(weights) if weights is not None else {d: 1.0 for d in sorted(set(self.domain_of.values()))}
+        self.policy = CurriculumPolicy(self.strategies, seed=seed) if self.strategies.sampler_active else None
+        self.sampler = Sampler(list(problems), weights=weights, seed=seed, ledger=self.ledger,
+                               holdout_ids=frozenset(holdout_ids), name=name, resume=resume, policy=self.policy)
+
+    def draw(self, n: int) -> list[str]:
+        return [p.prompt_id for p in self.sampler.next_batch(n)]
+
+    def report(self, groups: Sequence[GroupOutcome], *, step: int) -> None:
+        rows = attempt_rows(groups, self.domain_of, step=step, correct_at=self.correct_at)
+        if rows["prompt_id"]:
+            self.ledger.record_attempts(rows)
+
+    def retired(self) -> set[str]:
+        return set(self.ledger.retired_ids())
+
+    def metrics(self) -> dict[str, float]:
+        out = self.policy.take_metrics() if self.policy is not None else {}
+        out["curriculum/retired"] = float(len(self.ledger.retired_ids()))
+        return out
+
+    def close(self) -> None:
+        self.ledger.close()
+
+
+def attempt_rows(groups: Sequence[GroupOutcome], domain_of: Mapping[str, str], *, step: int,
+                 correct_at: float) -> dict[str, list[Any]]:
+    """Ledger attempt columns for the groups (one row per sample); unknown prompt ids are an error."""
+    cols: dict[str, list[Any]] = {k: [] for k in ("prompt_id", "domain", "step", "sample_index", "reward", "status")}
+    for g, group in enumerate(groups):
+        if group.prompt_id not in domain_of:
+            raise KeyError(f"groups[{g}].prompt_id: {group.prompt_id!r} is not a problem of this curriculum")
+        for i, reward in enumerate(group.rewards):
+            status = Status.correct if reward >= correct_at else Status.wrong
+            for key, value in zip(cols, (group.prompt_id, domain_of[group.prompt_id], step, i, float(reward),
+                                         status.value)):
+                cols[key].append(value)
+    return cols
