@@ -67,7 +67,7 @@ $(VSTAMP): pyproject.toml
 
 # The reward-adapter tests against the real libraries; SCALERL_RL_TESTS=1 makes a missing library an error.
 test-rl: rl-env
-	SCALERL_RL_TESTS=1 $(RPY) -m pytest -q -m "rl and not slow" tests/env/test_adapters_*.py
+	SCALERL_RL_TESTS=1 $(RPY) -m pytest -q -m "rl and not slow" tests/env/test_adapters_*.py tests/env/test_curriculum_*.py
 
 rl-env: $(RSTAMP)
 
