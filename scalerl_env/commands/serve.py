@@ -30,20 +30,40 @@ def register(app: typer.Typer) -> None:
         config: Annotated[Path | None, typer.Option(help="YAML file for ServerConfig (embeds `verifier:`)")] = None,
         set_: Annotated[list[str] | None, typer.Option(
             "--set", help="dotted override, e.g. --set limits.max_batch_items=256")] = None,
+        token_file: Annotated[Path | None, typer.Option(
+            help="bearer tokens, one `SCOPE TOKEN` per line (scopes: score, read)")] = None,
+        insecure: Annotated[bool, typer.Option(
+            "--insecure", help="allow a non-loopback --host without --token-file (anyone reaching the port)")] = False,
+        ssl_certfile: Annotated[Path | None, typer.Option(help="PEM certificate: serve HTTPS")] = None,
+        ssl_keyfile: Annotated[Path | None, typer.Option(help="PEM private key of --ssl-certfile")] = None,
+        owner_token_file: Annotated[Path | None, typer.Option(
+            help="file with the token presented to the ledger owner (default: $SCALERL_REWARD_TOKEN)")] = None,
     ) -> None:
         from scalerl_env.contracts.config import ConfigError, load_config
+        from scalerl_env.server.auth import exposure_problem, load_tokens
         from scalerl_env.server.config import ServerConfig
-        from scalerl_env.server.lifecycle import run_server
 
+        secured = {"token_file": token_file, "insecure": insecure or None, "ssl_certfile": ssl_certfile,
+                   "ssl_keyfile": ssl_keyfile, "owner_token_file": owner_token_file}
         try:
             cfg = load_config(ServerConfig, config, set_ or [])
             flags = {k: v for k, v in (("host", host), ("port", port), ("ledger", ledger)) if v is not None}
             tree = cfg.model_dump()
             tree.update({k: str(v) if isinstance(v, Path) else v for k, v in flags.items()})
+            tree["security"].update({k: str(v) if isinstance(v, Path) else v
+                                     for k, v in secured.items() if v is not None})
             if workers is not None:
                 tree["verifier"]["math"]["workers"] = tree["verifier"]["code"]["slots"] = workers
             cfg = ServerConfig.model_validate(tree)
+            # Refused before the app, the verifier pool or the ledger is loaded.
+            problem = exposure_problem(cfg.host, cfg.security)
+            if problem:
+                raise ValueError(problem)
+            if cfg.security.token_file:
+                load_tokens(cfg.security.token_file)
         except (ConfigError, ValueError) as exc:
             typer.echo(f"serve: {exc}", err=True)
             raise typer.Exit(2) from None
+        from scalerl_env.server.lifecycle import run_server
+
         run_server(cfg)

@@ -1,6 +1,7 @@
 """The reward server's FastAPI app, built by `create_app` (a factory: no app exists at import time).
 
-Middleware order, outermost first: request timing (per route, fixed label set) → `BodyGuard` (413 for
+Middleware order, outermost first: request timing (per route, fixed label set) → `BearerAuth` (401/403,
+only when the config names a token file; see `auth`) → `BodyGuard` (413 for
 oversized bodies, 400 for invalid UTF-8) → `HotRoutes` (the scoring routes' valid JSON bodies, answered
 without Starlette's routing) → FastAPI (422 with the field path for schema errors).
 The app's lifespan creates the verifier pool and opens the ledger on start-up and, on shutdown (after
@@ -21,6 +22,7 @@ from fastapi.responses import JSONResponse
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from scalerl_env.dashboard.routes import DashSource, build_router
+from scalerl_env.server.auth import BearerAuth, load_tokens, secure_openapi
 from scalerl_env.server.config import ServerConfig
 from scalerl_env.server.limits import BodyGuard
 from scalerl_env.server.routes import ROUTE_PATHS, HotRoutes, router
@@ -59,8 +61,12 @@ def create_app(config: ServerConfig | None = None, *, pool: Pool | None = None, 
     app.include_router(build_router(dash))  # the read-only dashboard at /, its JSON routes under /api/dash/
     app.add_exception_handler(RequestValidationError, _validation_error)
     app.add_middleware(HotRoutes, routes=router.routes)
-    app.add_middleware(BodyGuard, max_body_bytes=config.limits.max_body_bytes,
-                       on_reject=lambda reason: state.metrics.rejected.labels(reason=reason).inc())
+    reject = lambda reason: state.metrics.rejected.labels(reason=reason).inc()
+    app.add_middleware(BodyGuard, max_body_bytes=config.limits.max_body_bytes, on_reject=reject)
+    if config.security.token_file:
+        app.add_middleware(BearerAuth, tokens=load_tokens(config.security.token_file), on_reject=reject)
+    openapi = app.openapi
+    app.openapi = lambda: app.openapi_schema or secure_openapi(openapi())  # FastAPI caches openapi_schema
     app.add_middleware(_Timing, state=state)
     return app
 

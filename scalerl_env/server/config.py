@@ -9,6 +9,7 @@ from __future__ import annotations
 from pydantic import Field, model_validator
 
 from scalerl_env.contracts.records import Strict
+from scalerl_env.server.auth import SecurityConfig
 from verifiers.config import VerifierConfig
 
 
@@ -49,4 +50,5 @@ class ServerConfig(Strict):
     max_ledger_query_timeout_s: float = Field(default=60.0, gt=0, description="cap on a query's timeout_s")
     max_ledger_rows: int = Field(default=100_000, ge=1, description="rows returned by one ledger query")
     limits: ServerLimits = Field(default_factory=ServerLimits)
+    security: SecurityConfig = Field(default_factory=SecurityConfig)
     verifier: VerifierConfig = Field(default_factory=VerifierConfig)

@@ -28,6 +28,7 @@ from typing import Any
 import uvicorn
 
 from scalerl_env.server.app import create_app
+from scalerl_env.server.auth import exposure_problem, is_loopback
 from scalerl_env.server.config import ServerConfig
 
 logger = logging.getLogger(__name__)
@@ -64,11 +65,20 @@ class _Server(uvicorn.Server):
 
 
 def run_server(config: ServerConfig) -> None:
-    """Serve until SIGTERM/SIGINT; returns after the drain and cleanup described above."""
+    """Serve until SIGTERM/SIGINT; returns after the drain and cleanup described above. A routable
+    `host` without tokens (and without `security.insecure`) is refused (`auth.exposure_problem`)."""
+    security = config.security
+    problem = exposure_problem(config.host, security)
+    if problem:
+        raise ValueError(problem)
+    if not is_loopback(config.host) and security.token_file and not security.ssl_certfile:
+        logger.warning("serving %s over plain HTTP: tokens cross the network in clear text "
+                       "(see docs/server.md, 'Authentication and TLS')", config.host)
     app = create_app(config)
     uv_config = uvicorn.Config(
         app, host=config.host, port=config.port, log_config=None, access_log=False,
         timeout_graceful_shutdown=config.drain_timeout_s, lifespan="on",
         limit_concurrency=config.limits.max_connections, timeout_keep_alive=30,
+        ssl_certfile=security.ssl_certfile, ssl_keyfile=security.ssl_keyfile,
     )
     _Server(uv_config, app.state.scalerl).run()

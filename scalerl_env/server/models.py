@@ -12,6 +12,10 @@ from pydantic import Field, model_validator
 
 from scalerl_env.contracts.records import Strict, Verdict, VerifyItem
 
+# Request header naming one scoring request; its items are identified by their index in the request, so a
+# server records each (key, index) once however often the request is re-sent (the client sets one always).
+IDEMPOTENCY_HEADER = "Idempotency-Key"
+
 
 class VerifyRequest(Strict):
     items: list[VerifyItem] = Field(description="math and code items, mixed freely; answered in order")

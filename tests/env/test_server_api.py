@@ -229,7 +229,7 @@ def test_committed_openapi_lists_every_route():
     for p in DASH_ROUTES:
         ok = paths[p]["get"]["responses"]["200"]["content"]["application/json"]["schema"]
         assert "$ref" in ok or "$ref" in ok.get("items", {}), p
-        assert set(paths[p]["get"]["responses"]) - {"200", "422"} <= {"404", "503"}, p
+        assert set(paths[p]["get"]["responses"]) - {"200", "422"} <= {"401", "403", "404", "503"}, p
 
 
 def test_ledger_cli_queries_through_the_server(server, client):
