@@ -14,6 +14,11 @@ Version history (stored in `ledger_meta.schema_version`):
   retirement into its prompt's rows and drops the table.
 - 5: attempt column `rule` (nullable): what decided the verdict (`Verdict.details["rule"]`, e.g.
   `math_verify`, `parts`, `rounded`), so rewards can be counted per rule in SQL; older rows keep NULL.
+- 6: the curriculum service's tables (`curriculum.service`): `curriculum_sets` (each registered problem
+  set: seed, domain weights, its `curriculum.*` settings), `curriculum_members` (the set's prompts, their
+  split and, when registered with them, the whole problem record) and `curriculum_draws` (every draw
+  handed out: the prompts of each `draw_id`, so a repeated request gets the same answer after a restart).
+  The sampler of a set keeps its state in `sampler_state` under the set's name (`curriculum/NAME`).
 
 Opening a file of an older version migrates it in one transaction (`MIGRATIONS`); a file of a newer
 version is refused with `LedgerSchemaError` (this code cannot know what the newer one means).
@@ -42,7 +47,7 @@ import duckdb
 
 from curriculum.ledger.models import LedgerError
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 NO_STEP = -1  # the group key of samples recorded without a step
 
 V1_DDL = """
@@ -83,6 +88,19 @@ ATTEMPT_COLUMNS = (
 # ATTEMPT_COLUMNS in the Arrow batches the ledger appends.
 DETAIL_COLUMNS = ("rule",)
 V5_DDL = "ALTER TABLE attempts ADD COLUMN IF NOT EXISTS rule VARCHAR;"
+
+V6_DDL = """
+CREATE TABLE IF NOT EXISTS curriculum_sets (
+    name VARCHAR PRIMARY KEY, seed BIGINT NOT NULL, domain_weights JSON NOT NULL, settings JSON NOT NULL,
+    created_at TIMESTAMPTZ NOT NULL DEFAULT now());
+CREATE TABLE IF NOT EXISTS curriculum_members (
+    set_name VARCHAR NOT NULL, prompt_id VARCHAR NOT NULL, domain VARCHAR NOT NULL, source VARCHAR NOT NULL,
+    split VARCHAR NOT NULL, record JSON, PRIMARY KEY (set_name, prompt_id));
+CREATE TABLE IF NOT EXISTS curriculum_draws (
+    set_name VARCHAR NOT NULL, draw_id BIGINT NOT NULL, world_size INTEGER NOT NULL, n INTEGER NOT NULL,
+    prompt_ids JSON NOT NULL, batches BIGINT NOT NULL, created_at TIMESTAMPTZ NOT NULL DEFAULT now(),
+    PRIMARY KEY (set_name, draw_id));
+"""
 
 V3_DDL = """
 CREATE TABLE IF NOT EXISTS prompt_stats (
@@ -180,8 +198,12 @@ def _migrate_4_to_5(con: duckdb.DuckDBPyConnection) -> None:
     con.execute(V5_DDL)  # rows recorded before it have no rule: NULL, which `count(rule)` skips
 
 
+def _migrate_5_to_6(con: duckdb.DuckDBPyConnection) -> None:
+    con.execute(V6_DDL)  # empty: a ledger serves no curriculum set until one is registered
+
+
 MIGRATIONS: dict[int, Callable[[duckdb.DuckDBPyConnection], None]] = {
-    1: _migrate_1_to_2, 2: _migrate_2_to_3, 3: _migrate_3_to_4, 4: _migrate_4_to_5}
+    1: _migrate_1_to_2, 2: _migrate_2_to_3, 3: _migrate_3_to_4, 4: _migrate_4_to_5, 5: _migrate_5_to_6}
 
 
 def read_version(con: duckdb.DuckDBPyConnection) -> int | None:

@@ -1,0 +1,89 @@
+"""The curriculum service's tables in the ledger (schema version 6): registered sets, members, draws.
+
+Each write is one transaction on the owner's connection under the ledger's write lock (the same lock
+its attempt batches take), so a set is registered whole or not at all and a draw row is committed
+before the service answers it. Reads run on their own cursor. These functions use the `Ledger`'s
+connection and lock directly: they are the ledger's own tables, written only by `curriculum.service`.
+Not guaranteed: that a set's Parquet file still holds what it held at registration (the members and
+their records are copied into the ledger, so a restart never rereads it).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+import pyarrow as pa
+
+from curriculum.ledger.store import Ledger
+
+MEMBER_SCHEMA = pa.schema([("set_name", pa.string()), ("prompt_id", pa.string()), ("domain", pa.string()),
+                           ("source", pa.string()), ("split", pa.string()), ("record", pa.string())])
+
+
+def _write(ledger: Ledger, work: Any) -> None:
+    """Run `work(con)` in one transaction on the owner's connection (rolled back on any error)."""
+    ledger._check_writable()
+    with ledger._write_lock:
+        con = ledger._con
+        con.execute("BEGIN TRANSACTION")
+        try:
+            work(con)
+            con.execute("COMMIT")
+        except Exception:
+            con.execute("ROLLBACK")
+            raise
+
+
+def _read(ledger: Ledger, sql: str, params: Sequence[Any] = ()) -> list[tuple]:
+    cur = ledger._cursor()
+    try:
+        return cur.execute(sql, list(params)).fetchall()
+    finally:
+        cur.close()
+
+
+def save_set(ledger: Ledger, name: str, seed: int, domain_weights: dict[str, float], settings: dict[str, Any],
+             members: Sequence[tuple[str, str, str, str, str | None]]) -> None:
+    """Register a set: its row and its members ((prompt_id, domain, source, split, record JSON | None))."""
+    table = pa.Table.from_pylist([dict(zip(MEMBER_SCHEMA.names, (name, *m))) for m in members], MEMBER_SCHEMA)
+
+    def work(con: Any) -> None:
+        con.execute("INSERT INTO curriculum_sets (name, seed, domain_weights, settings) VALUES (?, ?, ?, ?)",
+                    [name, seed, json.dumps(domain_weights, sort_keys=True), json.dumps(settings, sort_keys=True)])
+        con.register("_members", table)
+        try:
+            con.execute("INSERT INTO curriculum_members SELECT * FROM _members")
+        finally:
+            con.unregister("_members")
+
+    _write(ledger, work)
+
+
+def load_sets(ledger: Ledger) -> list[tuple[str, int, dict[str, float], dict[str, Any]]]:
+    """[(name, seed, domain_weights, settings)] of every registered set, by name."""
+    rows = _read(ledger, "SELECT name, seed, domain_weights, settings FROM curriculum_sets ORDER BY name")
+    return [(name, int(seed), json.loads(w), json.loads(s)) for name, seed, w, s in rows]
+
+
+def load_members(ledger: Ledger, name: str) -> list[tuple[str, str, str, str, str | None]]:
+    """The set's members, by prompt_id."""
+    return _read(ledger, "SELECT prompt_id, domain, source, split, record FROM curriculum_members "
+                 "WHERE set_name = ? ORDER BY prompt_id", [name])
+
+
+def save_draw(ledger: Ledger, name: str, draw_id: int, world_size: int, n: int, prompt_ids: Sequence[str],
+              batches: int) -> None:
+    def work(con: Any) -> None:
+        con.execute("INSERT INTO curriculum_draws (set_name, draw_id, world_size, n, prompt_ids, batches) "
+                    "VALUES (?, ?, ?, ?, ?, ?)", [name, draw_id, world_size, n, json.dumps(list(prompt_ids)), batches])
+
+    _write(ledger, work)
+
+
+def load_draws(ledger: Ledger, name: str) -> dict[int, tuple[int, int, list[str], int]]:
+    """draw_id -> (world_size, n, prompt ids of every rank in rank order, sampler batch count after it)."""
+    rows = _read(ledger, "SELECT draw_id, world_size, n, prompt_ids, batches FROM curriculum_draws "
+                 "WHERE set_name = ?", [name])
+    return {int(d): (int(w), int(n), json.loads(ids), int(b)) for d, w, n, ids, b in rows}
