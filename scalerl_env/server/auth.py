@@ -40,9 +40,9 @@ from pydantic import Field, model_validator
 from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from scalerl_env.client import TOKEN_ENV
 from scalerl_env.contracts.records import Strict
 
-TOKEN_ENV = "SCALERL_REWARD_TOKEN"
 OPEN_PATHS = frozenset({"/healthz", "/readyz"})
 READ_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 # POSTs that only read: their body is a query, not something to score or record.

@@ -148,10 +148,10 @@ def _rejected(url: str, reason: str) -> float:
     return next((float(line.split()[-1]) for line in _metric_lines(url) if line.startswith(series)), 0.0)
 
 
-def test_client_timeout_raises_without_retrying(overloaded):
+def test_client_without_idempotency_keys_does_not_retry_a_timeout(overloaded):
     from scalerl_env.client import RewardServerError
 
-    with RewardClient(overloaded.url, timeout_s=0.5, max_retries=5) as client:
+    with RewardClient(overloaded.url, timeout_s=0.5, max_retries=5, idempotent=False) as client:
         start = time.monotonic()
         with pytest.raises(RewardServerError) as info:
             client.verify([sleepy_code(1.5)])
