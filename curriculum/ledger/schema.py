@@ -19,6 +19,9 @@ Version history (stored in `ledger_meta.schema_version`):
   split and, when registered with them, the whole problem record) and `curriculum_draws` (every draw
   handed out: the prompts of each `draw_id`, so a repeated request gets the same answer after a restart).
   The sampler of a set keeps its state in `sampler_state` under the set's name (`curriculum/NAME`).
+- 7: adds `idempotency` (idempotency key, item index → prompt_id and the verdict recorded), written in
+  the same transaction as the attempts it admits (`curriculum.ledger.idempotency`); older files start
+  with it empty (their attempts were recorded without keys).
 
 Opening a file of an older version migrates it in one transaction (`MIGRATIONS`); a file of a newer
 version is refused with `LedgerSchemaError` (this code cannot know what the newer one means).
@@ -47,7 +50,7 @@ import duckdb
 
 from curriculum.ledger.models import LedgerError
 
-SCHEMA_VERSION = 6
+SCHEMA_VERSION = 7
 NO_STEP = -1  # the group key of samples recorded without a step
 
 V1_DDL = """
@@ -100,6 +103,12 @@ CREATE TABLE IF NOT EXISTS curriculum_draws (
     set_name VARCHAR NOT NULL, draw_id BIGINT NOT NULL, world_size INTEGER NOT NULL, n INTEGER NOT NULL,
     prompt_ids JSON NOT NULL, batches BIGINT NOT NULL, created_at TIMESTAMPTZ NOT NULL DEFAULT now(),
     PRIMARY KEY (set_name, draw_id));
+"""
+
+V7_DDL = """
+CREATE TABLE IF NOT EXISTS idempotency (
+    key VARCHAR NOT NULL, item_index INTEGER NOT NULL, prompt_id VARCHAR NOT NULL, verdict VARCHAR NOT NULL,
+    recorded_at TIMESTAMPTZ NOT NULL DEFAULT now(), PRIMARY KEY (key, item_index));
 """
 
 V3_DDL = """
@@ -202,8 +211,13 @@ def _migrate_5_to_6(con: duckdb.DuckDBPyConnection) -> None:
     con.execute(V6_DDL)  # empty: a ledger serves no curriculum set until one is registered
 
 
+def _migrate_6_to_7(con: duckdb.DuckDBPyConnection) -> None:
+    con.execute(V7_DDL)  # attempts recorded before it carried no key: nothing to fill
+
+
 MIGRATIONS: dict[int, Callable[[duckdb.DuckDBPyConnection], None]] = {
-    1: _migrate_1_to_2, 2: _migrate_2_to_3, 3: _migrate_3_to_4, 4: _migrate_4_to_5, 5: _migrate_5_to_6}
+    1: _migrate_1_to_2, 2: _migrate_2_to_3, 3: _migrate_3_to_4, 4: _migrate_4_to_5, 5: _migrate_5_to_6,
+    6: _migrate_6_to_7}
 
 
 def read_version(con: duckdb.DuckDBPyConnection) -> int | None:

@@ -16,7 +16,8 @@ Guarantees
 Not guaranteed
 - One writer process per file (DuckDB's own file lock enforces it: a second read-write open fails, and
   read-only opens fail while the owner runs; read through the owner's `/v1/ledger/query` or snapshots).
-- `record` does not deduplicate: every call is new samples (duplicate *files* are refused by `ingest`).
+- `record`/`record_attempts` do not deduplicate: every call is new samples (duplicate *files* are refused
+  by `ingest`); `record_once` records each (idempotency key, item index) once (`curriculum.ledger.idempotency`).
 - `record` accepts prompt_ids that are not in `problems` (the reward server scores prompts from any
   trainer); `curriculum.ledger.ingest` refuses them unless told otherwise.
 
@@ -41,6 +42,7 @@ import pyarrow as pa
 
 from curriculum.ledger.attempts import ATTEMPT_SCHEMA, rows_from_verdicts, to_attempts_table
 from curriculum.ledger.deadlines import Deadlines
+from curriculum.ledger.idempotency import KEY_SCHEMA, claim, key_table
 from curriculum.ledger.index import NOT_RETIRED, ROW_SCHEMA, STATS_COLUMNS, Retirement, Stats, group_counts, rows_table
 from curriculum.ledger.models import LedgerError, PassRate, QueryResult, QueryTimeoutError, ReadOnlyQueryError
 from curriculum.ledger.retirement import RetirementConfig, passes
@@ -174,6 +176,9 @@ class Ledger:
                 ("_batch", ATTEMPT_SCHEMA), ("_stats", ROW_SCHEMA))}
             for name, slot in self._slots.items():
                 self._con.register(name, slot)
+            self._key_slot = _Slot(KEY_SCHEMA)
+            if not read_only:
+                self._con.register("_keys", self._key_slot)
         except Exception:
             self._con.close()
             if not read_only:
@@ -235,6 +240,29 @@ class Ledger:
             self._commit(table, self._retirements(retire), updated, ingest=ingest)
         return table.num_rows
 
+    def record_once(self, rows: pa.Table | Sequence[Mapping[str, Any]] | Mapping[str, list[Any]],
+                    keys: Sequence[tuple[str, int, str]]) -> dict[int, str]:
+        """Append the rows whose (idempotency key, item index) this ledger has not recorded, claiming those
+        pairs in the same transaction. `keys[i]` = (key, item index, verdict JSON) of row i. Returns, for
+        every row not appended (recorded before, or repeated in this batch), the verdict JSON recorded first."""
+        self._check_writable()
+        table = to_attempts_table(rows)
+        if table.num_rows == 0:
+            return {}
+        keyed = key_table(keys, table["prompt_id"].to_pylist())
+        with self._write_lock:
+            self._con.execute("BEGIN TRANSACTION")
+            try:
+                fresh, replayed = claim(self._con, self._key_slot, keyed)
+                if len(fresh) < table.num_rows:
+                    table = table.take(pa.array(fresh, pa.int64()))
+                updated, retire = self._apply(table)
+            except Exception:
+                _rollback(self._con)
+                raise
+            self._commit(table, self._retirements(retire), updated, begun=True)
+        return replayed
+
     def _apply(self, table: pa.Table) -> tuple[dict[str, Stats], list[tuple]]:
         """New counters for the prompts in `table` and the retirements they cause (not yet applied)."""
         groups, domains = group_counts(table)
@@ -262,12 +290,12 @@ class Ledger:
                 for offset, (pid, domain, step, correct, scored) in enumerate(retire)}
 
     def _commit(self, table: pa.Table | None, retirements: dict[str, Retirement], updated: dict[str, Stats], *,
-                ingest: tuple[str, str] | None = None) -> None:
+                ingest: tuple[str, str] | None = None, begun: bool = False) -> None:
         """One transaction: the attempts and the touched prompts' new prompt_stats rows, which carry the
-        retirements (every retiring prompt is in `updated`)."""
+        retirements (every retiring prompt is in `updated`). `begun`: the caller opened it (and wrote in it)."""
         con, slots = self._con, self._slots
         compact = self._compaction_due(updated)
-        statements = ["BEGIN TRANSACTION"]
+        statements = [] if begun else ["BEGIN TRANSACTION"]
         if table is not None and table.num_rows:
             slots["_batch"].table = table
         if updated:
