@@ -2,12 +2,13 @@
 
 Corpora (`--corpus`): `math` = `datasets/accuracy/math/items.jsonl`, written here with LLM-judge
 labels; `real` = `datasets/accuracy/math_real/items.jsonl`, GPT-4 solutions from PRM800K with human
-final-answer grades (labels and sources: each folder's CARD.md); or a path. Full solutions are
-scored as written; bare final answers twice, as written and wrapped in `\\boxed{}`. Two verifiers side
-by side in one process: the project (`verifiers.verify_batch`, default `MathConfig`) and plain
-math-verify (`verify(parse("$\\boxed{answer}$"), parse(output))`, its defaults). FN = share of
-`correct` items not scored correct; FP = share of `wrong` items scored correct. "hard" = the bare
-answers of the comparison classes (everything but plain numbers), boxed.
+final-answer grades (labels and sources: each folder's CARD.md); or a path. Each item carries its
+problem text as `question` (`--no-question` leaves it out), so the answer forms the problem states
+are checked. Full solutions are scored as written; bare final answers twice, as written and wrapped
+in `\\boxed{}`. Two verifiers side by side in one process: the project (`verifiers.verify_batch`,
+default `MathConfig`) and plain math-verify (`verify(parse("$\\boxed{answer}$"), parse(output))`,
+its defaults). FN = share of `correct` items not scored correct; FP = share of `wrong` items scored
+correct. "hard" = the bare answers of the comparison classes (everything but plain numbers), boxed.
 Not a timing benchmark: it reports timeouts, never speed.
 """
 
@@ -40,11 +41,13 @@ def rows(path: Path) -> list[dict]:
     return out
 
 
-def project(items: list[dict]) -> tuple[list[bool], list[str], list[dict]]:
+def project(items: list[dict], question: bool = True) -> tuple[list[bool], list[str], list[dict]]:
     from verifiers import close_default_pools, verify_batch
 
+    # The problem text goes with each item (as `question`), so the forms it states are checked.
     verdicts = verify_batch([{"id": it["id"], "domain": "math", "completion": it["output"],
-                              "answer": it["answer"]} for it in items])
+                              "answer": it["answer"], "question": (it.get("problem") or None) if question else None}
+                             for it in items])
     close_default_pools()
     return ([v.status.value == "correct" for v in verdicts], [v.status.value for v in verdicts],
             [v.details for v in verdicts])
@@ -102,10 +105,12 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--corpus", default="math", help="math | real | a path to an items.jsonl")
     ap.add_argument("--misses", action="store_true", help="print the project's wrong verdicts")
+    ap.add_argument("--no-question", action="store_true",
+                    help="score without the problem text (no answer-form rules), as a caller that omits it")
     args = ap.parse_args()
     corpus = CORPORA.get(args.corpus) or Path(args.corpus)
     items = rows(corpus)
-    ours, statuses, details = project(items)
+    ours, statuses, details = project(items, question=not args.no_question)
     base = plain(items)
     print(f"{len(items)} scored rows from {corpus.parent.name}/{corpus.name}; load average {os.getloadavg()[0]:.2f}")
     print("\n".join(table(items, ours, base)))
@@ -116,8 +121,13 @@ def main() -> None:
     for said, d in zip(ours, details):
         if said:
             by_rule[d.get("rule") or d.get("path") or "?"] += 1
+    refused = defaultdict(int)
+    for d in details:
+        if str(d.get("rule", "")).startswith("form_"):
+            refused[d["rule"]] += 1
     print(f"timeouts {statuses.count('timeout')}, errors {statuses.count('error')}; "
-          f"correct verdicts by rule: {dict(sorted(by_rule.items()))}")
+          f"correct verdicts by rule: {dict(sorted(by_rule.items()))}; "
+          f"refused by a form the question states: {dict(sorted(refused.items()))}")
     if args.misses:
         for it, said, st, d in zip(items, ours, statuses, details):
             if it["label"] in ("correct", "wrong") and said != (it["label"] == "correct"):

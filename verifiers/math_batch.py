@@ -5,7 +5,9 @@ answer over `max_answer_chars` -> `unparsable`; then the exact fast path (`verif
 memoised across batches); only what is left goes to the persistent workers (`verifiers.pool`), unless
 the bounded reply cache holds a sympy verdict for the same pair from an earlier batch (correct / wrong
 / unparsable only: timeouts and crashes are never cached); identical (reference answer, extracted
-answer) pairs are sent once per batch (RL groups repeat answers).
+answer) pairs are sent once per batch (RL groups repeat answers). An item that carries its `question`
+has a `correct` verdict checked against the answer forms the question states (`verifiers.math_question`,
+per item, after the pair is decided: the caches stay keyed on the pair alone).
 
 Guarantees: `submit` returns at once with the sympy work in flight; its collector returns one verdict
 per item in order; model text never raises. The workers start when the verifier is built and warm in
@@ -26,6 +28,7 @@ from scalerl_env.contracts.records import RewardTable, Status, Verdict, VerifyIt
 from verifiers.config import MathConfig
 from verifiers.extract import clean_answer, extract_answer
 from verifiers.math_fast import fast_verdict
+from verifiers.math_question import check_forms
 from verifiers.pool import MathWorkerPool
 
 REPLY_CACHE_SIZE = 1 << 16  # sympy verdicts kept per verifier, across batches (a few MB at most)
@@ -84,8 +87,9 @@ class MathBatchVerifier:
             decided = cached_fast_verdict(gold, found.answer) if cfg.fast_path else None
             if decided is not None:
                 status = Status.correct if decided else Status.wrong
-                verdicts[i] = _verdict(status, {**details, "path": "fast", "rule": "fast_path"},
-                                       rewards, time.perf_counter() - start)
+                verdict = _verdict(status, {**details, "path": "fast", "rule": "fast_path"},
+                                   rewards, time.perf_counter() - start)
+                verdicts[i] = with_forms(verdict, items[i].question, gold, found.answer, rewards)
                 continue
             key = (gold, found.answer) if cfg.dedupe else (gold, found.answer, i)
             if key in pending:
@@ -129,15 +133,37 @@ class MathBatchVerifier:
             if reply.get("cached"):
                 out["cached"] = True
             verdict = _verdict(status, out, rewards, reply.get("elapsed_s", 0.0))
-            verdicts[indices[0]] = verdict
+            gold, pred = clean_answer(items[indices[0]].answer or ""), details["extracted"]
+            verdicts[indices[0]] = with_forms(verdict, items[indices[0]].question, gold, pred, rewards)
             for i in indices[1:]:
-                verdicts[i] = verdict.model_copy(update={"details": {**out, "deduplicated": True}})
+                copy = verdict.model_copy(update={"details": {**out, "deduplicated": True}})
+                verdicts[i] = with_forms(copy, items[i].question, gold, pred, rewards)
 
 
 def _verdict(status: Status, details: dict, rewards, elapsed_s: float) -> Verdict:
     """A Verdict built without re-validation: every field comes from this module, already typed."""
     return Verdict.model_construct(status=status, reward=rewards.reward(status), details=details,
                                    elapsed_s=elapsed_s, id=None)
+
+
+def with_forms(verdict: Verdict, question: str | None, gold: str, pred: str, rewards: RewardTable) -> Verdict:
+    """A `correct` verdict checked against the answer forms the question states (`verifiers.math_question`):
+    a required form the answer is not in makes it `wrong`, named by `rule = form_<name>`. Without a
+    question, or for any other status, the verdict is returned as it is."""
+    if not question or verdict.status is not Status.correct:
+        return verdict
+    outcome = check_forms(question, gold, pred)
+    if outcome is None:
+        return verdict
+    details = dict(verdict.details)
+    if outcome.checked:
+        details["forms"] = list(outcome.checked)
+    if outcome.skipped:
+        details["forms_skipped"] = list(outcome.skipped)  # the reference is not in that form
+    if outcome.rejected_by is None:
+        return verdict.model_copy(update={"details": details})
+    details.update(rule=f"form_{outcome.rejected_by}", reason=outcome.reason, value_rule=verdict.details.get("rule"))
+    return _verdict(Status.wrong, details, rewards, verdict.elapsed_s)
 
 
 @functools.lru_cache(maxsize=1 << 16)

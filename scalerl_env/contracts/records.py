@@ -153,6 +153,9 @@ def _check_reference(record, noun: str):
 
 
 # ---------------------------------------------------------------------------------------------- verify item
+QUESTION_MAX_CHARS = 100_000  # a problem statement, not a document; bounds what a request can carry
+
+
 class VerifyItem(Strict):
     """One completion to score, against the reference its domain needs (`answer` or `tests`)."""
 
@@ -162,6 +165,9 @@ class VerifyItem(Strict):
     answer: str | None = None
     tests: CodeTests | None = None
     limits: Limits | None = None
+    question: str | None = Field(default=None, max_length=QUESTION_MAX_CHARS, description=(
+        "the problem text, optional: the math verifier then also checks the answer forms it states "
+        "(\"as a common fraction\", \"in the form y = mx + b\"; docs/math.md)"))
     prompt_id: str | None = None
     # Optional training context carried into the ledger when a prompt_id is present. Bounds are the
     # ledger's column ranges (BIGINT, INTEGER): out-of-range values are rejected here, naming the field.
