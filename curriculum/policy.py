@@ -53,7 +53,7 @@ class CurriculumPolicy:
 
     # ------------------------------------------------------------------------------------ state
     def fresh_state(self) -> dict[str, Any]:
-        return {"drawn": {}, "queue": [], "resumes": 0, "n": 0}
+        return {"drawn": {}, "queue": [], "resumes": 0, "n": 0, "draws": 0, "stage_draws": {"0": 0}}
 
     def on_resume(self, sampler: Sampler) -> None:
         """Called when the sampler continued from stored state: queue re-admissions (resume_fraction)."""
@@ -91,18 +91,30 @@ class CurriculumPolicy:
         return st.stage_index(sampler.batches, self.cfg.stages)
 
     def _update_stage_drops(self, sampler: Sampler) -> None:
-        """POLARIS re-filtering: prompts above a finished stage's `drop_above` stay benched afterwards."""
-        current = self._stage(sampler)
-        if current == self._stage_cache or sampler.ledger is None:
+        """POLARIS re-filtering: prompts above a finished stage's `drop_above` stay benched afterwards.
+
+        A stage's samples are the groups its batches drew (the draw counts at each boundary are in the
+        policy state), found in the ledger by counting groups in step order, so refills (steps of more
+        than one batch) do not shift the stage. The sampler runs up to k + 1 batches ahead of training
+        (PipelineRL-k), so at the boundary the stage's last groups are not recorded yet: the re-filter is
+        recomputed at every batch until the ledger holds all of them, then kept (groups lost in flight at
+        a restart leave it recomputing: one query per batch)."""
+        state, current = sampler.policy_state, self._stage(sampler)
+        bounds = state.setdefault("stage_draws", {"0": 0})
+        bounds.setdefault(str(current), int(state.get("draws", 0)))
+        if self._stage_cache == current or sampler.ledger is None:
             return
         dropped: set[str] = set()
-        lo = 0
-        for stage in self.cfg.stages[:current]:
-            if stage.drop_above is not None and stage.until_batch is not None:
-                rates = lc.stage_pass_rates(sampler.ledger, lo, stage.until_batch)
-                dropped |= {pid for pid, r in rates.items() if r > stage.drop_above}
-            lo = stage.until_batch or lo
-        self._stage_dropped, self._stage_cache = dropped, current
+        complete = True
+        for i, stage in enumerate(self.cfg.stages[:current]):
+            lo, hi = bounds.get(str(i)), bounds.get(str(i + 1))
+            if stage.drop_above is None or lo is None or hi is None:
+                continue  # a stage whose draws this sampler did not count (a state from before the counts)
+            rates, recorded = lc.stage_pass_rates(sampler.ledger, lo, hi)
+            dropped |= {pid for pid, r in rates.items() if r > stage.drop_above}
+            complete = complete and recorded >= hi
+        self._stage_dropped = dropped
+        self._stage_cache = current if complete else None
 
     def domain_weights(self, base: Mapping[str, float]) -> dict[str, float]:
         return dict(base) if self._weights is None else dict(self._weights)
@@ -114,6 +126,13 @@ class CurriculumPolicy:
         return random.Random(f"{self.seed}:{tag}:{state['n']}")
 
     def draw(self, sampler: Sampler, domain: str, retired: Mapping[str, int]) -> str | None:
+        pid = self._draw(sampler, domain, retired)
+        if pid is not None:  # the groups drawn so far: the clock of a stage's samples (_update_stage_drops)
+            state = sampler.policy_state
+            state["draws"] = int(state.get("draws", 0)) + 1
+        return pid
+
+    def _draw(self, sampler: Sampler, domain: str, retired: Mapping[str, int]) -> str | None:
         pid = self._readmission(sampler, domain)
         if pid is not None:
             return pid

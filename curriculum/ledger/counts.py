@@ -47,8 +47,18 @@ DOMAIN_PROGRESS_SQL = """WITH {groups}, ranked AS (
 SELECT domain, avg(2 * p * (1 - p)) FILTER (WHERE back <= {window}) AS progress, any_value(n) AS groups
 FROM ranked GROUP BY domain ORDER BY domain"""
 
-STAGE_RATES_SQL = """SELECT prompt_id, count(*) FILTER (WHERE correct) / count(*) AS pass_rate
-FROM attempts WHERE status <> 'error' AND step > {lo} AND step <= {hi} GROUP BY prompt_id"""
+# A stage's groups are the ones drawn in its batches, counted in groups, not in steps: a step trains more
+# groups than one batch under refill. Steps are taken in order; a step belongs to the stage when the
+# groups recorded before it lie in [lo, hi) (so the step that crosses the boundary counts for the stage).
+STAGE_RATES_SQL = """WITH groups AS (
+    SELECT prompt_id, step, count(*) FILTER (WHERE status <> 'error') AS scored,
+           count(*) FILTER (WHERE correct) AS correct
+    FROM attempts WHERE step > 0 GROUP BY prompt_id, step),
+steps AS (SELECT step, sum(count(*)) OVER (ORDER BY step) - count(*) AS before FROM groups GROUP BY step)
+SELECT prompt_id, sum(correct) / sum(scored) AS pass_rate
+FROM groups g JOIN steps s USING (step)
+WHERE s.before >= {lo} AND s.before < {hi} AND g.scored > 0 GROUP BY prompt_id"""
+RECORDED_GROUPS_SQL = "SELECT count(DISTINCT (prompt_id, step)) FROM attempts WHERE step > 0"
 
 
 def _rows(ledger: Any, sql: str) -> list[list[Any]]:
@@ -77,10 +87,13 @@ def domain_progress(ledger: Any, window: int) -> dict[str, tuple[float, int]]:
     return {d: (float(lp or 0.0), int(n)) for d, lp, n in rows}
 
 
-def stage_pass_rates(ledger: Any, after_step: int, up_to_step: int) -> dict[str, float]:
-    """prompt_id -> pass rate over its samples recorded at steps in (after_step, up_to_step]."""
-    rows = _rows(ledger, STAGE_RATES_SQL.format(lo=int(after_step), hi=int(up_to_step)))
-    return {pid: float(r) for pid, r in rows}
+def stage_pass_rates(ledger: Any, after_groups: int, up_to_groups: int) -> tuple[dict[str, float], int]:
+    """(prompt_id -> pass rate over the groups numbered (after_groups, up_to_groups] in step order, groups
+    recorded so far): the samples of a stage whose batches drew those groups; the stage is complete in
+    the ledger once the second value reaches `up_to_groups`."""
+    rows = _rows(ledger, STAGE_RATES_SQL.format(lo=int(after_groups), hi=int(up_to_groups)))
+    recorded = int(_rows(ledger, RECORDED_GROUPS_SQL)[0][0])
+    return {pid: float(r) for pid, r in rows}, recorded
 
 
 def profile_prior(path: str | Path) -> dict[str, float]:

@@ -170,5 +170,10 @@ def test_domain_progress(ledger):
     assert progress["math"][1] == 8
 
 
-def test_stage_pass_rates(ledger):
-    assert lc.stage_pass_rates(ledger, 0, 2) == pytest.approx({"a": 0.75, "b": 0.0, "c": 1.0})
+def test_stage_pass_rates_count_groups_in_step_order(ledger):
+    # three groups per step: groups 1-6 are steps 1-2; 12 groups recorded in all
+    rates, recorded = lc.stage_pass_rates(ledger, 0, 6)
+    assert rates == pytest.approx({"a": 0.75, "b": 0.0, "c": 1.0}) and recorded == 12
+    # a range ending inside a step takes the whole step that starts in it (groups 4-5: step 2)
+    assert lc.stage_pass_rates(ledger, 3, 5)[0] == pytest.approx({"a": 1.0, "b": 0.0, "c": 1.0})
+    assert lc.stage_pass_rates(ledger, 12, 15) == ({}, 12)

@@ -168,3 +168,53 @@ def test_priority_with_replacement_repeats_the_favoured_prompts(tmp_path):
                     policy=policy(priority={"mode": "learnability", "replacement": True, "floor": 0.001}))
         drawn = Counter(pid for batch in draws(s, 3, 10) for pid in batch)
         assert sum(drawn[pid] for pid in MATH[:5]) >= 25  # 30 draws: the learnable five come back again and again
+
+
+def pipelined_draws(sampler: Sampler, n: int, size: int, ledger: Ledger, ahead: int,
+                    extra: dict[int, int] | None = None) -> list[list[str]]:
+    """`n` batches drawn as PipelineRL-k does: batch b is recorded (trained at step b + 1) only once the
+    sampler has drawn `ahead` batches beyond it; `extra` {step: groups} makes a step also train that many
+    groups of the next batch (a refill), so steps and batches drift apart."""
+    batches: list[list[str]] = []
+    pending: list[str] = []
+    step = 0
+    for b in range(n + ahead):
+        if b < n:
+            batches.append([p.prompt_id for p in sampler.next_batch(size)])
+            pending += batches[-1]
+        if b >= ahead and pending:
+            step += 1
+            take = size + (extra or {}).get(step, 0)
+            trained, pending = pending[:take], pending[take:]
+            ledger.record_attempts([{"prompt_id": pid, "domain": "math", "step": step, "sample_index": i,
+                                     "status": "correct" if i < int(pid[-3:]) % 9 else "wrong"}
+                                    for pid in trained for i in range(8)])
+    return batches
+
+
+def stage_solved(batches: list[list[str]]) -> set[str]:
+    return {pid for pid in sum(batches, []) if int(pid[-3:]) % 9 / 8 > 0.6}
+
+
+def test_stage_refiltering_covers_the_whole_stage_when_the_sampler_runs_ahead(tmp_path):
+    # PipelineRL-3: when the sampler draws the next stage's first batch, none of the stage's groups is in
+    # the ledger yet; the prompts solved in the stage's last batches must still be dropped afterwards.
+    cfg = StrategyConfig.model_validate({"stages": [{"until_batch": 3, "drop_above": 0.6}, {}]})
+    with Ledger(tmp_path / "l.duckdb", retirement=RetirementConfig(enabled=False)) as led:
+        s = Sampler(PROBLEMS, weights={"math": 1}, seed=0, ledger=led, policy=CurriculumPolicy(cfg, seed=0))
+        batches = pipelined_draws(s, 12, 5, led, ahead=3)
+        solved = stage_solved(batches[:3])
+        assert solved and batches[3:9]
+        # the stage's groups reach the ledger while batches 3-5 are drawn; from then on none comes back
+        assert not set(sum(batches[6:], [])) & solved
+
+
+def test_stage_refiltering_counts_groups_not_steps(tmp_path):
+    # Step 1 trains 10 groups (a refill): the stage's 15 groups are steps 1-2, and step 3 (batch 3, the
+    # next stage's first) is not the stage's, although its number is <= until_batch.
+    cfg = StrategyConfig.model_validate({"stages": [{"until_batch": 3, "drop_above": 0.6}, {}]})
+    with Ledger(tmp_path / "l.duckdb", retirement=RetirementConfig(enabled=False)) as led:
+        s = Sampler(PROBLEMS, weights={"math": 1}, seed=0, ledger=led, policy=CurriculumPolicy(cfg, seed=0))
+        batches = pipelined_draws(s, 6, 5, led, ahead=1, extra={1: 5})
+        assert stage_solved(batches[3:4]) and not set(batches[3]) & set(sum(batches[:3], []))
+        assert s.policy._stage_dropped == stage_solved(batches[:3])
