@@ -222,8 +222,16 @@ class ProblemRecord(Strict):
         return _check_reference(self, "problems")
 
     def verify_item(self, completion: str, **context: Any) -> VerifyItem:
-        """The verify item scoring `completion` against this problem."""
+        """The verify item scoring `completion` against this problem; it carries the problem's last user
+        message as `question`, so the answer forms the problem states are checked (docs/math.md)."""
         return VerifyItem(
             id=context.pop("id", self.prompt_id), domain=self.domain, completion=completion,
-            answer=self.answer, tests=self.tests, limits=self.limits, prompt_id=self.prompt_id, **context,
+            answer=self.answer, tests=self.tests, limits=self.limits, prompt_id=self.prompt_id,
+            question=context.pop("question", self.question()), **context,
         )
+
+    def question(self) -> str | None:
+        """The last user message, as the policy read it; its tail when longer than a verify item carries
+        (answer forms are stated at the end)."""
+        users = [m.content for m in self.prompt if m.role == "user"]
+        return users[-1][-QUESTION_MAX_CHARS:] if users else None

@@ -152,3 +152,18 @@ def test_verify_batch_required_form_passes_and_copies_follow_their_own_question(
     assert v_plain.status.value == "correct" and "forms" not in v_plain.details
     assert (v_a.status.value, v_a.details["rule"]) == ("wrong", "form_fraction")
     assert v_b.status.value == "correct" and v_b.details["rule"] == "fast_path"
+
+
+def test_a_problem_record_sends_its_question_so_training_rewards_respect_the_form(pool):
+    from scalerl_env.contracts.records import ProblemRecord
+
+    prompt = [{"role": "system", "content": "Be brief."},
+              {"role": "user", "content": "What is $1 \\div 2$? Express your answer as a common fraction.\n"
+                                          "Please reason step by step, and put your final answer within \\boxed{}."}]
+    record = ProblemRecord(prompt_id="p", domain="math", source="s", prompt=prompt, answer="\\frac{1}{2}")
+    decimal, fraction = record.verify_item("\\boxed{0.5}", id="d"), record.verify_item("\\boxed{1/2}", id="f")
+    assert decimal.question == prompt[1]["content"]
+    assert record.verify_item("x", question=None).question is None  # a caller can leave it out
+    v_decimal, v_fraction = pool.verify_batch([decimal, fraction])
+    assert (v_decimal.status.value, v_decimal.details["rule"]) == ("wrong", "form_fraction")
+    assert v_fraction.status.value == "correct"
