@@ -30,6 +30,7 @@ from curriculum.ledger.store import Ledger
 from curriculum.policy import CurriculumPolicy
 from curriculum.sampler import Sampler
 from curriculum.strategy_config import StrategyConfig
+from scalerl_env.adapters import AdapterInputError, id_text, plain, reference_item
 from scalerl_env.contracts.records import DEFAULT_REWARDS, ProblemRecord, Status, Strict
 
 CORRECT_AT = DEFAULT_REWARDS.reward(Status.correct)
@@ -92,6 +93,20 @@ class LocalCurriculum:
 
     def close(self) -> None:
         self.ledger.close()
+
+
+def problem_record(prompt_id: Any, prompt: Any, reference: Any, *, domain: str | None = None, source: str,
+                   loc: tuple[str | int, ...]) -> ProblemRecord:
+    """A trainer's dataset row as a problem record: `prompt` text or chat messages, the reference in any
+    form `scalerl_env.adapters.reference_item` reads; errors name the row (`loc`)."""
+    pid = id_text(prompt_id, (*loc, "prompt_id"))
+    if not pid:
+        raise AdapterInputError((*loc, "prompt_id"), "every row needs a prompt id")
+    item = reference_item("", reference, loc=(*loc, "reference"), domain=domain)
+    messages = [{"role": "user", "content": prompt}] if isinstance(prompt, str) else [
+        {"role": m["role"], "content": m["content"]} for m in plain(prompt)]
+    return ProblemRecord(prompt_id=pid, domain=item.domain, source=source, prompt=messages, answer=item.answer,
+                         tests=item.tests, limits=item.limits)
 
 
 def attempt_rows(groups: Sequence[GroupOutcome], domain_of: Mapping[str, str], *, step: int,

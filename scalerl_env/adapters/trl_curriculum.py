@@ -38,8 +38,8 @@ from trl import GRPOTrainer
 
 from curriculum.filters import RewardGroup, zero_variance_filter
 from curriculum.strategy_config import ZeroVarianceConfig
-from scalerl_env.adapters import id_text, reference_item
-from scalerl_env.adapters.curriculum_source import CurriculumSource, GroupOutcome
+from scalerl_env.adapters import id_text
+from scalerl_env.adapters.curriculum_source import CurriculumSource, GroupOutcome, problem_record
 from scalerl_env.contracts.records import ProblemRecord
 
 # Output keys this drop-in knows how to select and concatenate (text models); anything else refuses refill.
@@ -53,18 +53,8 @@ def problems_from_dataset(dataset: Any, *, reference_key: str = "answer", prompt
                           domain_key: str = "domain", source: str = "trl") -> list[ProblemRecord]:
     """The problem records of a TRL dataset (plain or conversational prompts; references as for
     `ScaleRLReward`); a `domain` column, when present, names each row's domain."""
-    records = []
-    for i, row in enumerate(dataset):
-        pid = id_text(row.get(prompt_id_key), (prompt_id_key, i))
-        if not pid:
-            raise ValueError(f"{prompt_id_key}[{i}]: every row needs a prompt id")
-        item = reference_item("", row[reference_key], loc=(reference_key, i), domain=row.get(domain_key))
-        prompt = row["prompt"]
-        messages = [{"role": "user", "content": prompt}] if isinstance(prompt, str) else [
-            {"role": m["role"], "content": m["content"]} for m in prompt]
-        records.append(ProblemRecord(prompt_id=pid, domain=item.domain, source=source, prompt=messages,
-                                     answer=item.answer, tests=item.tests, limits=item.limits))
-    return records
+    return [problem_record(row.get(prompt_id_key), row["prompt"], row[reference_key], domain=row.get(domain_key),
+                           source=source, loc=(i,)) for i, row in enumerate(dataset)]
 
 
 class CurriculumGRPOTrainer(GRPOTrainer):
