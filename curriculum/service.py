@@ -55,10 +55,11 @@ from curriculum.service_models import (
 )
 from curriculum.strategies import stage_index
 from curriculum.strategy_config import StrategyConfig
-from scalerl_env.contracts.records import ProblemRecord
+from scalerl_env.contracts.records import DEFAULT_REWARDS, ProblemRecord, Status
 
 SAMPLER_PREFIX = "curriculum/"
 MAX_TOP_UPS = 8  # sampler batches after the first that may top a draw up to distinct prompts
+CORRECT_AT = DEFAULT_REWARDS.reward(Status.correct)  # a reported sample without `correct` is correct at >= this
 
 
 class ServiceError(Exception):
@@ -255,7 +256,7 @@ class CurriculumSet:
             bad = next((j for j, r in enumerate(g.rewards) if not math.isfinite(r)), None)
             if bad is not None:
                 raise SetInputError(f"groups.{i}.rewards.{bad}", "reward is not a finite number")
-            flags = g.correct if g.correct is not None else [r > 0 for r in g.rewards]
+            flags = g.correct if g.correct is not None else [r >= CORRECT_AT for r in g.rewards]
             zero_variance += min(g.rewards) == max(g.rewards)
             for j, (reward, ok) in enumerate(zip(g.rewards, flags)):
                 for key, value in (("prompt_id", m.prompt_id), ("domain", m.domain), ("step", step),

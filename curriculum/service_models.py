@@ -112,7 +112,8 @@ class DrawResponse(Strict):
 class ReportGroup(Strict):
     prompt_id: str = Field(min_length=1)
     rewards: list[float] = Field(min_length=1, max_length=65_536, description="one reward per sample of the group")
-    correct: list[bool] | None = Field(default=None, description="per sample; default: reward > 0")
+    correct: list[bool] | None = Field(
+        default=None, description="per sample; default: reward >= the reward table's reward for correct (1.0)")
 
 
 class ReportRequest(Strict):

@@ -24,6 +24,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from scalerl_env.dashboard.routes import DashSource, build_router
 from scalerl_env.server.auth import BearerAuth, load_tokens, secure_openapi
 from scalerl_env.server.config import ServerConfig
+from scalerl_env.server.curriculum_routes import router as curriculum_router
 from scalerl_env.server.limits import BodyGuard
 from scalerl_env.server.routes import ROUTE_PATHS, HotRoutes, router
 from scalerl_env.server.state import Pool, ServerState, build_version
@@ -57,6 +58,7 @@ def create_app(config: ServerConfig | None = None, *, pool: Pool | None = None, 
     )
     app.state.scalerl = state
     app.include_router(router)
+    app.include_router(curriculum_router)  # /v1/curriculum/*: 409 until the server has a ledger
     dash = DashSource(ledger=lambda: state.ledger, ledger_label=str(config.ledger or "") or None)
     app.include_router(build_router(dash))  # the read-only dashboard at /, its JSON routes under /api/dash/
     app.add_exception_handler(RequestValidationError, _validation_error)

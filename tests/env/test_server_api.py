@@ -219,13 +219,20 @@ def test_cli_rejects_bad_config_with_exit_2(tmp_path):
     assert "limits.max_batch_items" in proc.stderr
 
 
+CURRICULUM_ROUTES = {"/v1/curriculum/sets": "post", "/v1/curriculum/sets/{name}": "get",
+                     "/v1/curriculum/sets/{name}/draw": "post", "/v1/curriculum/sets/{name}/report": "post"}
+
+
 def test_committed_openapi_lists_every_route():
     """The scoring routes and the dashboard's JSON routes, each with a typed 200 body; its pages are not in it."""
     from tests.env.test_dashboard_api import DASH_ROUTES
 
     paths = json.loads(Path(REPO / "openapi.json").read_text())["paths"]
     assert set(paths) == {"/v1/verify", "/healthz", "/readyz", "/metrics", "/v1/ledger/query", "/get_reward",
-                          *DASH_ROUTES}
+                          *DASH_ROUTES, *CURRICULUM_ROUTES}
+    for p, method in CURRICULUM_ROUTES.items():
+        assert "$ref" in paths[p][method]["responses"]["200"]["content"]["application/json"]["schema"], p
+        assert "409" in paths[p][method]["responses"], p  # the answer of a server without a ledger
     for p in DASH_ROUTES:
         ok = paths[p]["get"]["responses"]["200"]["content"]["application/json"]["schema"]
         assert "$ref" in ok or "$ref" in ok.get("items", {}), p
