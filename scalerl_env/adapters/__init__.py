@@ -1,8 +1,10 @@
 """Adapters that let other trainers use scalerl verdicts as rewards: OpenRLHF, veRL, TRL.
 
 All three turn a (completion, reference) pair into a `VerifyItem` with `reference_item` and score
-through `score_items`: over HTTP when a server URL is given (argument or `SCALERL_REWARD_URL`),
-otherwise in this process with `verifiers.verify_batch`.
+through `score_items`: over HTTP when a server URL is given (argument or `SCALERL_REWARD_URL`; one URL
+or a comma-separated list of replicas, balanced and failed over by `scalerl_env.client`), with the
+bearer token of the argument or `SCALERL_REWARD_TOKEN`; otherwise in this process with
+`verifiers.verify_batch`.
 
 Reference forms (`reference_item`), when no domain is given, in the registry's order
 (`scalerl_env.contracts.domains.domain_of_reference`):
@@ -32,14 +34,14 @@ from typing import Any
 
 from pydantic import TypeAdapter, ValidationError
 
+from scalerl_env.client import TOKEN_ENV, URL_ENV
 from scalerl_env.contracts.config import validation_problems
 from scalerl_env.contracts.domains import domain as domain_spec
 from scalerl_env.contracts.domains import domain_of_reference
 from scalerl_env.contracts.records import CodeTests, Limits, Verdict, VerifyItem
 
-URL_ENV = "SCALERL_REWARD_URL"
 _TESTS = TypeAdapter(CodeTests)
-_clients: dict[str, Any] = {}
+_clients: dict[tuple[str, str | None], Any] = {}
 _clients_lock = threading.Lock()
 
 
@@ -172,21 +174,22 @@ def _code_tests(spec: dict[str, Any]) -> tuple[Any, Limits | None]:
     return _TESTS.validate_python({"kind": "stdio", "cases": cases}), limits
 
 
-def score_items(items: Sequence[VerifyItem], *, url: str | None = None) -> list[Verdict]:
-    """Score over HTTP when a URL is known (argument or `SCALERL_REWARD_URL`), else in process."""
+def score_items(items: Sequence[VerifyItem], *, url: str | None = None, token: str | None = None) -> list[Verdict]:
+    """Score over HTTP when a URL is known (argument or `SCALERL_REWARD_URL`, one or a comma-separated
+    list), sending `token` or `SCALERL_REWARD_TOKEN`; else in process."""
     url = url or os.environ.get(URL_ENV)
     if url:
-        return _client(url).verify(items)
+        return _client(url, token or os.environ.get(TOKEN_ENV) or None).verify(items)
     from verifiers import verify_batch
 
     return list(verify_batch(list(items)))
 
 
-def _client(url: str) -> Any:
-    """One client (one connection pool) per server URL per process."""
+def _client(url: str, token: str | None) -> Any:
+    """One client (one connection pool, one view of the replicas) per URL list and token per process."""
     from scalerl_env.client import RewardClient
 
     with _clients_lock:
-        if url not in _clients:
-            _clients[url] = RewardClient(url)
-        return _clients[url]
+        if (url, token) not in _clients:
+            _clients[url, token] = RewardClient(url, token=token)
+        return _clients[url, token]

@@ -6,7 +6,9 @@ Two ways to use it from OpenRLHF 0.11 (exact command lines in docs/server.md):
   `scores` (0/1, for dynamic filtering) and `extra_logs` (logged per sample).
 - local function: `--reward.remote_url /path/to/scalerl_env/adapters/openrlhf.py` makes OpenRLHF call
   `reward_func(queries, prompts, labels)` in its own process; that scores over HTTP when
-  `SCALERL_REWARD_URL` is set, else in process.
+  `SCALERL_REWARD_URL` is set (one URL or a comma-separated list of replicas), sending
+  `SCALERL_REWARD_TOKEN` as the bearer token, else in process. OpenRLHF's own remote client (the first
+  way) sends no token, so a server started with `--token-file` needs this way (or a proxy adding it).
 (OpenRLHF before 0.11 spelled the flag `--remote_rm_url`.) Labels are normalized as dataset-column
 references (see `scalerl_env.adapters`).
 

@@ -8,7 +8,8 @@ keyword list (plus `completion_ids`, `trainer_state`); the reference is read fro
 `reference_key` (default `answer`; a math answer or a code test spec, see `scalerl_env.adapters`).
 Completions may be plain text or conversational (a list of messages; their contents are joined).
 A `prompt_id` column (text or integers), when present, is passed on so an attached ledger records the
-verdicts.
+verdicts. The URL may list several replicas (`"http://a:8000,http://b:8000"`); the bearer token is
+`token=` or `SCALERL_REWARD_TOKEN`.
 """
 
 from __future__ import annotations
@@ -22,8 +23,10 @@ from scalerl_env.adapters import id_text, reference_item, score_items
 class ScaleRLReward:
     """`(prompts, completions, **kwargs) -> list[float]`; `__name__` names the reward in TRL's logs."""
 
-    def __init__(self, url: str | None = None, *, reference_key: str = "answer", name: str = "scalerl_reward"):
-        self.url = url
+    def __init__(self, url: str | None = None, *, reference_key: str = "answer", name: str = "scalerl_reward",
+                 token: str | None = None):
+        self.url = url  # one URL or a comma-separated list; None: $SCALERL_REWARD_URL, else in process
+        self.token = token  # None: $SCALERL_REWARD_TOKEN
         self.reference_key = reference_key
         self.__name__ = name
 
@@ -42,7 +45,7 @@ class ScaleRLReward:
                            loc=(self.reference_key, i))
             for i, (c, ref, pid) in enumerate(zip(completions, references, prompt_ids))
         ]
-        return [float(v.reward) for v in score_items(items, url=self.url)]
+        return [float(v.reward) for v in score_items(items, url=self.url, token=self.token)]
 
 
 def completion_text(completion: Any) -> str:

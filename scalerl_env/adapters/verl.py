@@ -9,8 +9,9 @@ The reward-loop workers call `compute_score` once per sample; veRL 0.9 has no ba
 path. `compute_score_batch` is the batch form for veRL versions whose `batch` reward manager calls one
 function with the whole batch.
 
-Scores over HTTP when `SCALERL_REWARD_URL` is set (e.g. `http://127.0.0.1:8000`) in the reward workers'
-environment, else in process. `ground_truth` is the row's `reward_model.ground_truth`: a math answer or a
+Scores over HTTP when `SCALERL_REWARD_URL` is set (e.g. `http://127.0.0.1:8000`, or several replicas
+separated by commas) in the reward workers' environment, else in process; `SCALERL_REWARD_TOKEN` there
+is the bearer token. `ground_truth` is the row's `reward_model.ground_truth`: a math answer or a
 code test spec, as text or as an object (see `scalerl_env.adapters`). A `prompt_id` in `extra_info`
 (text or an integer) is passed on, so an attached ledger records it.
 
@@ -29,15 +30,15 @@ GROUND_TRUTH = ("reward_model", "ground_truth")
 
 
 def compute_score(data_source: str, solution_str: str, ground_truth: Any, extra_info: dict | None = None,
-                  *, url: str | None = None, **kwargs: Any) -> dict[str, float]:
+                  *, url: str | None = None, token: str | None = None, **kwargs: Any) -> dict[str, float]:
     """veRL's `compute_score(data_source, solution_str, ground_truth, extra_info=None)`; other keywords
     veRL passes (e.g. `reward_router_address`) are ignored."""
-    return _result(score_items([_item(solution_str, ground_truth, extra_info)], url=url)[0])
+    return _result(score_items([_item(solution_str, ground_truth, extra_info)], url=url, token=token)[0])
 
 
 def compute_score_batch(data_sources: Sequence[str], solution_strs: Sequence[str], ground_truths: Sequence[Any],
                         extra_infos: Sequence[dict | None] | None = None, *, url: str | None = None,
-                        **kwargs: Any) -> list[dict[str, float]]:
+                        token: str | None = None, **kwargs: Any) -> list[dict[str, float]]:
     """The batch form (`batch` reward manager of veRL versions that have one): one request per batch."""
     extra_infos = list(extra_infos) if extra_infos is not None else [None] * len(solution_strs)
     if not len(solution_strs) == len(ground_truths) == len(extra_infos):
@@ -45,7 +46,7 @@ def compute_score_batch(data_sources: Sequence[str], solution_strs: Sequence[str
                          f"{len(extra_infos)} extra_infos")
     items = [_item(solution, truth, info, i)
              for i, (solution, truth, info) in enumerate(zip(solution_strs, ground_truths, extra_infos))]
-    return [_result(v) for v in score_items(items, url=url)]
+    return [_result(v) for v in score_items(items, url=url, token=token)]
 
 
 def _item(solution: str, truth: Any, info: dict | None, index: int | None = None) -> VerifyItem:

@@ -118,3 +118,21 @@ def require(module: str) -> None:
         importlib.import_module(module)
     else:
         pytest.importorskip(module, reason=f"the {module} adapter tests run in .venv-rl (make test-rl)")
+
+
+# The adapters against a server that wants a token: they read it from SCALERL_REWARD_TOKEN.
+RL_TOKEN = "rl-adapters-score-token-0123456789"
+
+
+def secured_args(folder) -> tuple[str, str]:
+    """`serve` arguments for a server that accepts RL_TOKEN (scope `score`) and nothing else."""
+    path = folder / "tokens"
+    path.write_text(f"score {RL_TOKEN}\n")
+    return "--token-file", str(path)
+
+
+def dead_url() -> str:
+    """A loopback URL nobody listens on: put first in a URL list, the client must fail over from it."""
+    from tests.support.server_harness import free_port
+
+    return f"http://127.0.0.1:{free_port()}"

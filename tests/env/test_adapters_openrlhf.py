@@ -16,8 +16,18 @@ from types import SimpleNamespace
 import pytest
 
 import scalerl_env.adapters.openrlhf as adapter
-from scalerl_env.adapters import URL_ENV
-from tests.env.rl_support import EXPECTED_REWARD, PROBLEMS, doc_block, require, tiny_policy, tiny_tokenizer
+from scalerl_env.adapters import TOKEN_ENV, URL_ENV
+from tests.env.rl_support import (
+    EXPECTED_REWARD,
+    PROBLEMS,
+    RL_TOKEN,
+    dead_url,
+    doc_block,
+    require,
+    secured_args,
+    tiny_policy,
+    tiny_tokenizer,
+)
 from tests.support.server_harness import shared_server
 
 require("openrlhf")
@@ -28,6 +38,12 @@ SAMPLES_PER_PROMPT = 4
 @pytest.fixture(scope="module")
 def server(request):
     return shared_server(request, "rl-openrlhf")
+
+
+@pytest.fixture(scope="module")
+def secured(request, tmp_path_factory):
+    """A server that wants a token: OpenRLHF's own remote client cannot send one (it posts bare JSON)."""
+    return shared_server(request, "rl-openrlhf-secured", *secured_args(tmp_path_factory.mktemp("tokens")))
 
 
 class TinyEngine:
@@ -110,6 +126,25 @@ def test_reward_function_file(server, monkeypatch):
     monkeypatch.setenv(URL_ENV, server.url)
     rows = [{"prompt": f"solve {p.tag}", "answer": p.reference_text()} for p in PROBLEMS]
     check(rollouts(adapter.__file__, rows))
+
+
+def test_reward_function_file_with_a_token_and_replicas(secured, monkeypatch):
+    # The way to a token-protected server: the function file reads SCALERL_REWARD_TOKEN, and fails
+    # over from the dead replica listed first.
+    monkeypatch.setenv(URL_ENV, f"{dead_url()},{secured.url}")
+    monkeypatch.setenv(TOKEN_ENV, RL_TOKEN)
+    rows = [{"prompt": f"solve {p.tag}", "answer": p.reference_text()} for p in PROBLEMS]
+    check(rollouts(adapter.__file__, rows))
+
+
+def test_remote_url_gets_no_reward_from_a_token_protected_server(secured):
+    # OpenRLHF 0.11's remote client sends no Authorization header: 401, which it logs at info level and
+    # retries (5 times, 1 s apart) before leaving the sample without a reward (docs/server.md).
+    from openrlhf.utils.agent import SingleTurnAgentExecutor
+
+    executor = SingleTurnAgentExecutor(secured.url + "/get_reward")
+    with pytest.raises(RuntimeError, match="Request error for 5 times"):
+        asyncio.run(executor._fetch_rewards_via_http(["solve <q0>\\boxed{2}"], ["solve <q0>"], ["2"]))
 
 
 def test_object_labels_from_a_dataset_column(server):

@@ -11,7 +11,18 @@ from __future__ import annotations
 
 import pytest
 
-from tests.env.rl_support import EXPECTED_REWARD, PROBLEMS, doc_block, require, tiny_policy, tiny_tokenizer
+from scalerl_env.client import TOKEN_ENV, RewardServerError
+from tests.env.rl_support import (
+    EXPECTED_REWARD,
+    PROBLEMS,
+    RL_TOKEN,
+    dead_url,
+    doc_block,
+    require,
+    secured_args,
+    tiny_policy,
+    tiny_tokenizer,
+)
 from tests.support.server_harness import shared_server
 
 require("trl")
@@ -22,8 +33,8 @@ DOC_URL = "http://127.0.0.1:8000"
 
 @pytest.fixture(scope="module")
 def server(request, tmp_path_factory):
-    ledger = tmp_path_factory.mktemp("ledger") / "ledger.duckdb"
-    return shared_server(request, "rl-trl", "--ledger", str(ledger))
+    folder = tmp_path_factory.mktemp("ledger")
+    return shared_server(request, "rl-trl", "--ledger", str(folder / "ledger.duckdb"), *secured_args(folder))
 
 
 def conversational_objects(id_base: int):
@@ -96,6 +107,7 @@ def check(pairs: list[tuple[str, float]], problems) -> None:
 
 def test_grpo_conversational_prompts_object_code_references(server, tmp_path, monkeypatch):
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv(TOKEN_ENV, RL_TOKEN)
     pairs = train(server.url, conversational_objects(2000), tmp_path)
     check(pairs, [p for p in PROBLEMS if p.domain == "code"])
     assert ledger_count(server.url, [2000, 2001]) == len(pairs)
@@ -103,9 +115,27 @@ def test_grpo_conversational_prompts_object_code_references(server, tmp_path, mo
 
 def test_grpo_plain_prompts_text_references(server, tmp_path, monkeypatch):
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    pairs = train(server.url, plain_text(3000), tmp_path)
+    monkeypatch.setenv(TOKEN_ENV, RL_TOKEN)
+    dead = dead_url()
+    pairs = train(f"{dead},{server.url}", plain_text(3000), tmp_path)  # a dead replica first: failed over
+    from scalerl_env.adapters import _client
+
+    stats = _client(f"{dead},{server.url}", RL_TOKEN).stats()  # the adapter's client, as TRL's reward used it
+    assert stats.failovers >= 1 and {r.url: r.failures >= 1 for r in stats.replicas}[dead]
     check(pairs, PROBLEMS)
     assert ledger_count(server.url, [3000, 3001, 3002, 3003]) == len(pairs)
+
+
+def test_reward_without_the_token_is_refused(server, monkeypatch):
+    from scalerl_env.adapters.trl import ScaleRLReward
+
+    monkeypatch.delenv(TOKEN_ENV, raising=False)
+    reward = ScaleRLReward(server.url)
+    with pytest.raises(RewardServerError) as info:
+        reward(prompts=["solve <q0>"], completions=[PROBLEMS[0].right], answer=["2"])
+    assert info.value.status == 401
+    assert ScaleRLReward(server.url, token=RL_TOKEN)(
+        prompts=["solve <q0>"], completions=[PROBLEMS[0].right], answer=["2"]) == [1.0]
 
 
 def test_docs_show_this_construction():

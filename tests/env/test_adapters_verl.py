@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from scalerl_env.adapters import URL_ENV, AdapterInputError
-from tests.env.rl_support import PROBLEMS, VOCAB, doc_block, require, tiny_tokenizer
+from scalerl_env.adapters import TOKEN_ENV, URL_ENV, AdapterInputError
+from tests.env.rl_support import PROBLEMS, RL_TOKEN, VOCAB, dead_url, doc_block, require, secured_args, tiny_tokenizer
 from tests.support.server_harness import shared_server
 
 require("verl")
@@ -36,22 +36,25 @@ def documented_overrides() -> list[str]:
 
 @pytest.fixture(scope="module")
 def server(request, tmp_path_factory):
-    ledger = tmp_path_factory.mktemp("ledger") / "ledger.duckdb"
-    return shared_server(request, "rl-verl", "--ledger", str(ledger))
+    folder = tmp_path_factory.mktemp("ledger")
+    return shared_server(request, "rl-verl", "--ledger", str(folder / "ledger.duckdb"), *secured_args(folder))
 
 
 @pytest.fixture(scope="module")
 def cluster(server):
-    """A local Ray cluster whose workers inherit SCALERL_REWARD_URL, as the documented `export` does."""
+    """A local Ray cluster whose workers inherit SCALERL_REWARD_URL (a dead replica, then the server) and
+    SCALERL_REWARD_TOKEN, as the documented `export`s do."""
     import os
 
     import ray
 
-    os.environ[URL_ENV] = server.url
+    os.environ[URL_ENV] = f"{dead_url()},{server.url}"
+    os.environ[TOKEN_ENV] = RL_TOKEN
     ray.init(num_cpus=2, include_dashboard=False, namespace="scalerl-verl-adapter")
     yield
     ray.shutdown()
     os.environ.pop(URL_ENV, None)
+    os.environ.pop(TOKEN_ENV, None)
 
 
 def verl_config(model_dir: Path, data_file: Path):
