@@ -22,7 +22,7 @@ from collections.abc import Sequence
 import duckdb
 import pyarrow as pa
 
-from curriculum.ledger.models import LedgerError
+from curriculum.ledger.models import MAX_KEY_CHARS, LedgerError
 
 KEY_SCHEMA = pa.schema([("key", pa.string()), ("item_index", pa.int32()), ("prompt_id", pa.string()),
                         ("verdict", pa.string())])
@@ -30,7 +30,6 @@ CLAIM_SQL = ("INSERT INTO idempotency (key, item_index, prompt_id, verdict) SELE
              "ON CONFLICT DO NOTHING RETURNING key, item_index")
 STORED_SQL = ("SELECT key, item_index, prompt_id, verdict FROM idempotency "
               "WHERE key IN (SELECT unnest(?::VARCHAR[]))")
-MAX_KEY_CHARS = 200
 
 
 class IdempotencyConflict(LedgerError):

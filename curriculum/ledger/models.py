@@ -13,6 +13,9 @@ from pydantic import Field
 
 from scalerl_env.contracts.records import Strict
 
+# Longest idempotency key the ledger stores (the reward server's `Idempotency-Key` header and ingest rows).
+MAX_KEY_CHARS = 200
+
 
 class LedgerError(RuntimeError):
     """A ledger operation that cannot be done as asked; the message says why and what to do."""

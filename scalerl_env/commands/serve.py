@@ -11,6 +11,10 @@ EXAMPLE = """Serve rewards on loopback port 8000, recording verdicts with a prom
 
   scalerl-env serve --port 8000 --workers 4 --ledger runs/ledger.duckdb
 
+Replicas on other ports or machines score and commit their verdicts through that owner:
+
+  scalerl-env serve --port 8001 --workers 4 --ledger-owner http://127.0.0.1:8000
+
 Then: curl -s localhost:8000/v1/verify -H 'content-type: application/json' -d '{"items": [{"domain": "math",
 "completion": "\\\\boxed{2}", "answer": "2"}]}'
 """
@@ -27,6 +31,8 @@ def register(app: typer.Typer) -> None:
             help="verifier worker processes: math workers and code sandbox slots (one server process)")] = None,
         ledger: Annotated[Path | None, typer.Option(
             help="DuckDB ledger file; items with a prompt_id are recorded")] = None,
+        ledger_owner: Annotated[str | None, typer.Option(
+            help="replica mode: URL of the server that owns the ledger (it runs with --ledger)")] = None,
         config: Annotated[Path | None, typer.Option(help="YAML file for ServerConfig (embeds `verifier:`)")] = None,
         set_: Annotated[list[str] | None, typer.Option(
             "--set", help="dotted override, e.g. --set limits.max_batch_items=256")] = None,
@@ -47,7 +53,8 @@ def register(app: typer.Typer) -> None:
                    "ssl_keyfile": ssl_keyfile, "owner_token_file": owner_token_file}
         try:
             cfg = load_config(ServerConfig, config, set_ or [])
-            flags = {k: v for k, v in (("host", host), ("port", port), ("ledger", ledger)) if v is not None}
+            named = (("host", host), ("port", port), ("ledger", ledger), ("ledger_owner", ledger_owner))
+            flags = {k: v for k, v in named if v is not None}
             tree = cfg.model_dump()
             tree.update({k: str(v) if isinstance(v, Path) else v for k, v in flags.items()})
             tree["security"].update({k: str(v) if isinstance(v, Path) else v

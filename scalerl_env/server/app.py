@@ -25,6 +25,7 @@ from scalerl_env.dashboard.routes import DashSource, build_router
 from scalerl_env.server.auth import BearerAuth, load_tokens, secure_openapi
 from scalerl_env.server.config import ServerConfig
 from scalerl_env.server.curriculum_routes import router as curriculum_router
+from scalerl_env.server.ledger_routes import ingest_router
 from scalerl_env.server.limits import BodyGuard
 from scalerl_env.server.routes import ROUTE_PATHS, HotRoutes, router
 from scalerl_env.server.state import Pool, ServerState, build_version
@@ -58,11 +59,12 @@ def create_app(config: ServerConfig | None = None, *, pool: Pool | None = None, 
     )
     app.state.scalerl = state
     app.include_router(router)
+    app.include_router(ingest_router)  # POST /v1/ledger/ingest: the owner's side of replica mode
     app.include_router(curriculum_router)  # /v1/curriculum/*: 409 until the server has a ledger
     dash = DashSource(ledger=lambda: state.ledger, ledger_label=str(config.ledger or "") or None)
     app.include_router(build_router(dash))  # the read-only dashboard at /, its JSON routes under /api/dash/
     app.add_exception_handler(RequestValidationError, _validation_error)
-    app.add_middleware(HotRoutes, routes=router.routes)
+    app.add_middleware(HotRoutes, routes=[*router.routes, *ingest_router.routes])
     reject = lambda reason: state.metrics.rejected.labels(reason=reason).inc()
     app.add_middleware(BodyGuard, max_body_bytes=config.limits.max_body_bytes, on_reject=reject)
     if config.security.token_file:

@@ -39,10 +39,28 @@ class ServerLimits(Strict):
         return self
 
 
+class OwnerLinkConfig(Strict):
+    """Replica mode (`ledger_owner`): how verdict rows travel to the ledger owner (scalerl_env.server.owner_link)."""
+
+    max_buffered_rows: int = Field(
+        default=65536, ge=1, description="rows waiting for the owner's commit; past it, scoring requests get 503")
+    batch_rows: int = Field(default=4096, ge=1, le=65536, description="rows sent in one POST /v1/ledger/ingest at most")
+    wait_s: float = Field(
+        default=30.0, gt=0, description="how long a scoring request waits for the owner's commit before 503 "
+                                        "(its rows stay buffered and are still sent)")
+    timeout_s: float = Field(default=10.0, gt=0, description="HTTP timeout of one forward to the owner")
+    backoff_s: float = Field(default=0.1, gt=0, description="first pause after a failed forward (doubles)")
+    max_backoff_s: float = Field(default=2.0, gt=0, description="longest pause between forwards that fail")
+
+
 class ServerConfig(Strict):
     host: str = Field(default="127.0.0.1", description="bind address; loopback unless you mean to expose it")
     port: int = Field(default=8000, ge=0, le=65535)
     ledger: str | None = Field(default=None, description="DuckDB ledger file; verdicts with a prompt_id go there")
+    ledger_owner: str | None = Field(
+        default=None, description="replica mode: URL of the server holding the ledger (`--ledger`); verdicts "
+                                  "with a prompt_id are committed there before the answer, ledger queries proxied")
+    owner: OwnerLinkConfig = Field(default_factory=OwnerLinkConfig)
     drain_timeout_s: float = Field(
         default=30.0, gt=0, description="on SIGTERM, how long in-flight requests may take to finish"
     )
@@ -52,3 +70,12 @@ class ServerConfig(Strict):
     limits: ServerLimits = Field(default_factory=ServerLimits)
     security: SecurityConfig = Field(default_factory=SecurityConfig)
     verifier: VerifierConfig = Field(default_factory=VerifierConfig)
+
+    @model_validator(mode="after")
+    def _one_ledger(self) -> ServerConfig:
+        if self.ledger and self.ledger_owner:
+            raise ValueError("ledger_owner: give --ledger FILE (this process owns the ledger) or "
+                             "--ledger-owner URL (a replica forwarding to the owner), not both")
+        if self.ledger_owner and not self.ledger_owner.startswith(("http://", "https://")):
+            raise ValueError(f"ledger_owner: expected an http:// or https:// URL, got {self.ledger_owner!r}")
+        return self

@@ -10,7 +10,8 @@ from typing import Any
 
 from pydantic import Field, model_validator
 
-from scalerl_env.contracts.records import Strict, Verdict, VerifyItem
+from curriculum.ledger.models import MAX_KEY_CHARS
+from scalerl_env.contracts.records import Domain, Strict, Verdict, VerifyItem
 
 # Request header naming one scoring request; its items are identified by their index in the request, so a
 # server records each (key, index) once however often the request is re-sent (the client sets one always).
@@ -87,3 +88,38 @@ class FieldError(Strict):
 
 class ValidationErrorResponse(Strict):
     detail: list[FieldError]
+
+
+# --------------------------------------------------------------------------- replica → owner: ledger ingest
+class RecordedItem(Strict):
+    """What the ledger keeps of a scored item (`VerifyItem` without the completion and the reference)."""
+
+    id: str = ""
+    domain: Domain
+    prompt_id: str = Field(min_length=1)
+    step: int | None = Field(default=None, ge=0, le=2**63 - 1)
+    policy_version: int | None = Field(default=None, ge=0, le=2**63 - 1)
+    sample_index: int | None = Field(default=None, ge=0, le=2**31 - 1)
+    truncated: bool | None = None
+    completion_tokens: int | None = Field(default=None, ge=0, le=2**63 - 1)
+
+
+class IngestRow(Strict):
+    key: str = Field(min_length=1, max_length=MAX_KEY_CHARS, description="the scoring request's idempotency key")
+    index: int = Field(ge=0, le=2**31 - 1, description="the item's index within that request")
+    item: RecordedItem
+    verdict: Verdict
+
+
+class LedgerIngestRequest(Strict):
+    rows: list[IngestRow] = Field(max_length=65536, description="verdict rows to commit, each (key, index) once")
+
+
+class ReplayedRow(Strict):
+    row: int = Field(description="position in the request's rows")
+    verdict: Verdict = Field(description="the verdict recorded when this (key, index) was first committed")
+
+
+class LedgerIngestResponse(Strict):
+    recorded: int = Field(description="rows appended to attempts by this request (committed before the answer)")
+    replayed: list[ReplayedRow] = Field(default_factory=list, description="rows recorded before: not appended")

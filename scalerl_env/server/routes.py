@@ -21,10 +21,12 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.routing import BaseRoute
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from curriculum.ledger.models import MAX_KEY_CHARS
 from scalerl_env.adapters import AdapterInputError, openrlhf
 from scalerl_env.contracts.records import VerifyItem
 from scalerl_env.server.limits import read_body, replay
 from scalerl_env.server.models import (
+    IDEMPOTENCY_HEADER,
     ErrorResponse,
     Health,
     LedgerQueryRequest,
@@ -36,6 +38,7 @@ from scalerl_env.server.models import (
     VerifyRequest,
     VerifyResponse,
 )
+from scalerl_env.server.owner_link import OwnerUnavailable
 from scalerl_env.server.state import ServerState
 
 
@@ -113,16 +116,19 @@ def _declares_json(scope: Scope) -> bool:
 
 
 router = APIRouter()
-ROUTE_PATHS = frozenset({"/v1/verify", "/healthz", "/readyz", "/metrics", "/v1/ledger/query", "/get_reward"})
+ROUTE_PATHS = frozenset({"/v1/verify", "/healthz", "/readyz", "/metrics", "/v1/ledger/query", "/get_reward",
+                         "/v1/ledger/ingest"})
 METRICS_CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 
 
 def _errors(*codes: int) -> dict[int | str, dict[str, Any]]:
     described = {
         400: "malformed body (invalid UTF-8, bad Content-Length) or rejected SQL",
-        409: "no ledger is attached (start the server with --ledger FILE)",
+        409: "no ledger is attached (start the server with --ledger FILE), or an Idempotency-Key reused for "
+             "another prompt",
         413: "body larger than limits.max_body_bytes or more items than limits.max_batch_items",
-        503: "overloaded (too many items in flight) or shutting down; retry after Retry-After seconds",
+        503: "overloaded (too many items in flight), shutting down, or (replica) the ledger owner has not "
+             "committed; retry after Retry-After seconds, with the same Idempotency-Key",
         504: "not finished within the deadline",
         500: "a verifier or ledger fault (logged); the verdicts were not acknowledged",
     }
@@ -143,14 +149,31 @@ def _state(request: Request) -> ServerState:
     return request.app.state.scalerl
 
 
-@router.post("/v1/verify", response_model=VerifyResponse, responses=_errors(400, 413, 500, 503, 504))
+# The header is read from the request, not declared as a parameter (that would take the route off
+# HotRoutes' path); it is documented in the OpenAPI document here.
+_KEYED = {"parameters": [{"name": IDEMPOTENCY_HEADER, "in": "header", "required": False, "schema": {
+    "type": "string", "minLength": 1, "maxLength": MAX_KEY_CHARS}, "description":
+    "names this request: each (key, item index) is recorded once, and a replay gets the verdicts recorded first"}]}
+
+
+def _idempotency_key(request: Request) -> str | None:
+    key = request.headers.get(IDEMPOTENCY_HEADER)
+    if key is not None and not 1 <= len(key) <= MAX_KEY_CHARS:
+        raise RequestValidationError([{"loc": ("header", IDEMPOTENCY_HEADER), "type": "string_too_long",
+                                       "msg": f"must be 1 to {MAX_KEY_CHARS} characters, got {len(key)}"}])
+    return key
+
+
+@router.post("/v1/verify", response_model=VerifyResponse, responses=_errors(400, 409, 413, 500, 503, 504),
+             openapi_extra=_KEYED)
 async def verify(body: VerifyRequest, request: Request) -> Response:
     """Score math and code items (mixed freely); verdicts come back in request order."""
     _reject_surrogates(body.items, lambda i, name: ("items", i, name))
-    return _json(VerifyResponse(results=await _state(request).score(body.items)))
+    return _json(VerifyResponse(results=await _state(request).score(body.items, _idempotency_key(request))))
 
 
-@router.post("/get_reward", response_model=RewardResponse, responses=_errors(400, 413, 500, 503, 504))
+@router.post("/get_reward", response_model=RewardResponse, responses=_errors(400, 409, 413, 500, 503, 504),
+             openapi_extra=_KEYED)
 async def get_reward(body: RewardRequest, request: Request) -> Response:
     """OpenRLHF remote reward model: `--remote_rm_url http://HOST:PORT/get_reward`."""
     try:
@@ -158,7 +181,7 @@ async def get_reward(body: RewardRequest, request: Request) -> Response:
     except AdapterInputError as exc:
         raise RequestValidationError([{"loc": ("body", *exc.loc), "msg": exc.msg, "type": "value_error"}]) from None
     _reject_surrogates(items, lambda i, name: ("query", i) if name == "completion" else ("labels", i))
-    verdicts = await _state(request).score(items)
+    verdicts = await _state(request).score(items, _idempotency_key(request))
     return _json(openrlhf.reward_response(verdicts, prompts_stripped=openrlhf.stripped_flags(body)))
 
 
@@ -189,10 +212,17 @@ async def metrics(request: Request) -> Response:
     return Response(content=body, media_type=METRICS_CONTENT_TYPE)
 
 
-@router.post("/v1/ledger/query", response_model=LedgerQueryResponse, responses=_errors(400, 409, 413, 504))
+@router.post("/v1/ledger/query", response_model=LedgerQueryResponse, responses=_errors(400, 409, 413, 503, 504))
 async def ledger_query(body: LedgerQueryRequest, request: Request) -> LedgerQueryResponse:
-    """Read-only SQL against the attached ledger (what `scalerl-env ledger query --url` calls)."""
+    """Read-only SQL against the attached ledger, or through a replica to its owner (what
+    `scalerl-env ledger query --url` calls)."""
     state = _state(request)
+    if state.owner is not None:  # a replica: the owner answers, status and body passed through
+        try:
+            answer = await asyncio.to_thread(state.owner.query, body.model_dump_json().encode())
+        except OwnerUnavailable as exc:
+            raise HTTPException(503, str(exc), headers={"Retry-After": "1"}) from None
+        return Response(content=answer.content, status_code=answer.status_code, media_type="application/json")
     if state.ledger is None:
         raise HTTPException(409, "no ledger is attached to this server; start it with --ledger FILE")
     timeout_s = min(body.timeout_s or state.config.ledger_query_timeout_s, state.config.max_ledger_query_timeout_s)

@@ -3,9 +3,10 @@
 Guarantees:
 - Scoring runs on worker threads that call the (thread-safe) verifier pool, never on the event loop,
   so one slow item does not stall other requests, health checks or metrics.
-- Items that carry a `prompt_id` are committed to the attached ledger before their request is answered:
-  an acknowledged verdict is a committed one (`curriculum.ledger.store.Ledger.record` returns after commit;
-  the ledger serialises writers itself and lets read-only queries run beside them).
+- Items that carry a `prompt_id` are committed to the attached ledger, or (replica mode, `ledger_owner`)
+  at the ledger owner, before their request is answered: an acknowledged verdict is a committed one
+  (`scalerl_env.server.owner_link.record`). With an `Idempotency-Key` each (key, item index) is recorded
+  once, and a replay is answered with the verdicts recorded first.
 - Items count against `max_items_in_flight` from admission until the pool has finished with them, even
   when their request already got 504 for passing its deadline; the bound holds for work, not for replies.
 
@@ -29,6 +30,7 @@ from scalerl_env.contracts.records import Verdict, VerifyItem
 from scalerl_env.server.config import ServerConfig
 from scalerl_env.server.limits import InFlight
 from scalerl_env.server.metrics import ServerMetrics
+from scalerl_env.server.owner_link import OwnerLink, OwnerRefused, OwnerUnavailable, record
 
 logger = logging.getLogger(__name__)
 
@@ -70,6 +72,7 @@ class ServerState:
         self.owns_pool = pool is None
         self.ledger = ledger
         self.owns_ledger = ledger is None
+        self.owner: OwnerLink | None = None  # replica mode: where verdicts are committed
         self.draining = False
         self.sandbox_layers: dict[str, Any] = {}
         self.inflight = InFlight(config.limits.max_items_in_flight)
@@ -84,6 +87,8 @@ class ServerState:
                 from curriculum.ledger.store import Ledger
 
                 self.ledger = await asyncio.to_thread(Ledger, self.config.ledger)
+            if self.config.ledger_owner:
+                self.owner = self._owner_link()
             if self.pool is None:
                 from verifiers import VerifierPool
 
@@ -103,6 +108,8 @@ class ServerState:
             await asyncio.to_thread(self.pool.close)
         # No recording may race the ledger's close below.
         await asyncio.to_thread(self.executor.shutdown, wait=True, cancel_futures=True)
+        if self.owner is not None:  # rows of requests answered 503 may still wait: send them while we can
+            await asyncio.to_thread(self.owner.close, self.config.drain_timeout_s)
         if self.ledger is not None:
             await asyncio.to_thread(self.ledger.flush)
             if self.owns_ledger:
@@ -122,11 +129,17 @@ class ServerState:
             except threading.BrokenBarrierError:  # a slow host: the threads exist anyway
                 pass
 
+    def _owner_link(self) -> OwnerLink:
+        from scalerl_env.server.auth import bearer_headers, owner_token
+
+        return OwnerLink(self.config.ledger_owner, self.config.owner, bearer_headers(owner_token(self.config.security)),
+                         query_timeout_s=self.config.max_ledger_query_timeout_s + 10)
+
     def pool_info(self) -> dict[str, Any]:
         return self.pool.info() if self.pool is not None else {}
 
     # ------------------------------------------------------------------------------------- scoring
-    async def score(self, items: Sequence[VerifyItem]) -> list[Verdict]:
+    async def score(self, items: Sequence[VerifyItem], key: str | None = None) -> list[Verdict]:
         """Admit, score off the loop, record, answer: 413/503/504 as `HTTPException`s."""
         limits = self.config.limits
         if self.draining or self.pool is None:
@@ -139,12 +152,16 @@ class ServerState:
             raise HTTPException(413, f"batch of {n} items exceeds limits.max_batch_items={limits.max_batch_items}")
         if n == 0:
             return []
+        if self.owner is not None and not self.owner.has_room(n):
+            self.metrics.rejected.labels(reason="overloaded").inc()
+            raise HTTPException(503, f"{self.owner.buffered} verdict rows wait for the ledger owner",
+                                headers={"Retry-After": str(limits.retry_after_s)})
         if not self.inflight.try_acquire(n):
             self.metrics.rejected.labels(reason="overloaded").inc()
             raise HTTPException(503, f"{self.inflight.count} items in flight; limit {limits.max_items_in_flight}",
                                 headers={"Retry-After": str(limits.retry_after_s)})
         self.metrics.in_flight.set(self.inflight.count)
-        future = asyncio.get_running_loop().run_in_executor(self.executor, self._score_and_record, list(items))
+        future = asyncio.get_running_loop().run_in_executor(self.executor, self._score_and_record, list(items), key)
         future.add_done_callback(lambda _f: self._release(n))
         try:
             verdicts = await asyncio.wait_for(asyncio.shield(future), timeout=limits.request_deadline_s)
@@ -152,7 +169,14 @@ class ServerState:
             self.metrics.rejected.labels(reason="deadline").inc()
             raise HTTPException(
                 504, f"not scored within limits.request_deadline_s={limits.request_deadline_s}") from None
+        except OwnerUnavailable as exc:
+            self.metrics.rejected.labels(reason="overloaded").inc()
+            raise HTTPException(503, str(exc), headers={"Retry-After": str(limits.retry_after_s)}) from None
+        except OwnerRefused as exc:
+            raise HTTPException(exc.status, f"ledger owner: {exc.detail}") from None
         except Exception as exc:
+            if type(exc).__name__ == "IdempotencyConflict":  # curriculum.ledger is imported only with a ledger
+                raise HTTPException(409, str(exc)) from None
             logger.exception("scoring a batch of %d items failed", n)
             self.metrics.rejected.labels(reason="internal").inc()
             raise HTTPException(500, f"scoring or recording failed: {type(exc).__name__}: {exc}") from None
@@ -163,7 +187,7 @@ class ServerState:
         self.inflight.release(n)
         self.metrics.in_flight.set(self.inflight.count)
 
-    def _score_and_record(self, items: list[VerifyItem]) -> list[Verdict]:
+    def _score_and_record(self, items: list[VerifyItem], key: str | None = None) -> list[Verdict]:
         """Runs on a worker thread."""
         verdicts = self.pool.verify_batch(items)
         if len(verdicts) != len(items):
@@ -171,9 +195,8 @@ class ServerState:
         for item, verdict in zip(items, verdicts):
             if verdict.id is None:
                 verdict.id = item.id
-        if self.ledger is not None:
-            keep = [i for i, item in enumerate(items) if item.prompt_id is not None]
-            if keep:
-                self.ledger.record([items[i] for i in keep], [verdicts[i] for i in keep])
-                self.metrics.ledger_records.inc(len(keep))
+        if self.ledger is not None or self.owner is not None:
+            recorded = record(self.ledger, self.owner, items, verdicts, key)
+            if recorded and self.owner is None:
+                self.metrics.ledger_records.inc(recorded)
         return verdicts

@@ -229,7 +229,8 @@ def test_committed_openapi_lists_every_route():
 
     paths = json.loads(Path(REPO / "openapi.json").read_text())["paths"]
     assert set(paths) == {"/v1/verify", "/healthz", "/readyz", "/metrics", "/v1/ledger/query", "/get_reward",
-                          *DASH_ROUTES, *CURRICULUM_ROUTES}
+                          "/v1/ledger/ingest", *DASH_ROUTES, *CURRICULUM_ROUTES}
+    assert "$ref" in paths["/v1/ledger/ingest"]["post"]["responses"]["200"]["content"]["application/json"]["schema"]
     for p, method in CURRICULUM_ROUTES.items():
         assert "$ref" in paths[p][method]["responses"]["200"]["content"]["application/json"]["schema"], p
         assert "409" in paths[p][method]["responses"], p  # the answer of a server without a ledger

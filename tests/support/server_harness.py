@@ -45,9 +45,10 @@ class ServerProcess:
     def url(self) -> str:
         return f"http://127.0.0.1:{self.port}"
 
-    def start(self, ready_timeout_s: float = 120.0) -> ServerProcess:
+    def start(self, ready_timeout_s: float = 120.0, port: int | None = None) -> ServerProcess:
+        """Start on `port` (e.g. to restart a server where its clients expect it), else on a free one."""
         for _ in range(3):  # a free port can be taken between probing and binding: try another
-            self.port = free_port()
+            self.port = port or free_port()
             env = {**os.environ, "OMP_WAIT_POLICY": "PASSIVE", "PYTHONUNBUFFERED": "1"}
             cmd = [sys.executable, "-m", "scalerl_env.cli", "serve", "--port", str(self.port), *LEAN, *self.args]
             with open(self.log_path, "ab") as log:
