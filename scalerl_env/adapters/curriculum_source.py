@@ -6,8 +6,9 @@ rates, retirements and the strategies' counts follow training). Two implementati
 
 - `LocalCurriculum`: in this process, on a ledger file this process owns — `curriculum.sampler.Sampler`
   with the `curriculum.*` strategies (`StrategyConfig`) as `scalerl train` runs them.
-- `ServiceCurriculum`: the reward server's curriculum routes through `scalerl_env.curriculum_client`
-  (one ledger shared by every trainer process that talks to the server).
+- `ServiceCurriculum`: a set of the reward server's curriculum routes, through
+  `scalerl_env.curriculum_client.CurriculumClient` (one ledger shared by every trainer process that
+  talks to the server; a restarted trainer resumes the set's plan).
 
 Guarantees (both): a prompt retired in the ledger before a `draw` is not in that draw's ids (the
 sampler skips retired prompts; re-admission strategies re-admit on purpose); held-out ids are never
@@ -93,6 +94,39 @@ class LocalCurriculum:
 
     def close(self) -> None:
         self.ledger.close()
+
+
+class ServiceCurriculum:
+    """A set of the reward server's curriculum (`client`: a `scalerl_env.curriculum_client.CurriculumClient`
+    bound to the set, registered). Each `draw` is a new `draw_id`, counting on from the set's draws so far
+    (a restarted trainer does not get old draws back). With `report=False` groups are not reported: use it
+    when the rewards are scored by the same server with `prompt_id`, whose ledger already records them."""
+
+    def __init__(self, client: Any, *, rank: int = 0, world_size: int = 1, report: bool = True,
+                 correct_at: float = CORRECT_AT, first_draw_id: int | None = None) -> None:
+        self.client, self.rank, self.world_size = client, int(rank), int(world_size)
+        self.report_groups, self.correct_at = report, float(correct_at)
+        self.next_draw_id = client.state().summary.draws if first_draw_id is None else int(first_draw_id)
+
+    def draw(self, n: int) -> list[str]:
+        batch = self.client.draw(n, draw_id=self.next_draw_id, rank=self.rank, world_size=self.world_size)
+        self.next_draw_id += 1
+        return [p.prompt_id for p in batch.prompts]
+
+    def report(self, groups: Sequence[GroupOutcome], *, step: int) -> None:
+        if self.report_groups and groups:
+            # the correct flags sent explicitly, so both sources count a sample correct by the same rule
+            self.client.report([{"prompt_id": g.prompt_id, "rewards": g.rewards,
+                                 "correct": [r >= self.correct_at for r in g.rewards]} for g in groups], step=step)
+
+    def retired(self) -> set[str]:
+        return set(self.client.state().retired_ids)
+
+    def metrics(self) -> dict[str, float]:
+        state = self.client.state()
+        out = {f"curriculum/{k}": float(v) for k, v in state.gauges.items()}
+        out["curriculum/retired"] = float(len(state.retired_ids))
+        return out
 
 
 def problem_record(prompt_id: Any, prompt: Any, reference: Any, *, domain: str | None = None, source: str,
