@@ -55,9 +55,13 @@ def run_query(sql: str, *, ledger: Path | None, url: str | None, timeout_s: floa
     if url is not None:
         import httpx
 
+        from scalerl_env.client import client_token
+
+        token = client_token()  # $SCALERL_REWARD_TOKEN: a server with --token-file wants a read token
+        headers = {"Authorization": f"Bearer {token}"} if token else {}
         try:
             resp = httpx.post(url.rstrip("/") + "/v1/ledger/query", json={"sql": sql, "timeout_s": timeout_s},
-                              timeout=timeout_s + 10.0)
+                              timeout=timeout_s + 10.0, headers=headers)
         except httpx.HTTPError as exc:
             _fail(f"cannot reach the ledger owner at {url}: {exc}")
         if resp.status_code != 200:

@@ -204,3 +204,19 @@ def test_tls_round_trip_with_a_ca_file(tmp_path):
             httpx.post(plain + "/v1/verify", json={"items": [ITEM]}, headers=bearer(SCORE), timeout=10)
     finally:
         server.stop()
+
+
+def test_ledger_cli_sends_the_token_from_the_environment(server):
+    import os
+
+    with RewardClient(server.url, token=SCORE) as client:
+        client.verify([{**ITEM, "prompt_id": "auth-cli"}])
+    query = [sys.executable, "-m", "scalerl_env.cli", "ledger", "query", "--url", server.url,
+             "SELECT count(*) AS n FROM attempts WHERE prompt_id = 'auth-cli'"]
+    env = {k: v for k, v in os.environ.items() if k != TOKEN_ENV}
+    refused = subprocess.run(query, cwd=REPO, capture_output=True, text=True, timeout=120, check=False, env=env)
+    assert refused.returncode != 0 and "owner answered 401" in refused.stderr
+    proc = subprocess.run(query, cwd=REPO, capture_output=True, text=True, timeout=120, check=False,
+                          env={**env, TOKEN_ENV: READ})
+    assert proc.returncode == 0, proc.stderr
+    assert "1" in proc.stdout
