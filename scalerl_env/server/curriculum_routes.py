@@ -91,7 +91,10 @@ def _parquet_members(path: str, split: str, field: str) -> list[Member]:
     if errors:
         shown = "; ".join(str(e) for e in errors[:3])
         raise SetInputError(field, f"{len(errors)} row(s) of {path} are not problems: {shown}")
-    return [Member(r.prompt_id, r.domain, r.source, split, r) for r in records]
+    first: dict[str, ProblemRecord] = {}
+    for r in records:  # the id hashes source and prompt: a repeated id is the same problem; the first row
+        first.setdefault(r.prompt_id, r)  # is kept, as `scalerl train` keeps it
+    return [Member(r.prompt_id, r.domain, r.source, split, r) for r in first.values()]
 
 
 def _members(body: RegisterSetRequest) -> tuple[list[Member], str]:
@@ -101,7 +104,9 @@ def _members(body: RegisterSetRequest) -> tuple[list[Member], str]:
     if body.parquet is not None:
         heldout = [] if body.heldout_parquet is None else _parquet_members(body.heldout_parquet, "heldout",
                                                                             "heldout_parquet")
-        return _parquet_members(body.parquet, "train", "parquet") + heldout, "parquet"
+        held = {m.prompt_id for m in heldout}  # a prompt in both files is held out (left out of training)
+        train = [m for m in _parquet_members(body.parquet, "train", "parquet") if m.prompt_id not in held]
+        return train + heldout, "parquet"
     if body.heldout_parquet is not None:
         raise SetInputError("heldout_parquet", "heldout_parquet goes with parquet; inline records say split")
     out = []

@@ -191,3 +191,15 @@ def test_without_a_ledger_the_routes_answer_409(request):
     response = post(bare.url, "/v1/curriculum/sets/x/draw", {"draw_id": 0, "n": 1})
     assert response.status_code == 409 and "--ledger" in response.json()["detail"]
     assert httpx.get(bare.url + "/v1/curriculum/sets").status_code == 409
+
+
+def test_parquet_sets_keep_a_repeated_problem_once_and_held_out_wins(server, files):
+    """As `scalerl train` reads data: the first row of a repeated prompt_id, held-out prompts leave training."""
+    rows = problems(6, prefix="dup")
+    write_records(rows + rows[:2], files / "repeated.parquet")
+    write_records(rows[4:], files / "held-dup.parquet")
+    with CurriculumClient(server.url, "dups") as cur:
+        got = cur.register(parquet=str(files / "repeated.parquet"), heldout_parquet=str(files / "held-dup.parquet"))
+        assert (got.train, got.heldout) == (4, 2)
+        drawn = {p.prompt_id for p in cur.draw(4, draw_id=0).prompts}
+        assert drawn == {f"dup{i}" for i in range(4)}
