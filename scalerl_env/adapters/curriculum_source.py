@@ -143,6 +143,14 @@ def problem_record(prompt_id: Any, prompt: Any, reference: Any, *, domain: str |
                          tests=item.tests, limits=item.limits)
 
 
+SET_RECORD_FIELDS = {"prompt_id", "domain", "source", "prompt", "answer", "tests", "limits"}
+
+
+def set_records(problems: Sequence[ProblemRecord]) -> list[dict[str, Any]]:
+    """The problems as the curriculum service's inline set records (`CurriculumClient.register(records=)`)."""
+    return [p.model_dump(mode="json", include=SET_RECORD_FIELDS, exclude_none=True) for p in problems]
+
+
 def attempt_rows(groups: Sequence[GroupOutcome], domain_of: Mapping[str, str], *, step: int,
                  correct_at: float) -> dict[str, list[Any]]:
     """Ledger attempt columns for the groups (one row per sample); unknown prompt ids are an error."""

@@ -18,10 +18,12 @@ so each veRL batch is one draw. The rows are the problem table; every row needs
 Guarantees
 - A prompt retired in the ledger before a draw is not in it; held-out prompts are never drawn; with
   `data.curriculum.settings` the `curriculum.*` strategies of `scalerl train` choose the order.
-- The ledger hears the groups through `curriculum.report(...)` (`LocalCurriculum`). veRL's reward
-  workers run in other processes, so with a local ledger the caller reports (a custom loop);
-  in a stock veRL run the outcomes come from the reward server's ledger, which records every verdict
-  that carries `extra_info.prompt_id` (a service-backed source, docs/curriculum.md).
+- Where the outcomes come from: with `data.curriculum.url` (a set of the reward server's curriculum,
+  registered from these rows) the server's ledger records every verdict the reward adapter scores with
+  `extra_info.prompt_id`, so a stock veRL run needs no extra wiring. With a local `ledger`, veRL's
+  reward workers (other processes) cannot reach it: the caller reports (`dataset.curriculum.report`).
+- Only `data.train_files` are drawn through the curriculum; veRL builds its validation dataset with
+  the same class, and other files are read row by row as `RLHFDataset` does.
 Not guaranteed: dataloader workers (`data.dataloader_num_workers` > 0 is refused: each worker would
 draw from its own copy); that a prompt retired between its draw and its rollout is taken back
 (draws are made one batch at a time, as late as veRL's dataloader asks).
@@ -34,24 +36,41 @@ not use postponed annotations: pydantic resolves the settings model's field type
 from collections import deque
 from typing import Any
 
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import DictConfig, ListConfig, OmegaConf
+from pydantic import model_validator
 from verl.utils.dataset.rl_dataset import RLHFDataset
 
 from curriculum.strategy_config import StrategyConfig
 from scalerl_env.adapters import id_text
-from scalerl_env.adapters.curriculum_source import CurriculumSource, LocalCurriculum, problem_record
+from scalerl_env.adapters.curriculum_source import (
+    CurriculumSource,
+    LocalCurriculum,
+    ServiceCurriculum,
+    problem_record,
+    set_records,
+)
 from scalerl_env.contracts.domains import domain_for_ability
 from scalerl_env.contracts.records import ProblemRecord, Strict
 
 
 class VerlCurriculumSettings(Strict):
-    """`data.curriculum.*`: where the plan lives and how it is drawn."""
+    """`data.curriculum.*`: where the plan lives (a local `ledger`, or the reward server at `url`, set
+    `set`) and how it is drawn."""
 
-    ledger: str
+    ledger: str | None = None
+    url: str | None = None
+    set: str = "verl"
     seed: int = 0
     domain_weights: dict[str, float] | None = None
     settings: dict[str, Any] = {}
     draw_size: int | None = None  # default: data.train_batch_size
+    report: bool = False  # with url: also report groups (off: the server's ledger records the verdicts)
+
+    @model_validator(mode="after")
+    def _one_place(self) -> "VerlCurriculumSettings":
+        if (self.ledger is None) == (self.url is None):
+            raise ValueError("data.curriculum: give exactly one of ledger (a local file) or url (the reward server)")
+        return self
 
 
 class CurriculumRLHFDataset(RLHFDataset):
@@ -65,23 +84,47 @@ class CurriculumRLHFDataset(RLHFDataset):
         if int(config.get("dataloader_num_workers", 0) or 0) > 0:
             raise ValueError("data.dataloader_num_workers: the curriculum dataset draws in the driver process; "
                              "set it to 0")
+        self.drawn: list[str] = []  # every prompt id handed to veRL, in order (for logs and tests)
+        self._queue: deque[str] = deque()
+        # veRL builds its validation dataset with the same class and data config: only the training files
+        # are drawn through the curriculum, any other files are read row by row as RLHFDataset does.
+        self.curriculum: CurriculumSource | None = None
+        if list(self.data_files) != list(_as_list(config.get("train_files"))):
+            return
         problems = verl_problems(self.dataframe)
         self._row_of = {p.prompt_id: i for i, p in enumerate(problems)}
         if len(self._row_of) != len(problems):
             raise ValueError("extra_info.prompt_id: prompt ids must be unique in data.train_files")
         self.draw_size = settings.draw_size or int(config.get("train_batch_size"))
-        self.curriculum: CurriculumSource = LocalCurriculum(
-            problems, ledger=settings.ledger, strategies=StrategyConfig.model_validate(settings.settings),
-            weights=settings.domain_weights, seed=settings.seed)
-        self._queue: deque[str] = deque()
-        self.drawn: list[str] = []  # every prompt id handed to veRL, in order (for logs and tests)
+        self.curriculum = build_source(settings, problems)
 
     def __getitem__(self, item: int) -> dict[str, Any]:
+        if self.curriculum is None:
+            return super().__getitem__(item)
         if not self._queue:
             self._queue.extend(self.curriculum.draw(self.draw_size))
         pid = self._queue.popleft()
         self.drawn.append(pid)
         return super().__getitem__(self._row_of[pid])
+
+
+def build_source(settings: VerlCurriculumSettings, problems: list[ProblemRecord]) -> CurriculumSource:
+    """A `LocalCurriculum` on `ledger`, or the server's set `set` (registered with these problems: the
+    same spec again is a no-op, so every driver restart may register)."""
+    strategies = StrategyConfig.model_validate(settings.settings)
+    if settings.ledger is not None:
+        return LocalCurriculum(problems, ledger=settings.ledger, strategies=strategies,
+                               weights=settings.domain_weights, seed=settings.seed)
+    from scalerl_env.curriculum_client import CurriculumClient
+
+    client = CurriculumClient(settings.url, settings.set)
+    client.register(records=set_records(problems), seed=settings.seed, domain_weights=settings.domain_weights,
+                    curriculum=settings.settings)
+    return ServiceCurriculum(client, report=settings.report)
+
+
+def _as_list(files: Any) -> list[Any]:
+    return list(files) if isinstance(files, (list, tuple, ListConfig)) else [files]
 
 
 def verl_problems(dataframe: Any) -> list[ProblemRecord]:

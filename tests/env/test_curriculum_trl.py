@@ -105,14 +105,12 @@ def logged(trainer, name: str) -> list[float]:
 
 def service_source(url: str, data, weights):
     """A set of the server's curriculum holding the dataset's problems (inline records)."""
-    from scalerl_env.adapters.curriculum_source import ServiceCurriculum
+    from scalerl_env.adapters.curriculum_source import ServiceCurriculum, set_records
     from scalerl_env.adapters.trl_curriculum import problems_from_dataset
     from scalerl_env.curriculum_client import CurriculumClient
 
     client = CurriculumClient(url, "trl-dropin")
-    records = [p.model_dump(mode="json", include={"prompt_id", "domain", "source", "prompt", "answer", "tests"},
-                            exclude_none=True) for p in problems_from_dataset(data)]
-    client.register(records=records, domain_weights=weights, seed=0)
+    client.register(records=set_records(problems_from_dataset(data)), domain_weights=weights, seed=0)
     return ServiceCurriculum(client)
 
 

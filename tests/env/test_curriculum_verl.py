@@ -51,7 +51,7 @@ def write_parquet(path: Path) -> Path:
     return path
 
 
-def verl_loader(tmp_path: Path):
+def verl_loader(tmp_path: Path, extra: tuple[str, ...] = ()):
     import verl
     from hydra import compose, initialize_config_dir
     from torchdata.stateful_dataloader import StatefulDataLoader
@@ -59,8 +59,11 @@ def verl_loader(tmp_path: Path):
     from verl.utils.dataset.rl_dataset import collate_fn
 
     data = write_parquet(tmp_path / "train.parquet")
-    overrides = documented_overrides(tmp_path / "curriculum.duckdb") + [
-        f"data.train_files={data}", f"data.train_batch_size={BATCH}", "data.filter_overlong_prompts=False"]
+    overrides = documented_overrides(tmp_path / "curriculum.duckdb")
+    if any(o.startswith("+data.curriculum.url=") for o in extra):  # the server's set instead of a local ledger
+        overrides = [o for o in overrides if not o.startswith("+data.curriculum.ledger=")]
+    overrides += [
+        f"data.train_files={data}", f"data.train_batch_size={BATCH}", "data.filter_overlong_prompts=False", *extra]
     with initialize_config_dir(config_dir=str(Path(verl.__file__).parent / "trainer/config"), version_base=None):
         config = compose(config_name="ppo_trainer", overrides=overrides)
     dataset = create_rl_dataset(config.data.train_files, config.data, tiny_tokenizer(), None, is_train=True)
@@ -87,9 +90,16 @@ def score_batch(batch, step: int, dataset) -> list[str]:
     return ids
 
 
-def test_verl_batches_follow_the_curriculum(tmp_path, monkeypatch):
+@pytest.mark.parametrize("where", ["local", "service"])
+def test_verl_batches_follow_the_curriculum(where, tmp_path, monkeypatch, request):
     monkeypatch.delenv("SCALERL_REWARD_URL", raising=False)
-    dataset, loader = verl_loader(tmp_path)
+    extra: tuple[str, ...] = ()
+    if where == "service":  # the server's set, the groups reported to it (see docs/curriculum.md on verdicts)
+        from tests.support.server_harness import shared_server
+
+        url = shared_server(request, "rl-verl-curriculum", "--ledger", str(tmp_path / "server.duckdb")).url
+        extra = (f"+data.curriculum.url={url}", "+data.curriculum.set=verl-dropin", "+data.curriculum.report=true")
+    dataset, loader = verl_loader(tmp_path, extra)
     seen: list[str] = []
     batches = (batch for _ in range(STEPS) for batch in loader)  # epochs, as veRL's fit loop walks them
     for step in range(1, STEPS + 1):
@@ -119,3 +129,15 @@ def test_dataloader_workers_are_refused(tmp_path):
         config = compose(config_name="ppo_trainer", overrides=overrides)
     with pytest.raises(ValueError, match="dataloader_num_workers"):
         create_rl_dataset(config.data.train_files, config.data, tiny_tokenizer(), None, is_train=True)
+
+
+def test_validation_files_are_read_row_by_row(tmp_path):
+    # veRL builds its validation dataset with the same class and data config: it must not draw.
+    from verl.trainer.ppo.utils import create_rl_dataset
+
+    dataset, _ = verl_loader(tmp_path)
+    val = write_parquet(tmp_path / "val.parquet")
+    held = create_rl_dataset([str(val)], dataset.config, tiny_tokenizer(), None, is_train=False)
+    assert held.curriculum is None
+    assert [held[i]["extra_info"]["prompt_id"] for i in range(3)] == ["q0-0", "q0-1", "q0-2"]
+    assert dataset.drawn == []
