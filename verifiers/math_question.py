@@ -22,8 +22,10 @@ extracted answer against each form found. Rules (name: what the question says ->
                coefficients meeting those conditions
 
 Guarantees: a question that states none of these leaves the verdict untouched (`check_forms` returns
-None); a rule is applied only when the reference answer itself passes it, so a reference written in
-another form (or a form this module misreads) never turns a correct answer wrong; rules only reject.
+None); bounded work on any text (patterns with bounded spans, square factors tried up to 1000**2),
+and never raises on model text; a rule is applied only when the reference answer itself passes it,
+so a reference written in another form (or a form this module misreads) never turns a correct
+answer wrong; rules only reject.
 Not guaranteed: forms stated in other words are not recognized, and a form is checked on the answer
 string, not on what the model meant.
 """
@@ -36,6 +38,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+SQUARE_FACTOR_LIMIT = 1000  # radicands are tested for square factors k**2 with k up to this
 QUESTION_SCAN_CHARS = 20_000  # forms are stated near the question's end; longer text is cut from the front
 
 Check = Callable[[str], str | None]  # a normalized answer -> None when in the form, else why not
@@ -163,7 +166,9 @@ def radical_check(s: str) -> str | None:
         return "the answer has a decimal"
     for radicand in re.findall(r"\\sqrt(?:\{(\d+)\}|(\d))", s):
         n = int(radicand[0] or radicand[1])
-        if n < 2 or any(n % (k * k) == 0 for k in range(2, math.isqrt(n) + 1)):
+        # square factors up to SQUARE_FACTOR_LIMIT**2 (and n a perfect square): bounded work on any radicand
+        limit = min(math.isqrt(n), SQUARE_FACTOR_LIMIT)
+        if n < 2 or math.isqrt(n) ** 2 == n or any(n % (k * k) == 0 for k in range(2, limit + 1)):
             return f"the radicand {n} is not square-free"
     if re.search(r"\\sqrt\{[^{}]*(?:\\frac|/)", s):
         return "a fraction under the root"
@@ -327,10 +332,14 @@ def check_forms(question: str | None, gold: str, answer: str) -> FormOutcome | N
     g, a = normalize(gold), normalize(answer)
     checked, skipped = [], []
     for rule in rules:
-        if rule.check(g) is not None:
+        try:
+            gold_why, why = rule.check(g), rule.check(a)
+        except (ValueError, OverflowError, RecursionError):  # a form that cannot be read is not a refusal
+            skipped.append(rule.name)
+            continue
+        if gold_why is not None:
             skipped.append(rule.name)  # the reference is not in this form: the rule cannot be meant
             continue
-        why = rule.check(a)
         if why is not None:
             stated = " ".join(rule.stated.split())
             return FormOutcome(rule.name, f"the question asks for {stated!r}: {why}",

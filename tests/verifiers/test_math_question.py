@@ -167,3 +167,19 @@ def test_a_problem_record_sends_its_question_so_training_rewards_respect_the_for
     v_decimal, v_fraction = pool.verify_batch([decimal, fraction])
     assert (v_decimal.status.value, v_decimal.details["rule"]) == ("wrong", "form_fraction")
     assert v_fraction.status.value == "correct"
+
+
+@pytest.mark.parametrize("answer", ["\\sqrt{" + "9" * 990 + "}", "\\frac{" + "7" * 495 + "}{" + "3" * 495 + "}",
+                                    "1" * 1000, "x" * 1000 + "=0", "\\frac{" * 300, "{" * 1000])
+def test_hostile_answers_are_checked_without_raising(answer):
+    questions = ["Express your answer in simplest radical form.", "Answer as a fraction in lowest terms.", PLANE,
+                 LINE, "Express your answer as a mixed number.", "Express your answer as a decimal."]
+    for question in questions:
+        outcome = check_forms(question, answer, answer)
+        assert outcome is not None and outcome.rejected_by is None  # the reference is the answer itself
+
+
+def test_a_huge_radicand_is_still_tested_for_small_square_factors():
+    radical = "Express your answer in simplest radical form."
+    assert check_forms(radical, "2\\sqrt{2}", "\\sqrt{" + "9" * 990 + "}").rejected_by == "radical"  # 9 | 99...9
+    assert check_forms(radical, "2\\sqrt{2}", "\\sqrt{" + "1" + "0" * 40 + "1}").rejected_by is None
