@@ -62,7 +62,8 @@ def run_plan(path, steps: range, curriculum: dict, restart_at: int | None = None
     return plan
 
 
-@pytest.mark.parametrize("curriculum", [{}, {"priority.mode": "learnability"}], ids=["uniform", "learnability"])
+@pytest.mark.parametrize("curriculum", [{}, {"priority.mode": "learnability"}, {"skip.mode": "greso"}],
+                         ids=["uniform", "learnability", "greso"])
 def test_concurrent_ranks_through_retirement_and_a_restart(tmp_path, curriculum):
     plan = run_plan(tmp_path / "a.duckdb", range(10), curriculum, restart_at=5)
     retired_at: dict[str, int] = {}
