@@ -59,11 +59,13 @@ class Seen:
         return scalerl_reward
 
 
-def local_source(tmp_path, data, weights):
+def local_source(tmp_path, data, weights, strategies=None):
+    from curriculum.strategy_config import StrategyConfig
     from scalerl_env.adapters.curriculum_source import LocalCurriculum
     from scalerl_env.adapters.trl_curriculum import problems_from_dataset
 
-    return LocalCurriculum(problems_from_dataset(data), ledger=tmp_path / "ledger.duckdb", weights=weights, seed=0)
+    return LocalCurriculum(problems_from_dataset(data), ledger=tmp_path / "ledger.duckdb", weights=weights, seed=0,
+                           strategies=StrategyConfig.model_validate(strategies or {}))
 
 
 def train(tmp_path, data, *, mode: str, rounds: int = 3, steps: int = 4, weights=None, source=None):
@@ -179,3 +181,17 @@ def test_shrink_masks_zero_variance_groups_without_refill(tmp_path, monkeypatch)
         assert advantages.shape[0] == GROUPS * GENERATIONS
         assert ((advantages != 0) | (tokens == 0)).all()
         assert int((tokens == 0).sum()) >= 2 * GENERATIONS  # the two never-solved prompts' groups
+
+
+def test_learnability_priority_shapes_the_draws(tmp_path, monkeypatch):
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.delenv("SCALERL_REWARD_URL", raising=False)
+    # Code prompts: three never solved (p = 0, weight floor 0.01 once seen) and three half solved (p ~ 1/2,
+    # weight ~0.26). Learnability with replacement draws the half-solved ones; uniform would split 1:1.
+    data = dataset({"<q1>": 2, "<q2>": 3, "<q3>": 3})
+    strategies = {"priority": {"mode": "learnability", "replacement": True}}
+    source = local_source(tmp_path, data, {"math": 1, "code": 1}, strategies)
+    _, _, seen = train(tmp_path, data, mode="keep", steps=8, source=source)
+    code = [pid for ids, _ in seen.calls[1:] for pid in groups_of(ids) if not pid.startswith("q1")]
+    assert len(code) >= 12
+    assert sum(pid.startswith("q2") for pid in code) / len(code) < 0.25, code
