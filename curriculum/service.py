@@ -21,14 +21,16 @@ Guarantees
 - Restart: the sets, their members and the sampler state come back from the ledger, so the next draw
   continues the same epoch order as if the server had not stopped (for the seeded uniform walk and every
   strategy whose inputs are in the ledger).
-Not guaranteed: a draw cut off by a crash between the sampler's commit and the draw's commit (two
-transactions) is not redrawn: its prompts count as drawn in their epoch and no rank ever got them.
-Strategy counts (GRESO, bench, learning progress) are read from the whole ledger: sets that share
-prompt ids, or a trainer recording the same ids, share their history.
+- A draw is committed in one transaction with the sampler state it leaves: a draw that fails or is
+  refused (too few prompts), or a crash before its commit, changes nothing, and asking it again (after a
+  restart too) makes the draw the uninterrupted plan would have made.
+Not guaranteed: strategy counts (GRESO, bench, learning progress) are read from the whole ledger: sets
+that share prompt ids, or a trainer recording the same ids, share their history.
 """
 
 from __future__ import annotations
 
+import json
 import math
 import threading
 from collections import Counter
@@ -157,6 +159,26 @@ def _domain_weights(members: Sequence[Member], weights: Mapping[str, float]) -> 
     return {d: 1.0 for d in sorted({m.domain for m in members if m.split == "train"})}
 
 
+class _HeldStates:
+    """The ledger as a set's Sampler sees it: everything passes through, except that the sampler's state
+    commits are held back, so a draw commits them with its own row in one transaction (`sets.save_draw`)."""
+
+    def __init__(self, ledger: Ledger) -> None:
+        self._ledger = ledger
+        self.state: tuple[str, dict[str, Any]] | None = None
+        self.epochs: list[tuple] = []
+
+    def save_sampler_state(self, name: str, state: dict[str, Any], new_epochs: Sequence[tuple] = ()) -> None:
+        self.state = (name, state)
+        self.epochs.extend(new_epochs)
+
+    def clear(self) -> None:
+        self.state, self.epochs = None, []
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._ledger, name)
+
+
 class CurriculumSet:
     """One registered set: its members, sampler, policy and draws. Draws are serialised by a lock."""
 
@@ -166,9 +188,10 @@ class CurriculumSet:
         self.members = {m.prompt_id: m for m in members}
         self.policy = sampler_policy(settings, self.seed)
         holdout = {m.prompt_id for m in members if m.split == "heldout"}
+        self._held = _HeldStates(ledger)
         try:
             self.sampler = Sampler([m.problem() for m in members], weights=_domain_weights(members, weights),
-                                   seed=self.seed, ledger=ledger, holdout_ids=holdout,
+                                   seed=self.seed, ledger=self._held, holdout_ids=holdout,
                                    name=SAMPLER_PREFIX + name, policy=self.policy)
         except ValueError as exc:
             raise SetInputError("domain_weights", str(exc)) from None
@@ -198,11 +221,29 @@ class CurriculumSet:
                             stage=stage_index(batches, self.settings.stages), prompts=prompts)
 
     def _make(self, draw_id: int, world_size: int, n: int) -> tuple[int, int, list[str], int]:
+        """Draw, then commit the draw with the sampler state it leaves (one transaction); on any failure the
+        sampler goes back to its state before the draw, so a refused or failed draw changes nothing."""
         need, before = world_size * n, self.sampler.batches
         active = self._active()
         if need > active and self.settings.readmission.mode == "none":
             raise SetConflictError(f"a draw of world_size × n = {need} distinct prompts, but set {self.name!r} has "
                                    f"{active} active training prompts left")
+        start = json.loads(json.dumps(self.sampler.state_dict()))  # detached: state_dict() shares `credit`
+        try:
+            ids = self._distinct(need)
+            stored.save_draw(self.ledger, self.name, draw_id, world_size, n, ids, before, self._held.state,
+                             self._held.epochs)
+        except BaseException:
+            self.sampler.load_state_dict(start)
+            raise
+        finally:
+            self._held.clear()
+            self._take_events()
+        made = (world_size, n, ids, before)
+        self._draws[draw_id] = made
+        return made
+
+    def _distinct(self, need: int) -> list[str]:
         ids: list[str] = []
         try:
             for _ in range(1 + MAX_TOP_UPS):
@@ -210,18 +251,11 @@ class CurriculumSet:
                     if p.prompt_id not in ids:
                         ids.append(p.prompt_id)
                 if len(ids) == need:
-                    break
+                    return ids
         except SamplerExhausted as exc:
             raise SetConflictError(f"set {self.name!r}: {exc}") from None
-        finally:
-            self._take_events()
-        if len(ids) < need:
-            raise SetConflictError(f"set {self.name!r}: {len(ids)} distinct prompts after {1 + MAX_TOP_UPS} sampler "
-                                   f"batches, {need} needed; draw fewer (n × world_size)")
-        made = (world_size, n, ids, before)
-        stored.save_draw(self.ledger, self.name, draw_id, world_size, n, ids, before)
-        self._draws[draw_id] = made
-        return made
+        raise SetConflictError(f"set {self.name!r}: {len(ids)} distinct prompts after {1 + MAX_TOP_UPS} sampler "
+                               f"batches, {need} needed; draw fewer (n × world_size)")
 
     def _take_events(self) -> None:
         if self.policy is not None:

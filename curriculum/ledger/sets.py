@@ -1,9 +1,10 @@
 """The curriculum service's tables in the ledger (schema version 6): registered sets, members, draws.
 
 Each write is one transaction on the owner's connection under the ledger's write lock (the same lock
-its attempt batches take), so a set is registered whole or not at all and a draw row is committed
-before the service answers it. Reads run on their own cursor. These functions use the `Ledger`'s
-connection and lock directly: they are the ledger's own tables, written only by `curriculum.service`.
+its attempt batches take), so a set is registered whole or not at all, and a draw is committed together
+with the sampler state it leaves, before the service answers it. Reads run on their own cursor. These
+functions use the `Ledger`'s connection and lock directly: they are the ledger's own tables, written
+only by `curriculum.service`.
 Not guaranteed: that a set's Parquet file still holds what it held at registration (the members and
 their records are copied into the ledger, so a restart never rereads it).
 """
@@ -74,16 +75,28 @@ def load_members(ledger: Ledger, name: str) -> list[tuple[str, str, str, str, st
 
 
 def save_draw(ledger: Ledger, name: str, draw_id: int, world_size: int, n: int, prompt_ids: Sequence[str],
-              batches: int) -> None:
+              batches: int, sampler: tuple[str, dict[str, Any]] | None = None,
+              new_epochs: Sequence[tuple] = ()) -> None:
+    """Commit a draw and, in the same transaction, the sampler state it left (`sampler` = (name, state))
+    and the epochs it started: the rows `Ledger.save_sampler_state` writes, so a crash leaves either the
+    draw and its sampler state or neither."""
     def work(con: Any) -> None:
+        if sampler is not None:
+            con.execute("INSERT OR REPLACE INTO sampler_state (name, state, updated_at) VALUES (?, ?, now())",
+                        [sampler[0], json.dumps(sampler[1])])
+            for domain, epoch, active, retired_before in new_epochs:
+                con.execute("INSERT OR REPLACE INTO epochs (sampler, domain, epoch, active_prompts, retired_before) "
+                            "VALUES (?, ?, ?, ?, ?)", [sampler[0], domain, epoch, active, retired_before])
         con.execute("INSERT INTO curriculum_draws (set_name, draw_id, world_size, n, prompt_ids, batches) "
                     "VALUES (?, ?, ?, ?, ?, ?)", [name, draw_id, world_size, n, json.dumps(list(prompt_ids)), batches])
 
     _write(ledger, work)
+    for domain, epoch, *_ in new_epochs:  # the epoch a retirement is stamped with, as save_sampler_state keeps it
+        ledger._epochs[domain] = max(epoch, ledger._epochs.get(domain, epoch))
 
 
 def load_draws(ledger: Ledger, name: str) -> dict[int, tuple[int, int, list[str], int]]:
-    """draw_id -> (world_size, n, prompt ids of every rank in rank order, sampler batch count after it)."""
+    """draw_id -> (world_size, n, prompt ids of every rank in rank order, sampler batch count before it)."""
     rows = _read(ledger, "SELECT draw_id, world_size, n, prompt_ids, batches FROM curriculum_draws "
                  "WHERE set_name = ?", [name])
     return {int(d): (int(w), int(n), json.loads(ids), int(b)) for d, w, n, ids, b in rows}

@@ -169,3 +169,40 @@ def test_reported_groups_and_recorded_verdicts_both_retire(tmp_path):
                  for p in service.get("s").draw(DrawRequest(draw_id=step, n=5)).prompts}
         assert not drawn & {"m1", "c3"}
         assert {f"c{i}" for i in range(8)} - {"c3"} <= drawn  # 10 code draws walked all 7 active code prompts
+
+
+def test_a_draw_that_fails_to_commit_changes_nothing(tmp_path, monkeypatch):
+    """The draw row and the sampler state it leaves commit together: after a failed commit (here the draw
+    row's write raises, as a full disk would) the same draw, asked again in the same process or after a
+    restart, is the one the uninterrupted plan makes."""
+    from curriculum.ledger import sets
+
+    def plan(path, fail_at=None, restart=False):
+        ledger = Ledger(path)
+        service = CurriculumService(ledger)
+        service.register("s", members(), seed=4, curriculum={"priority.mode": "learnability"})
+        out = []
+        real = sets.save_draw
+        for step in range(6):
+            if step == fail_at:
+                def broken(*args, **kwargs):
+                    raise OSError("no space left on device")
+                monkeypatch.setattr(sets, "save_draw", broken)
+                with pytest.raises(OSError):
+                    service.get("s").draw(DrawRequest(draw_id=step, n=5))
+                monkeypatch.setattr(sets, "save_draw", real)
+                assert ledger.query(f"SELECT count(*) FROM curriculum_draws WHERE draw_id = {step}").rows == [[0]]
+                if restart:
+                    ledger.close()
+                    ledger = Ledger(path)
+                    service = CurriculumService(ledger)
+            ids = [p.prompt_id for p in service.get("s").draw(DrawRequest(draw_id=step, n=5)).prompts]
+            service.get("s").report(ReportRequest(groups=[{"prompt_id": pid, "rewards": rewards(pid, step)}
+                                                          for pid in ids], step=step))
+            out.append(ids)
+        ledger.close()
+        return out
+
+    reference = plan(tmp_path / "ref.duckdb")
+    assert plan(tmp_path / "retry.duckdb", fail_at=3) == reference
+    assert plan(tmp_path / "restart.duckdb", fail_at=3, restart=True) == reference
