@@ -220,3 +220,14 @@ def test_ledger_cli_sends_the_token_from_the_environment(server):
                           env={**env, TOKEN_ENV: READ})
     assert proc.returncode == 0, proc.stderr
     assert "1" in proc.stdout
+
+
+def test_curriculum_routes_are_covered(server):
+    sets = server.url + "/v1/curriculum/sets"
+    assert httpx.get(sets).status_code == 401
+    assert httpx.get(sets, headers=bearer(READ)).status_code not in (401, 403)
+    for path in ("/v1/curriculum/sets", "/v1/curriculum/sets/any/draw", "/v1/curriculum/sets/any/report"):
+        assert post(server, path, {}).status_code == 401, path
+        refused = post(server, path, {}, bearer(READ))
+        assert refused.status_code == 403 and "needs scope 'score'" in refused.json()["detail"], path
+        assert post(server, path, {}, bearer(SCORE)).status_code not in (401, 403), path
