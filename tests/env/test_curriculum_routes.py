@@ -1,8 +1,11 @@
 """The curriculum routes through real `scalerl-env serve` processes: two ranks drawing concurrently through
-retirement and a restart of the server on the same ledger file; typed errors."""
+retirement and a restart of the server on the same ledger file (after SIGTERM, and after SIGKILL);
+typed errors."""
 
 from __future__ import annotations
 
+import os
+import signal
 import threading
 
 import httpx
@@ -15,7 +18,7 @@ from scalerl_env.client import RewardServerError
 from scalerl_env.contracts.records import ProblemRecord
 from scalerl_env.curriculum_client import CurriculumClient
 from scalerl_env.sources.verl import write_records
-from tests.support.server_harness import OVERLOAD, ServerProcess, shared_server
+from tests.support.server_harness import OVERLOAD, ServerProcess, alive, descendants, shared_server
 
 EASY = {f"q{i}" for i in range(0, 16, 4)}  # always answered right: retired after their first group
 SETTINGS = {"priority.mode": "learnability"}  # weights read from the ledger's pass rates at every draw
@@ -84,14 +87,28 @@ def register(url: str, files) -> bool:
                             seed=2, curriculum=SETTINGS).created
 
 
-def test_two_ranks_through_retirement_and_a_server_restart(files):
-    ledger = files / "ledger.duckdb"
+def stop(server: ServerProcess, how: str) -> None:
+    """SIGTERM (drain, flush the ledger, exit 0) or SIGKILL (the ledger reopens from its WAL); a killed
+    server's verifier processes are killed after it."""
+    if how == "sigterm":
+        assert server.stop() == 0
+        return
+    children = descendants(server.proc.pid)
+    server.stop(signal.SIGKILL)
+    for pid in children:
+        if alive(pid):
+            os.kill(pid, signal.SIGKILL)
+
+
+@pytest.mark.parametrize("how", ["sigterm", "sigkill"])
+def test_two_ranks_through_retirement_and_a_server_restart(tmp_path, files, how):
+    ledger = tmp_path / "ledger.duckdb"
     server = ServerProcess("--ledger", str(ledger)).start()
     try:
         assert register(server.url, files) and not register(server.url, files)  # every rank may register
         plan = run_steps(server.url, range(RESTART_AT))
     finally:
-        assert server.stop() == 0
+        stop(server, how)
     server = ServerProcess("--ledger", str(ledger)).start()  # the same file: sets and sampler state resume
     try:
         assert not register(server.url, files)
@@ -115,7 +132,7 @@ def test_two_ranks_through_retirement_and_a_server_restart(files):
     assert state.summary.draws == STEPS and state.summary.heldout == 3 and state.domains["math"].active == 12
 
     # The plan resumed: the same draws as an uninterrupted service fed the same outcomes.
-    with Ledger(files / "reference.duckdb") as reference:
+    with Ledger(tmp_path / "reference.duckdb") as reference:
         service = CurriculumService(reference)
         with Ledger(ledger, read_only=True) as served:
             members = service_members(served)
