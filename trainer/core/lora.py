@@ -8,7 +8,13 @@
 - `merged_state_dict(model)`: the policy the adapters define, under the plain Hugging Face names
   (W + alpha/r · B A for each adapted layer, every other weight as is): what the torch engine, vLLM, the
   Ray generators and checkpoints' `model.safetensors` receive. The model itself is not modified.
-- `adapter_state_dict(model)` / `load_adapters(model, state)`: the adapter tensors alone (checkpoints).
+- `adapter_state_dict(model)` / `load_adapters(model, state)`: the adapter tensors alone (checkpoints,
+  and the push to vLLM under `lora_config.pushes_adapters`).
+- `base_state_dict(model)`: the frozen base weights under the plain names (what vLLM's model folder holds
+  when it serves the adapters through its own LoRA loading; views, no copy).
+- `write_peft_adapter(folder, adapters, cfg)`: a PEFT adapter folder (`adapter_config.json` +
+  `adapter_model.safetensors`, keys `base_model.model.<module>.lora_A.weight` as PEFT's `save_pretrained`
+  writes them), the layout vLLM's `LoRARequest` loads; the safetensors file is replaced atomically.
 
 Works for any model whose target layers are `nn.Linear` (the built-in tiny model is a
 `LlamaForCausalLM`, so it gets adapters like SmolLM2 or Qwen2.5). Not guaranteed: several adapters at
@@ -18,7 +24,10 @@ model (`trainer_ranks.count > 1` with LoRA is refused at start).
 
 from __future__ import annotations
 
+import json
+import os
 from collections.abc import Mapping
+from pathlib import Path
 
 import torch
 from torch import Tensor, nn
@@ -27,6 +36,8 @@ from trainer.core.lora_config import LoraConfig
 
 ADAPTER = "default"
 ADAPTER_FILE = "adapter_model.safetensors"
+ADAPTER_CONFIG = "adapter_config.json"
+PEFT_PREFIX = "base_model.model."  # PeftModel wraps the base model twice; saved keys carry both names
 
 
 def apply_lora(model: nn.Module, cfg: LoraConfig) -> nn.Module:
@@ -97,3 +108,29 @@ def merged_state_dict(model: nn.Module) -> dict[str, Tensor]:
 
 def count_adapter_params(model: nn.Module) -> int:
     return sum(v.numel() for v in adapter_state_dict(model).values())
+
+
+def base_state_dict(model: nn.Module) -> dict[str, Tensor]:
+    """The base weights of an adapted model under the plain Hugging Face names (adapters left out)."""
+    return {k.replace(".base_layer.", "."): v.detach() for k, v in model.state_dict().items() if ".lora_" not in k}
+
+
+def peft_names(adapters: Mapping[str, Tensor]) -> dict[str, Tensor]:
+    """`adapter_state_dict` names -> the names PEFT's `save_pretrained` writes (no adapter name, prefixed)."""
+    return {PEFT_PREFIX + k.replace(f".{ADAPTER}.", "."): v for k, v in adapters.items()}
+
+
+def write_peft_adapter(folder: str | Path, adapters: Mapping[str, Tensor], cfg: LoraConfig) -> Path:
+    """A PEFT adapter folder for `adapters` (see the module docstring); returns the folder."""
+    from safetensors.torch import save_file
+
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    config = {"peft_type": "LORA", "task_type": "CAUSAL_LM", "r": cfg.rank, "lora_alpha": cfg.alpha,
+              "lora_dropout": cfg.dropout, "target_modules": list(cfg.target_modules), "bias": "none",
+              "fan_in_fan_out": False, "use_rslora": False, "use_dora": False, "modules_to_save": None}
+    (folder / ADAPTER_CONFIG).write_text(json.dumps(config, indent=1))
+    tmp = folder / f"~{ADAPTER_FILE}"
+    save_file({k: v.detach().cpu().contiguous() for k, v in peft_names(adapters).items()}, str(tmp))
+    os.replace(tmp, folder / ADAPTER_FILE)  # a reader sees the old file or the new one, never half of one
+    return folder

@@ -25,6 +25,7 @@ import uuid
 from collections.abc import Mapping
 from typing import Any
 
+from trainer.core.lora_config import pushes_adapters
 from trainer.engines.base import EngineStats, GeneratedGroup, GenerationEngine, GenerationRequest
 
 log = logging.getLogger(__name__)
@@ -55,6 +56,10 @@ class GeneratorActor:
 
         torch.set_num_threads(cfg.pipeline.torch_threads)
         model = _build_model(cfg)
+        if pushes_adapters(cfg):  # the trainer's adapted model: base weights + adapters (trainer.engines.factory)
+            from trainer.core.lora import apply_lora
+
+            apply_lora(model, cfg.lora)
         model.load_state_dict(dict(weights))
         device = resolve_device(cfg.engine.device)
         self._dir = tempfile.mkdtemp(prefix="scalerl-generator-")

@@ -4,6 +4,9 @@
 - `vllm`: the model is written as a Hugging Face folder (`save_pretrained`, safetensors) under
   `work_dir` and served by `VLLMEngine` (needs vLLM installed: `make vllm-env`). The folder is what
   the vLLM worker loads; later weights arrive in flight (`update_weights`), not through the folder.
+  A model that holds LoRA adapters (`trainer.core.lora`, given only under `lora_config.pushes_adapters`)
+  is written as its base weights and vLLM serves its adapters through its own LoRA loading
+  (`trainer.engines.vllm_lora`); the pushes then carry adapters.
 
 Guarantee: both engines get the same sampling settings (dtype, FP32 head, slots, sequence length, seed).
 """
@@ -31,10 +34,15 @@ def build_engine(
     if e.name == "torch":
         return build_torch_engine(cfg, model, eos_token_id, device=device, policy_version=policy_version, seed=seed)
     if e.name == "vllm":
+        from trainer.core.lora import adapter_state_dict, base_state_dict, has_lora
+        from trainer.core.lora_config import pushes_adapters
         from trainer.engines.vllm_engine import VLLMEngine
 
         folder = Path(work_dir) / "generator_model"
-        model.save_pretrained(folder, safe_serialization=True)
+        lora = has_lora(model)
+        if lora and not pushes_adapters(cfg):
+            raise ValueError("a model with LoRA adapters reaches the engine only under lora.vllm_adapters")
+        model.save_pretrained(folder, safe_serialization=True, state_dict=base_state_dict(model) if lora else None)
         return VLLMEngine(
             folder,
             eos_token_id=eos_token_id,
@@ -45,6 +53,8 @@ def build_engine(
             fp32_head=cfg.optim.fp32_head,
             seed=seed,
             options=e.vllm,
+            lora=cfg.lora if lora else None,
+            adapters=adapter_state_dict(model) if lora else None,
         )
     raise ValueError(f"unknown engine.name {e.name!r}")
 

@@ -17,6 +17,10 @@ How the contract of `trainer.engines.base` is met:
   (`trainer.engines.vllm_worker_ext`). With `"nccl"` (GPU only, NOT yet run on hardware): vLLM's
   native NCCL transfer engine (`trainer.engines.vllm_nccl`). Names and shapes are validated against
   the model folder's checkpoint before anything is sent (a half-failed reload kills the engine).
+- LoRA (`lora=` with the initial `adapters`, `trainer.engines.vllm_lora`): the folder holds the base
+  weights; vLLM runs with its LoRA loading, every request carries one `LoRARequest`, and
+  `update_weights` takes the adapters (`adapter_state_dict` names), writes them as a PEFT folder and
+  reloads that one adapter in place inside the same pause → load → version → resume. File transfer only.
 - Per-token policy versions come from `CompletionOutput.weight_versions` (spans over output tokens).
 - Interruption, in the same request context: each sample is ONE vLLM request with
   `max_tokens = think_budget + len(phrase) + answer_budget` and the plan in
@@ -58,6 +62,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from trainer.core.lora_config import LoraConfig
 from trainer.engines.base import (
     EngineStats,
     GeneratedGroup,
@@ -67,6 +72,7 @@ from trainer.engines.base import (
     ThreadedEngine,
 )
 from trainer.engines.config import VLLMOptions
+from trainer.engines.vllm_lora import VLLMAdapter
 from trainer.engines.vllm_nccl import NcclSender, sending_device
 
 log = logging.getLogger(__name__)
@@ -123,9 +129,14 @@ class VLLMEngine(ThreadedEngine):
         seed: int = 0,
         options: VLLMOptions | None = None,
         weight_dir: str | Path | None = None,
+        lora: LoraConfig | None = None,
+        adapters: Mapping[str, Any] | None = None,
     ) -> None:
         self.model_dir = str(model_dir)
         self.options = options or VLLMOptions()
+        if lora is not None and self.options.weight_transfer != "file":
+            raise ValueError("engine.vllm.weight_transfer='nccl' sends full weights; with lora the adapters go "
+                             "through files (weight_transfer='file', or lora.vllm_adapters=false)")
         self._nccl: Any = None
         self._nccl_device = sending_device(self.options)  # fails fast, before vLLM starts
         self.dtype, self.fp32_head, self.seed = dtype, fp32_head, seed
@@ -135,6 +146,7 @@ class VLLMEngine(ThreadedEngine):
         self._tmp = tempfile.TemporaryDirectory(prefix="scalerl-vllm-w-") if weight_dir is None else None
         self.weight_dir = Path(weight_dir or self._tmp.name)
         self.weight_dir.mkdir(parents=True, exist_ok=True)
+        self._adapter = None if lora is None else VLLMAdapter(self.weight_dir / "adapter", lora, adapters or {})
         self._version = policy_version
         self._init_handoff("vLLM engine")
         self._in_flight = 0
@@ -173,7 +185,12 @@ class VLLMEngine(ThreadedEngine):
         asyncio.run_coroutine_threadsafe(self._guard(self._group(request)), self._loop)
 
     def update_weights(self, weights: Mapping[str, Any], policy_version: int) -> None:
-        """Validate, then load in flight (file or NCCL, `VLLMOptions.weight_transfer`); returns once applied."""
+        """Validate, then load in flight (file or NCCL, `VLLMOptions.weight_transfer`; with LoRA the adapters,
+        module docstring); returns once applied."""
+        if self._adapter is not None:
+            self._adapter.write(weights)
+            self._call(self._update(lambda: self._add_lora(self._adapter.request(load_inplace=True)), policy_version))
+            return
         if self._nccl is not None:
             tensors = self._prepare(weights, device=f"cuda:{self._nccl_device}")
             self._call(self._update(lambda: asyncio.to_thread(self._nccl.send, tensors), policy_version))
@@ -245,13 +262,20 @@ class VLLMEngine(ThreadedEngine):
             gpu_memory_utilization=o.gpu_memory_utilization,
             disable_log_stats=True,
             weight_transfer_config={"backend": "nccl"} if o.weight_transfer == "nccl" else None,
+            **(self._adapter.engine_args() if self._adapter is not None else {}),
         )
         t0 = time.perf_counter()
         self.llm = AsyncLLM.from_engine_args(args)
         self._update_lock = asyncio.Lock()
         self.vocab_size = self.llm.model_config.get_vocab_size()
+        if self._adapter is not None:
+            await self._add_lora(self._adapter.request())
         await self.llm.update_weight_version(str(self._version))
         log.info("vLLM engine up in %.1f s (%s)", time.perf_counter() - t0, self.model_dir)
+
+    async def _add_lora(self, request: Any) -> None:
+        if not await self.llm.add_lora(request):
+            raise RuntimeError(f"vLLM did not load the adapter {request.lora_path}")
 
     async def _shutdown(self) -> None:
         # Requests still running are cancelled first (they would otherwise be destroyed while pending).
@@ -389,7 +413,8 @@ class VLLMEngine(ThreadedEngine):
         with self._cv:
             self.stats.vllm_requests += 1
         async for out in self.llm.generate(
-            TokensPrompt(prompt_token_ids=prompt), params, request_id=request_id
+            TokensPrompt(prompt_token_ids=prompt), params, request_id=request_id,
+            lora_request=None if self._adapter is None else self._adapter.request(),
         ):
             c = out.outputs[0]
             tokens.extend(c.token_ids)

@@ -32,6 +32,8 @@ import torch
 from trainer.config.train import TrainConfig
 from trainer.core.advantages import compute_advantages
 from trainer.core.length_control import length_metrics, training_loss_mask
+from trainer.core.lora import adapter_state_dict
+from trainer.core.lora_config import pushes_adapters
 from trainer.core.update import pack_samples
 from trainer.rollout.messages import RolloutGroup
 from trainer.run.log import devices_in_use
@@ -141,8 +143,12 @@ def policy_step(run: Run, kept: list[RolloutGroup], advantages: torch.Tensor) ->
 
 
 def push_weights(run: Run) -> None:
-    """The new weights into the generators, in flight (running sequences keep their KV cache)."""
-    weights = run.ranks.gather_weights()  # full weights, gathered from every trainer rank when several
+    """The new weights into the generators, in flight (running sequences keep their KV cache): merged
+    weights, or the adapters alone where vLLM serves them (`trainer.core.lora_config.pushes_adapters`)."""
+    if pushes_adapters(run.cfg):
+        weights = adapter_state_dict(run.trainer.model)
+    else:
+        weights = run.ranks.gather_weights()  # full weights, gathered from every trainer rank when several
     run.state.last_push_s = run.runtime.push_weights(weights, run.trainer.policy_version).elapsed_s
 
 
@@ -223,9 +229,9 @@ def validate(run: Run) -> dict[str, float]:
 def checkpoint(run: Run) -> Path:
     """Model + optimizer + a copy of the ledger (taken with the sampler paused), atomically."""
     folder = run.out / "checkpoints" / f"step_{run.step:06d}"
-    extra = {"next_group_id": run.runtime.next_group_id(), "elapsed_s": run.state.elapsed_s,
-             **run.clock.state(), "sampler": run.sampler.state_dict()}
-    with run.rollouts.paused():
+    with run.rollouts.paused():  # the sampler's state, its begun batch and the next group id agree
+        extra = {"next_group_id": run.runtime.next_group_id(), "elapsed_s": run.state.elapsed_s,
+                 **run.clock.state(), "sampler": run.sampler.state_dict(), "sampler_buffer": run.rollouts.draw.state()}
         run.ledger.flush()
         staging = run.out / "checkpoints" / f"~ledger-{run.step}"
         staging.mkdir(parents=True, exist_ok=True)

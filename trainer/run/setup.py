@@ -28,6 +28,7 @@ from scalerl_env.contracts.config import ConfigError, write_resolved
 from scalerl_env.contracts.records import ProblemRecord
 from trainer.config.train import TrainConfig
 from trainer.core.checkpoint import latest_checkpoint, load_model_weights
+from trainer.core.lora_config import pushes_adapters, vllm_lora_rank, vllm_target_modules
 from trainer.distributed.components import make_components
 from trainer.distributed.leader import start_ranks
 from trainer.engines.device import resolve_device
@@ -61,13 +62,21 @@ def check_model_path(model: str | None) -> None:
 
 
 def check_lora(cfg: TrainConfig) -> None:
-    """LoRA runs on one trainer rank (the engines, torch or vLLM, receive the merged weights); several
-    trainer ranks are refused."""
+    """LoRA runs on one trainer rank (the torch engine receives merged weights, vLLM the adapters unless
+    `lora.vllm_adapters=false`); several trainer ranks, and adapters vLLM cannot serve, are refused."""
     if not cfg.lora.enabled:
         return
     if cfg.trainer_ranks.count > 1:
         raise ConfigError("lora.enabled with trainer_ranks.count > 1 is not supported yet (FSDP2 sharding of an "
                           "adapted model): use one trainer rank")
+    if pushes_adapters(cfg):
+        try:
+            vllm_lora_rank(cfg.lora), vllm_target_modules(cfg.lora)
+        except ValueError as exc:
+            raise ConfigError(str(exc)) from None
+        if cfg.engine.vllm.weight_transfer != "file":
+            raise ConfigError("lora.vllm_adapters with engine.vllm.weight_transfer=nccl: the adapters go through "
+                              "files (weight_transfer=file), or set lora.vllm_adapters=false")
 
 
 def load_policy(cfg: TrainConfig, pools: dict[str, DomainPool]) -> tuple[Any, Any]:
@@ -134,13 +143,21 @@ def setup_run(cfg: TrainConfig, out: Path, *, resume: bool = False) -> Run:
     ledger.upsert_problems(problems)
     holdout_ids = {p.prompt_id for pool in pools.values() for p in pool.holdout}
     source_of = {pid: label for pool in pools.values() for pid, label in pool.source_of.items()}
+    # The checkpoint's sampler state, taken with the next group id, replays the draws exactly; the
+    # ledger's own (a checkpoint without it) is at most once per epoch.
+    stored = extra.get("sampler")
     sampler = Sampler(problems, weights=domain_weights(cfg), seed=cfg.pipeline.seed,
-                      ledger=ledger, holdout_ids=holdout_ids, policy=build_policy(cfg),
+                      ledger=ledger, holdout_ids=holdout_ids, policy=build_policy(cfg), resume=stored is None,
                       sources={dom: pool.source_weights for dom, pool in pools.items()}, source_of=source_of)
+    if stored is not None:
+        sampler.resume_from(stored)
     verifier = parts.verifier(cfg.verifier)
     draw = BatchDrawer(sampler, cfg.pipeline.prompts_per_step, cfg.curriculum.stages)
+    draw.load_state(extra.get("sampler_buffer"))
     rollouts = Rollouts(cfg, codec, draw, verifier, seed=cfg.pipeline.seed, stage=draw.stage)
-    engine = parts.engine(model, codec.eos_token_id, device=device, policy_version=trainer.policy_version,
+    # vLLM serving the adapters gets the adapted model: base weights in its folder, adapters through LoRA
+    engine = parts.engine(trainer.model if pushes_adapters(cfg) else model, codec.eos_token_id, device=device,
+                          policy_version=trainer.policy_version,
                           seed=cfg.pipeline.seed + trainer.step_count)
     p = cfg.pipeline
     runtime = LocalRuntime(engine, rollouts, mode=p.mode, k=p.k, prompts_per_step=p.prompts_per_step,
@@ -172,3 +189,12 @@ class BatchDrawer:
 
     def stage(self) -> int:
         return self._stage
+
+    def state(self) -> dict[str, Any]:
+        """The prompts of the current batch not handed out yet, and its stage (checkpointed with the sampler)."""
+        return {"prompt_ids": [p.prompt_id for p in self._buffer], "stage": self._stage}
+
+    def load_state(self, state: dict[str, Any] | None) -> None:
+        if state:
+            self._buffer = [self.sampler.problem(pid) for pid in state["prompt_ids"]]
+            self._stage = int(state["stage"])

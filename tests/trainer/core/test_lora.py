@@ -96,7 +96,7 @@ def test_lora_settings_that_cannot_run_are_refused():
     with pytest.raises(ConfigError, match="lora.enabled"):
         check_lora(load_config(TrainConfig, None, ["lora.enabled=true", "trainer_ranks.count=2"]))
     check_lora(load_config(TrainConfig, None, ["lora.enabled=true"]))
-    check_lora(load_config(TrainConfig, None, ["lora.enabled=true", "engine.name=vllm"]))  # merged weights
+    check_lora(load_config(TrainConfig, None, ["lora.enabled=true", "engine.name=vllm"]))  # adapters to vLLM
 
 
 def test_a_lora_run_of_the_cpu_default_trains_the_adapters_and_resumes(tmp_path):
