@@ -240,3 +240,24 @@ class OwnerLink:
         else:
             pending.future.set_result(result or {})
         self.last_error = None if exc is None else self.last_error
+
+
+class LinkCollector:
+    """Prometheus series of a replica's link, read at scrape time: rows waiting, forwards, failed forwards."""
+
+    def __init__(self, link: OwnerLink) -> None:
+        self.link = link
+
+    def describe(self) -> list:
+        return []
+
+    def collect(self) -> list:
+        from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
+
+        link = self.link
+        return [GaugeMetricFamily("scalerl_owner_buffered_rows", "Verdict rows waiting for the ledger owner's commit",
+                                  value=link.buffered),
+                CounterMetricFamily("scalerl_owner_forwards", "POST /v1/ledger/ingest sent to the owner",
+                                    value=link.forwards),
+                CounterMetricFamily("scalerl_owner_forward_failures", "Forwards that failed and were re-sent",
+                                    value=link.failures)]

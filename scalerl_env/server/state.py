@@ -30,7 +30,7 @@ from scalerl_env.contracts.records import Verdict, VerifyItem
 from scalerl_env.server.config import ServerConfig
 from scalerl_env.server.limits import InFlight
 from scalerl_env.server.metrics import ServerMetrics
-from scalerl_env.server.owner_link import OwnerLink, OwnerRefused, OwnerUnavailable, record
+from scalerl_env.server.owner_link import LinkCollector, OwnerLink, OwnerRefused, OwnerUnavailable, record
 
 logger = logging.getLogger(__name__)
 
@@ -89,6 +89,7 @@ class ServerState:
                 self.ledger = await asyncio.to_thread(Ledger, self.config.ledger)
             if self.config.ledger_owner:
                 self.owner = self._owner_link()
+                self.metrics.registry.register(LinkCollector(self.owner))
             if self.pool is None:
                 from verifiers import VerifierPool
 

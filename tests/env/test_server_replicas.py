@@ -90,6 +90,9 @@ def test_owner_away_buffers_answers_503_then_commits_once_when_it_is_back(tmp_pa
         away = verify(replica.url, items(8, "w"), "req-w")
         assert away.status_code == 503 and "stay buffered" in away.json()["detail"]
         assert away.headers["retry-after"] == "1"
+        metrics = httpx.get(replica.url + "/metrics").text
+        assert "scalerl_owner_buffered_rows 8.0" in metrics
+        assert "scalerl_owner_forward_failures_total 0.0" not in metrics  # the link kept trying
         full = verify(replica.url, items(8, "f"), "req-f")  # 8 rows wait, 8 more would pass 12
         assert full.status_code == 503 and "wait for the ledger owner" in full.json()["detail"]
         unrecorded = [{"domain": "math", "completion": "\\boxed{1}", "answer": "1"}]  # no prompt_id
