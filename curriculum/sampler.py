@@ -30,9 +30,9 @@ skipping, stages); its state travels in the sampler state. Without it (`policy=N
 defaults) the sampler runs exactly the walk described above.
 
 Not guaranteed: a batch that was drawn but never trained on (a crash between the two) is not redrawn
-after a restart from the ledger (at-most-once per epoch); restore the trainer checkpoint's
-`state_dict()` for exact replay. A domain with fewer active prompts than its share of one batch may
-repeat a prompt within that batch (its epoch wraps).
+after a restart from the ledger (at-most-once per epoch); `resume_from` a trainer checkpoint's
+`state_dict()` for exact replay (`scalerl train --resume` does). A domain with fewer active prompts
+than its share of one batch may repeat a prompt within that batch (its epoch wraps).
 """
 
 from __future__ import annotations
@@ -89,10 +89,15 @@ class Sampler:
         self._state = self._fresh_state()
         stored = ledger.load_sampler_state(name) if (ledger is not None and resume) else None
         if stored is not None:
-            self.load_state_dict(stored)
-            logger.info("sampler %r resumed at batch %d", name, self._state["batches"])
-            if policy is not None:
-                policy.on_resume(self)
+            self.resume_from(stored)
+
+    def resume_from(self, state: Mapping[str, Any]) -> None:
+        """Continue from stored state (the ledger's, or a trainer checkpoint's `state_dict()` for exact
+        replay); the policy hears of the resume once (re-admission queue)."""
+        self.load_state_dict(state)
+        logger.info("sampler %r resumed at batch %d", self.name, self._state["batches"])
+        if self.policy is not None:
+            self.policy.on_resume(self)
 
     @staticmethod
     def _check_weights(problems: Sequence[ProblemRecord], weights: Mapping[str, float]) -> dict[str, float]:

@@ -229,9 +229,9 @@ def validate(run: Run) -> dict[str, float]:
 def checkpoint(run: Run) -> Path:
     """Model + optimizer + a copy of the ledger (taken with the sampler paused), atomically."""
     folder = run.out / "checkpoints" / f"step_{run.step:06d}"
-    extra = {"next_group_id": run.runtime.next_group_id(), "elapsed_s": run.state.elapsed_s,
-             **run.clock.state(), "sampler": run.sampler.state_dict()}
-    with run.rollouts.paused():
+    with run.rollouts.paused():  # the sampler's state, its begun batch and the next group id agree
+        extra = {"next_group_id": run.runtime.next_group_id(), "elapsed_s": run.state.elapsed_s,
+                 **run.clock.state(), "sampler": run.sampler.state_dict(), "sampler_buffer": run.rollouts.draw.state()}
         run.ledger.flush()
         staging = run.out / "checkpoints" / f"~ledger-{run.step}"
         staging.mkdir(parents=True, exist_ok=True)

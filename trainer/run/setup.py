@@ -143,11 +143,17 @@ def setup_run(cfg: TrainConfig, out: Path, *, resume: bool = False) -> Run:
     ledger.upsert_problems(problems)
     holdout_ids = {p.prompt_id for pool in pools.values() for p in pool.holdout}
     source_of = {pid: label for pool in pools.values() for pid, label in pool.source_of.items()}
+    # The checkpoint's sampler state, taken with the next group id, replays the draws exactly; the
+    # ledger's own (a checkpoint without it) is at most once per epoch.
+    stored = extra.get("sampler")
     sampler = Sampler(problems, weights=domain_weights(cfg), seed=cfg.pipeline.seed,
-                      ledger=ledger, holdout_ids=holdout_ids, policy=build_policy(cfg),
+                      ledger=ledger, holdout_ids=holdout_ids, policy=build_policy(cfg), resume=stored is None,
                       sources={dom: pool.source_weights for dom, pool in pools.items()}, source_of=source_of)
+    if stored is not None:
+        sampler.resume_from(stored)
     verifier = parts.verifier(cfg.verifier)
     draw = BatchDrawer(sampler, cfg.pipeline.prompts_per_step, cfg.curriculum.stages)
+    draw.load_state(extra.get("sampler_buffer"))
     rollouts = Rollouts(cfg, codec, draw, verifier, seed=cfg.pipeline.seed, stage=draw.stage)
     # vLLM serving the adapters gets the adapted model: base weights in its folder, adapters through LoRA
     engine = parts.engine(trainer.model if pushes_adapters(cfg) else model, codec.eos_token_id, device=device,
@@ -183,3 +189,12 @@ class BatchDrawer:
 
     def stage(self) -> int:
         return self._stage
+
+    def state(self) -> dict[str, Any]:
+        """The prompts of the current batch not handed out yet, and its stage (checkpointed with the sampler)."""
+        return {"prompt_ids": [p.prompt_id for p in self._buffer], "stage": self._stage}
+
+    def load_state(self, state: dict[str, Any] | None) -> None:
+        if state:
+            self._buffer = [self.sampler.problem(pid) for pid in state["prompt_ids"]]
+            self._stage = int(state["stage"])

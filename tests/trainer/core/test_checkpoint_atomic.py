@@ -30,7 +30,7 @@ SCRIPT = textwrap.dedent("""
         out=out, step=1, model=model, trainer=ranks.trainer, ranks=ranks, ledger=ledger,
         runtime=SimpleNamespace(next_group_id=lambda: 0), state=SimpleNamespace(elapsed_s=0.0),
         clock=SimpleNamespace(state=dict), sampler=SimpleNamespace(state_dict=dict),
-        rollouts=SimpleNamespace(paused=contextlib.nullcontext))
+        rollouts=SimpleNamespace(paused=contextlib.nullcontext, draw=SimpleNamespace(state=dict)))
     checkpoint(run)
     run.step = 2
     ledger.record_attempts({"prompt_id": ["p"], "domain": ["math"], "step": [2], "status": ["wrong"]})
