@@ -1,5 +1,6 @@
 """GPU check of the whole training loop: `scalerl train`'s loop with the shipped SmolLM2 on the torch engine in
-bf16 (engine and trainer), then the same with LoRA when this tree's config has a `lora` section.
+bf16 (engine and trainer), then the same with LoRA when this tree's config has a `lora` section, then LoRA
+with `--engine vllm` (vLLM serves the adapters through its own LoRA loading, `lora.vllm_adapters`).
 
 Each variant runs in its own child process (`--variant NAME`), so its peak memory is its own: the
 `trainer.run.loop.train` of `--preset small-cpu --model smollm2-135m-instruct` (the GGUF that
@@ -10,18 +11,22 @@ makes every trained token come from the policy the trainer holds, so the step's 
 each micro-batch before the update) are the engine/trainer logprob agreement, not policy lag.
 Reported per variant, from `metrics.jsonl` and the process: steps, wall time, median generated
 tokens/s and step time, peak memory (CUDA: `max_memory_allocated` and `max_memory_reserved`; CPU:
-peak RSS) against the memory plan's total for the device (`trainer.memory.preflight.plan_for`), the
-median log-ratio statistics, the held-out pass rates.
+peak RSS) against the memory plan's total for the device (`trainer.memory.preflight.plan_for`; for
+`lora_vllm` without the `vLLM share` term, since vLLM's memory is its own processes'), the median
+log-ratio statistics, the median push time (`push_s`: merged weights, or the adapters for `lora_vllm`),
+the held-out pass rates.
 
-Budget: `pipeline.max_time_s` per variant (default 120 s; the whole script stays under ~7 minutes on
-one H100/H200-class GPU). `--allow-cpu --small` runs the same path on the CPU with 2 prompts x 2
-samples, 8 + 4 token budgets, 2 steps, zero-variance groups and truncated samples kept (so both steps train and report
-the log ratio): a smoke test of the script, not a measurement. LoRA: the
-variant runs when `TrainConfig` has a `lora` field (`lora.enabled=true`) and `peft` imports; otherwise
-it is reported as `skipped` with the reason. Not measured: vLLM (`benchmarks/gpu_check.py`), several ranks
-(`benchmarks/gpu_check_ranks.py`).
+Budget: `pipeline.max_time_s` per variant (default 75 s, each variant killed after 135 s: the three stay
+under the 420 s gpu_check.sh gives this script on one H100/H200-class GPU). `--allow-cpu --small` runs
+the same path on the CPU with 2 prompts x 2 samples, 8 + 4 token budgets, 2 steps, zero-variance groups
+and truncated samples kept (so both steps train and report the log ratio): a smoke test of the script,
+not a measurement. LoRA: the variant runs when `TrainConfig` has a `lora` field (`lora.enabled=true`)
+and `peft` imports; otherwise it is reported as `skipped` with the reason; `lora_vllm` likewise when
+vLLM does not import or with `--no-vllm` (its GPU share: `engine.vllm.gpu_memory_utilization=0.4`,
+the trainer shares the GPU).
+Not measured: vLLM's components (`benchmarks/gpu_check.py`), several ranks (`benchmarks/gpu_check_ranks.py`).
 
-    .venv/bin/python benchmarks/gpu_check_train.py [--allow-cpu] [--small] [--out DIR]
+    .venv/bin/python benchmarks/gpu_check_train.py [--allow-cpu] [--small] [--no-vllm] [--out DIR]
 """
 
 from __future__ import annotations
@@ -40,7 +45,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 GIB = 1 << 30
-VARIANTS = ("bf16", "lora")
+VARIANTS = ("bf16", "lora", "lora_vllm")
+ENGINE = {"bf16": "torch", "lora": "torch", "lora_vllm": "vllm"}
 SMALL = ["pipeline.prompts_per_step=2", "pipeline.samples_per_prompt=2", "length.think_budget_min_tokens=8",
          "length.think_budget_max_tokens=8", "length.answer_budget_tokens=4", "validation.min_evaluations_per_domain=2",
          "data.holdout_max_prompts=2", "optim.warmup_steps=0",
@@ -62,12 +68,27 @@ def lora_available() -> str | None:
     return None
 
 
+def skip_reason(variant: str, no_vllm: bool) -> str | None:
+    """Why `variant` cannot run here, or None."""
+    import importlib.util
+
+    if variant == "bf16":
+        return None
+    if variant == "lora_vllm" and no_vllm:
+        return "--no-vllm"
+    if variant == "lora_vllm" and importlib.util.find_spec("vllm") is None:
+        return "vLLM is not installed in this environment (GPU: pip install 'vllm>=0.32,<0.33'; CPU: make vllm-env)"
+    return lora_available()
+
+
 def overrides(variant: str, device: str, small: bool, max_time_s: float) -> list[str]:
     out = [f"engine.device={device}", "engine.dtype=bfloat16", "optim.precision=bf16", "pipeline.k=0",
            f"pipeline.max_time_s={max_time_s}", "validation.every_steps=100000", "checkpoint.every_steps=100000",
            "logging.progress=lines"]
-    if variant == "lora":
+    if variant in ("lora", "lora_vllm"):
         out.append("lora.enabled=true")
+    if variant == "lora_vllm":  # the trainer shares vLLM's GPU (local runtime)
+        out.append("engine.vllm.gpu_memory_utilization=0.4")
     return out + (SMALL if small else [])
 
 
@@ -96,7 +117,8 @@ def summarize(out: Path, device: str, plan_gib: float | None) -> dict:
     mem = peak_memory(device)
     peak = mem.get("peak_reserved_gib", mem.get("peak_rss_gib"))
     res = {"steps": len(steps), "tokens_per_s_median": median(steps, "tokens_per_s"),
-           "step_time_s_median": median(steps, "step_time_s"), "plan_total_gib": plan_gib, **mem,
+           "step_time_s_median": median(steps, "step_time_s"), "push_s_median": median(steps, "push_s"),
+           "plan_total_gib": plan_gib, **mem,
            "peak_over_plan": peak / plan_gib if plan_gib and peak is not None else None,
            "logprob_agreement": {k: median(steps, k) for k in ("kl/k1", "kl/k3", "ratio/min", "ratio/max")},
            "lag_max": max((r["lag/max"] for r in steps if r.get("lag/max") is not None), default=None)}
@@ -114,10 +136,13 @@ def run_variant(variant: str, device: str, small: bool, max_time_s: float, out: 
 
     steps = 2 if small else 10_000
     cfg = build_config(None, overrides(variant, device, small, max_time_s), domains=None,
-                       model="smollm2-135m-instruct", engine="torch", max_steps=steps, resume=None,
+                       model="smollm2-135m-instruct", engine=ENGINE[variant], max_steps=steps, resume=None,
                        preset="small-cpu")
     plan, note = plan_for(cfg)
-    plan_gib = plan.total(plan.devices()[0]) / PLAN_GIB if plan is not None else None
+    plan_gib = None
+    if plan is not None:  # vLLM's share is held by its own processes, not this one's peak
+        dev = plan.devices()[0]
+        plan_gib = sum(t.bytes for t in plan.terms if t.device == dev and t.name != "vLLM share") / PLAN_GIB
     if device == "cuda":
         import torch
 
@@ -153,8 +178,9 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--allow-cpu", action="store_true", help="run on the CPU (smoke test)")
     ap.add_argument("--small", action="store_true", help="2 steps of tiny batches and budgets (smoke test)")
-    ap.add_argument("--max-time-s", type=float, default=120.0, help="pipeline.max_time_s of each variant")
-    ap.add_argument("--variant-timeout-s", type=float, default=300.0, help="kill a variant after this long")
+    ap.add_argument("--max-time-s", type=float, default=75.0, help="pipeline.max_time_s of each variant")
+    ap.add_argument("--variant-timeout-s", type=float, default=135.0, help="kill a variant after this long")
+    ap.add_argument("--no-vllm", action="store_true", help="skip the lora_vllm variant")
     ap.add_argument("--out", type=Path, default=None, help="folder for the run folders")
     ap.add_argument("--variant", choices=VARIANTS, help=argparse.SUPPRESS)  # the child's entry
     args = ap.parse_args()
@@ -169,7 +195,7 @@ def main() -> None:
     out = args.out or Path(tempfile.mkdtemp(prefix="gpu-check-train-"))
     results = []
     for variant in VARIANTS:
-        reason = lora_available() if variant == "lora" else None
+        reason = skip_reason(variant, args.no_vllm)
         result = ({"check": f"train_loop_{variant}", "skipped": reason} if reason
                   else child(variant, args, out / variant))
         print(json.dumps(result), flush=True)

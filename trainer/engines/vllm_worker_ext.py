@@ -24,3 +24,13 @@ class WeightReloadExtension:
         tensors = load_file(path)
         self.reload_weights(weights_iterator=list(tensors.items()), is_checkpoint_format=True)
         return len(tensors)
+
+    def scalerl_lora_slot_bytes(self) -> int:
+        """Bytes of the LoRA buffers vLLM allocated (`lora_a_stacked` / `lora_b_stacked` of every layer):
+        what `trainer.memory.lora.vllm_lora_slot_bytes` plans; 0 without `enable_lora`."""
+        total = 0
+        for module in self.model_runner.model.modules():
+            for name in ("lora_a_stacked", "lora_b_stacked"):
+                for t in getattr(module, name, None) or ():
+                    total += t.numel() * t.element_size()
+        return total

@@ -9,12 +9,21 @@ the plain model the engine and checkpoints read stays beside it). Guaranteed: th
 `sum(numel)` of PEFT's adapters on the `transformers` model of the same shape (tested). Not counted:
 the adapters' activations (r per token per adapted layer, and a dropout copy of each input when
 `lora.dropout` > 0), small next to the layer activations the plan already counts.
+
+vLLM serving the adapters (`lora_config.pushes_adapters`): its LoRA slot (`vllm_lora_slot_bytes`:
+`max_loras` = 1 x `max_lora_rank` x (in + out) of every projection of each vLLM layer the targets touch,
+`qkv_proj` and `gate_up_proj` whole, in the engine's dtype) is allocated inside vLLM's share
+(`gpu_memory_utilization`), so it shrinks vLLM's KV cache, not the trainer's room: `lora_notes` states
+it beside the plan instead of adding a term (that would count it twice). The adapter's CPU copy in
+vLLM's worker (`max_cpu_loras` = 1) is host memory and not planned.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from trainer.core.lora_config import VLLM_PACKED, pushes_adapters, vllm_lora_rank
+from trainer.memory.kv import DTYPE_BYTES
 from trainer.memory.plan import PlanContext, Term
 from trainer.memory.shapes import ModelShape
 
@@ -51,3 +60,20 @@ def plan_args(shape: ModelShape, cfg: Any) -> dict[str, Any]:
         return out
 
     return {"trainable_params": n, "extra_terms": [terms]}
+
+
+def vllm_lora_slot_bytes(s: ModelShape, lora: Any, dtype: str) -> int:
+    """Bytes of vLLM's one LoRA slot for `lora` on shape `s` (see the module docstring)."""
+    layers = {VLLM_PACKED[t.rpartition(".")[2]] for t in lora.target_modules}
+    dims = projection_dims(s)
+    per_layer = sum(i + o for name, (i, o) in dims.items() if VLLM_PACKED[name] in layers)
+    return s.layers * vllm_lora_rank(lora) * per_layer * DTYPE_BYTES[dtype]
+
+
+def lora_notes(shape: ModelShape, cfg: Any) -> list[str]:
+    """The plan's note on vLLM's LoRA slot when vLLM serves the adapters; none otherwise."""
+    if not pushes_adapters(cfg):
+        return []
+    n = vllm_lora_slot_bytes(shape, cfg.lora, cfg.engine.dtype)
+    return [f"vLLM LoRA slot: {n / 2**20:.1f} MiB (max_lora_rank {vllm_lora_rank(cfg.lora)}, {cfg.engine.dtype}) "
+            "inside the vLLM share: it shrinks vLLM's KV cache, not the trainer's memory"]

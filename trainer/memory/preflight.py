@@ -18,6 +18,7 @@ from typing import Any
 
 from scalerl_env.contracts.config import ConfigError
 from scalerl_env.contracts.paths import DATASETS
+from trainer.memory.lora import lora_notes
 from trainer.memory.lora import plan_args as lora_plan_args
 from trainer.memory.plan import GIB, MemoryPlan, PlanDoesNotFit, build_plan, check_fits, render
 from trainer.memory.shapes import ModelShape
@@ -98,6 +99,7 @@ def plan_for(cfg: Any) -> tuple[MemoryPlan | None, str]:
         return None, f"memory plan skipped: {shape}"
     cap = device_memory(cfg)
     plan = build_plan(shape, cfg, device_memory=cap, **lora_plan_args(shape, cfg))  # LoRA: adapters only
+    plan.notes += lora_notes(shape, cfg)  # vLLM's LoRA slot, inside its share
     note = "" if cap is not None else "device memory unknown (set engine.device_memory_gib): nothing checked"
     return plan, note
 

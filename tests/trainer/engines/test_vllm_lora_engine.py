@@ -147,3 +147,17 @@ def test_bad_adapters_are_refused_before_the_reload(engine, models):
         engine.update_weights({k: v for k, v in good.items() if k != key}, version + 1)
     assert engine.policy_version == version
     assert run(engine, "after", 8).samples[0].policy_versions == [version] * 8
+
+
+def test_the_lora_slot_vllm_allocates_is_the_planned_one(engine, models):
+    """`trainer.memory.lora.vllm_lora_slot_bytes` against the buffers vLLM's worker holds."""
+    import json
+    from pathlib import Path
+
+    from trainer.memory.lora import vllm_lora_slot_bytes
+    from trainer.memory.shapes import ModelShape
+
+    shape = ModelShape.from_dict(json.loads((Path(engine.model_dir) / "config.json").read_text()))
+    got = engine._call(engine.llm.collective_rpc("scalerl_lora_slot_bytes"))
+    assert got == [vllm_lora_slot_bytes(shape, CFG.lora, "float32")]
+    assert got[0] > 0

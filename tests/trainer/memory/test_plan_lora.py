@@ -46,3 +46,21 @@ def test_the_plan_counts_gradients_and_optimizer_states_for_the_adapters_only():
     saved = full.total("cpu") - lora.total("cpu")
     # full: gradients 4P + AdamW 8P; LoRA: gradients 4n + AdamW 8n + adapters 4n + mirror 4P
     assert saved == 8 * shape.params - 16 * n
+
+
+def test_vllm_serving_the_adapters_puts_its_lora_slot_in_a_note_not_a_term():
+    from trainer.memory.lora import vllm_lora_slot_bytes
+
+    base = [f"model={shapes_dir() / 'qwen2.5-1.5b'}", "engine.name=vllm", "lora.enabled=true",
+            "engine.device_memory_gib=80", "engine.device=cuda", "engine.dtype=bfloat16"]
+    with_slot, _ = plan_for(load_config(TrainConfig, None, base))
+    merged, _ = plan_for(load_config(TrainConfig, None, [*base, "lora.vllm_adapters=false"]))
+    assert [t.bytes for t in with_slot.terms] == [t.bytes for t in merged.terms]  # inside the vLLM share
+    shape = ModelShape.from_folder(shapes_dir() / "qwen2.5-1.5b")
+    n = vllm_lora_slot_bytes(shape, LoraConfig(enabled=True), "bfloat16")
+    # Qwen2.5-1.5B: 28 layers x 16 x (7 projections' in + out) x 2 B
+    assert n == 28 * 16 * (3 * 1536 + 1536 + 2 * 256 + 2 * 1536 + 2 * (1536 + 8960) + 8960 + 1536) * 2
+    assert [x for x in with_slot.notes if "vLLM LoRA slot" in x] == [
+        f"vLLM LoRA slot: {n / 2**20:.1f} MiB (max_lora_rank 16, bfloat16) inside the vLLM share: it shrinks "
+        "vLLM's KV cache, not the trainer's memory"]
+    assert not [x for x in merged.notes if "LoRA slot" in x]
