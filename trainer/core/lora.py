@@ -6,8 +6,8 @@
   head, so `trainer.core.fp32_head` and the update step run on it unchanged, and AdamW sees the adapters
   only (`build_optimizer` takes the parameters that require gradients).
 - `merged_state_dict(model)`: the policy the adapters define, under the plain Hugging Face names
-  (W + alpha/r · B A for each adapted layer, every other weight as is): what the torch engine, vLLM, the
-  Ray generators and checkpoints' `model.safetensors` receive. The model itself is not modified.
+  (W + alpha/r · B A for each adapted layer, every other weight as is): what the torch engine (and vLLM
+  with `lora.vllm_adapters=false`) and checkpoints' `model.safetensors` receive. Not modified in place.
 - `adapter_state_dict(model)` / `load_adapters(model, state)`: the adapter tensors alone (checkpoints,
   and the push to vLLM under `lora_config.pushes_adapters`).
 - `base_state_dict(model)`: the frozen base weights under the plain names (what vLLM's model folder holds
