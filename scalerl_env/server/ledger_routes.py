@@ -22,7 +22,9 @@ ingest_router = APIRouter()
 
 
 @ingest_router.post(INGEST_PATH, response_model=LedgerIngestResponse, responses={
+    400: {"model": ErrorResponse, "description": "malformed body (invalid UTF-8, bad Content-Length)"},
     409: {"model": ErrorResponse, "description": "no ledger attached, or a key reused for another prompt"},
+    413: {"model": ErrorResponse, "description": "body larger than limits.max_body_bytes"},
     500: {"model": ErrorResponse, "description": "the ledger write failed and was rolled back; re-send"},
     503: {"model": ErrorResponse, "description": "shutting down; re-send (same rows, same keys)"}})
 async def ledger_ingest(body: LedgerIngestRequest, request: Request) -> Response:
