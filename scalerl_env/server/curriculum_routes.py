@@ -39,7 +39,8 @@ NO_LEDGER = "no ledger is attached to this server: the curriculum lives in the l
 
 
 def _responses(*codes: int) -> dict[int | str, dict[str, Any]]:
-    described = {404: "no set of that name is registered",
+    described = {400: "malformed body (invalid UTF-8, bad Content-Length)",
+                 404: "no set of that name is registered",
                  409: "no ledger attached, or a conflict with what was registered or drawn before",
                  413: "body larger than limits.max_body_bytes"}
     out: dict[int | str, dict[str, Any]] = {c: {"model": ErrorResponse, "description": described[c]} for c in codes}
@@ -125,7 +126,7 @@ def _members(body: RegisterSetRequest) -> tuple[list[Member], str]:
     return out, "records"
 
 
-@router.post("/sets", response_model=SetSummary, responses=_responses(409, 413))
+@router.post("/sets", response_model=SetSummary, responses=_responses(400, 409, 413))
 async def register_set(body: RegisterSetRequest, request: Request) -> SetSummary:
     """Register a problem set (or get it back unchanged: registering the same spec again is a no-op)."""
 
@@ -149,14 +150,14 @@ async def set_state(name: str, request: Request) -> SetState:
     return await _call(request, lambda service: service.get(name).state())
 
 
-@router.post("/sets/{name}/draw", response_model=DrawResponse, responses=_responses(404, 409, 413))
+@router.post("/sets/{name}/draw", response_model=DrawResponse, responses=_responses(400, 404, 409, 413))
 async def draw(name: str, body: DrawRequest, request: Request) -> DrawResponse:
     """This rank's prompts of draw `draw_id` (made on the first request of any rank; repeated requests
     get the same prompts)."""
     return await _call(request, lambda service: service.get(name).draw(body))
 
 
-@router.post("/sets/{name}/report", response_model=ReportResponse, responses=_responses(404, 409, 413))
+@router.post("/sets/{name}/report", response_model=ReportResponse, responses=_responses(400, 404, 409, 413))
 async def report(name: str, body: ReportRequest, request: Request) -> ReportResponse:
     """Group outcomes (rewards per sample) into the ledger; the ledger's rule retires prompts."""
     return await _call(request, lambda service: service.get(name).report(body))
