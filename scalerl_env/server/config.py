@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from pydantic import Field, model_validator
 
+from curriculum.ledger.retirement import RetirementConfig
 from scalerl_env.contracts.records import Strict
 from scalerl_env.server.auth import SecurityConfig
 from verifiers.config import VerifierConfig
@@ -61,6 +62,10 @@ class ServerConfig(Strict):
         default=None, description="replica mode: URL of the server holding the ledger (`--ledger`); verdicts "
                                   "with a prompt_id are committed there before the answer, ledger queries proxied")
     owner: OwnerLinkConfig = Field(default_factory=OwnerLinkConfig)
+    ledger_retirement: RetirementConfig = Field(
+        default_factory=RetirementConfig,
+        description="the ledger's retirement rule; a trainer that scores one sample per request (veRL) wants "
+                    "window=all with min_samples = its group size, so a first correct sample retires nothing")
     drain_timeout_s: float = Field(
         default=30.0, gt=0, description="on SIGTERM, how long in-flight requests may take to finish"
     )

@@ -86,7 +86,8 @@ class ServerState:
             if self.ledger is None and self.config.ledger:
                 from curriculum.ledger.store import Ledger
 
-                self.ledger = await asyncio.to_thread(Ledger, self.config.ledger)
+                self.ledger = await asyncio.to_thread(
+                    Ledger, self.config.ledger, retirement=self.config.ledger_retirement)
             if self.config.ledger_owner:
                 self.owner = self._owner_link()
                 self.metrics.registry.register(LinkCollector(self.owner))
