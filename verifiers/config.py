@@ -22,6 +22,9 @@ class MathConfig(Strict):
     worker_memory_mb: int = Field(default=2048, ge=0, description="address-space limit per worker; 0 = none")
     fast_path: bool = Field(default=True, description="decide plain numbers exactly before sympy")
     dedupe: bool = Field(default=True, description="score identical (answer, extracted) pairs once per batch")
+    question_forms: bool = Field(
+        default=True, description="an item's `question` decides the answer forms a correct answer must be in "
+        "(verifiers.math_question); false: the value alone decides, as for an item without a question")
     guard_false_positives: bool = Field(
         default=True, description="reject math-verify 'equal' on float-free numbers whose values differ"
     )

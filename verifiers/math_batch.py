@@ -63,6 +63,9 @@ class MathBatchVerifier:
     def close(self) -> None:
         self._workers.close()
 
+    def _question(self, item: VerifyItem) -> str | None:
+        return item.question if self.config.question_forms else None
+
     def _start_math(self, items: list[VerifyItem], indices: Sequence[int], verdicts: list) -> dict:
         """Decide what can be decided here; submit the rest once per distinct pair. Returns pending."""
         cfg, rewards = self.config, self.rewards
@@ -89,7 +92,7 @@ class MathBatchVerifier:
                 status = Status.correct if decided else Status.wrong
                 verdict = _verdict(status, {**details, "path": "fast", "rule": "fast_path"},
                                    rewards, time.perf_counter() - start)
-                verdicts[i] = with_forms(verdict, items[i].question, gold, found.answer, rewards)
+                verdicts[i] = with_forms(verdict, self._question(items[i]), gold, found.answer, rewards)
                 continue
             key = (gold, found.answer) if cfg.dedupe else (gold, found.answer, i)
             if key in pending:
@@ -134,10 +137,10 @@ class MathBatchVerifier:
                 out["cached"] = True
             verdict = _verdict(status, out, rewards, reply.get("elapsed_s", 0.0))
             gold, pred = clean_answer(items[indices[0]].answer or ""), details["extracted"]
-            verdicts[indices[0]] = with_forms(verdict, items[indices[0]].question, gold, pred, rewards)
+            verdicts[indices[0]] = with_forms(verdict, self._question(items[indices[0]]), gold, pred, rewards)
             for i in indices[1:]:
                 copy = verdict.model_copy(update={"details": {**out, "deduplicated": True}})
-                verdicts[i] = with_forms(copy, items[i].question, gold, pred, rewards)
+                verdicts[i] = with_forms(copy, self._question(items[i]), gold, pred, rewards)
 
 
 def _verdict(status: Status, details: dict, rewards, elapsed_s: float) -> Verdict:

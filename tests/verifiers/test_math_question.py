@@ -183,3 +183,10 @@ def test_a_huge_radicand_is_still_tested_for_small_square_factors():
     radical = "Express your answer in simplest radical form."
     assert check_forms(radical, "2\\sqrt{2}", "\\sqrt{" + "9" * 990 + "}").rejected_by == "radical"  # 9 | 99...9
     assert check_forms(radical, "2\\sqrt{2}", "\\sqrt{" + "1" + "0" * 40 + "1}").rejected_by is None
+
+
+def test_question_forms_off_lets_the_value_alone_decide():
+    with VerifierPool(VerifierConfig(math=MathConfig(timeout_s=5.0, question_forms=False))) as off:
+        verdicts = off.verify_batch([item(i, c, g, q) for i, (c, g, q, _) in enumerate(FORBIDDEN)])
+    assert [v.status.value for v in verdicts] == ["correct"] * len(FORBIDDEN)
+    assert not any(v.details["rule"].startswith("form_") for v in verdicts)
