@@ -9,6 +9,7 @@ VSTAMP := $(VVENV)/.installed
 RVENV  ?= .venv-rl
 RPY    := $(RVENV)/bin/python
 RSTAMP := $(RVENV)/.installed
+RTQSTAMP := $(RVENV)/.installed-transferqueue
 export OMP_WAIT_POLICY ?= PASSIVE
 
 .PHONY: install browser demo test test-all bench lint docs clean vllm-env test-main test-vllm rl-env test-rl
@@ -69,7 +70,7 @@ $(VSTAMP): pyproject.toml
 test-rl: rl-env
 	SCALERL_RL_TESTS=1 $(RPY) -m pytest -q -m "rl and not slow" tests/env/test_adapters_*.py tests/env/test_curriculum_*.py
 
-rl-env: $(RSTAMP)
+rl-env: $(RSTAMP) $(RTQSTAMP)
 
 # trl 1.16.0 and verl 0.9.1 resolve transformers 5.10 (not .venv's). verl's hydra 1.3 / omegaconf 2.3 need
 # antlr4 4.9 while math-verify's extra pins 4.13: resolved together, pip backtracks to hydra 0.11, which verl
@@ -85,6 +86,14 @@ $(RSTAMP): pyproject.toml
 	$(RPY) -m pip install -q --no-deps "openrlhf==0.11.2" "antlr4-python3-runtime==4.9.3"
 	$(RPY) -c 'import omegaconf, trl, verl, openrlhf.utils.agent; assert omegaconf.OmegaConf.create({"a": 1, "b": "$${a}"}).b == 1'
 	touch $(RSTAMP)
+
+# veRL's v1 trainer (ReplayBuffer, algorithm.filter_groups) imports transfer_queue and cachetools, from its
+# verl-core extra (not installed): TransferQueue 0.1.10 is the version veRL 0.9.1's own install hint names.
+# A stamp of its own, so an existing .venv-rl gets them without a rebuild.
+$(RTQSTAMP): $(RSTAMP)
+	$(RPY) -m pip install -q "TransferQueue==0.1.10" "cachetools==8.0.2"
+	$(RPY) -c 'import transfer_queue, verl.trainer.ppo.v1.trainer_base'
+	touch $(RTQSTAMP)
 
 test-all: install browser vllm-env rl-env
 	$(PY) -m pytest -q -m "not vllm"
