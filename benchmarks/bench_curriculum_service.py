@@ -25,8 +25,9 @@ import time
 from pathlib import Path
 
 from curriculum.ledger.store import Ledger
+from curriculum.policy import policy_for
 from curriculum.sampler import Sampler
-from curriculum.service import CurriculumService, Member, resolve_settings, sampler_policy
+from curriculum.service import CurriculumService, Member, resolve_settings
 from curriculum.service_models import DrawRequest, ReportRequest
 from scalerl_env.contracts.records import ProblemRecord
 from scalerl_env.curriculum_client import CurriculumClient
@@ -47,7 +48,7 @@ def groups(ids: list[str], step: int) -> list[dict]:
 def baseline(folder: Path, probs: list[ProblemRecord], args) -> float:
     with Ledger(folder / "base.duckdb") as ledger:
         cfg = resolve_settings(SETTINGS)
-        sampler = Sampler(probs, weights={"math": 1.0}, seed=0, ledger=ledger, policy=sampler_policy(cfg, 0))
+        sampler = Sampler(probs, weights={"math": 1.0}, seed=0, ledger=ledger, policy=policy_for(cfg, 0))
         service = CurriculumService(ledger)  # only for its report path, the same rows as the others
         service.register("r", [Member(p.prompt_id, p.domain, p.source, "train", p) for p in probs])
         times = []

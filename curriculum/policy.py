@@ -257,3 +257,12 @@ class CurriculumPolicy:
 def policy_state_copy(state: Mapping[str, Any]) -> dict[str, Any]:
     """A detached copy of the policy's part of the sampler state (JSON round trip)."""
     return json.loads(json.dumps(state))
+
+
+def policy_for(cfg: StrategyConfig, seed: int) -> CurriculumPolicy | None:
+    """The sampler's strategy hook, or None under ScaleRL's defaults (the sampler's plain walk): the one
+    builder for `scalerl train` and the curriculum service."""
+    if not cfg.sampler_active:
+        return None
+    prior = lc.profile_prior(cfg.prior_ledger) if cfg.prior_ledger else None
+    return CurriculumPolicy(cfg, seed=seed, prior=prior)

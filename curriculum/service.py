@@ -3,7 +3,7 @@ the `curriculum.*` strategies, for trainers that are not `scalerl train` (the re
 `/v1/curriculum/*` routes and `scalerl_env.curriculum_client` sit on top of this).
 
 Each set is one `Sampler` on the server's ledger (`sampler_state` name `curriculum/NAME`) with the
-`CurriculumPolicy` that `scalerl train` builds from the same settings (`sampler_policy`); retirement is
+`CurriculumPolicy` that `scalerl train` builds from the same settings (`curriculum.policy.policy_for`); retirement is
 the ledger's rule, fed by every verdict recorded with a `prompt_id` (the reward server's `/v1/verify`)
 and by groups reported here. A draw (`draw_id`, shared by the data-parallel ranks of one step) is one
 sampler batch of `world_size × n` distinct prompts; rank r gets slice r.
@@ -41,9 +41,8 @@ from typing import Any
 from pydantic import ValidationError
 
 from curriculum.ledger import sets as stored
-from curriculum.ledger.counts import profile_prior
 from curriculum.ledger.store import Ledger
-from curriculum.policy import CurriculumPolicy
+from curriculum.policy import policy_for
 from curriculum.sampler import Sampler, SamplerExhausted
 from curriculum.service_models import (
     DomainCounts,
@@ -144,15 +143,6 @@ def resolve_settings(raw: Mapping[str, Any]) -> StrategyConfig:
         raise SetInputError(f"curriculum.{loc}" if loc else "curriculum", err["msg"]) from None
 
 
-def sampler_policy(cfg: StrategyConfig, seed: int) -> CurriculumPolicy | None:
-    """The sampler's strategy hook, or None under ScaleRL's defaults: what `scalerl train` builds
-    (`trainer.run.sampling.build_policy`) from the same settings."""
-    if not cfg.sampler_active:
-        return None
-    prior = profile_prior(cfg.prior_ledger) if cfg.prior_ledger else None
-    return CurriculumPolicy(cfg, seed=seed, prior=prior)
-
-
 def _domain_weights(members: Sequence[Member], weights: Mapping[str, float]) -> dict[str, float]:
     if weights:  # zero weights leave the mix (as the sampler drops them)
         return {d: float(w) for d, w in sorted(weights.items()) if w != 0}
@@ -186,7 +176,7 @@ class CurriculumSet:
                  settings: StrategyConfig, members: Sequence[Member]) -> None:
         self.ledger, self.name, self.seed, self.settings = ledger, name, int(seed), settings
         self.members = {m.prompt_id: m for m in members}
-        self.policy = sampler_policy(settings, self.seed)
+        self.policy = policy_for(settings, self.seed)
         holdout = {m.prompt_id for m in members if m.split == "heldout"}
         self._held = _HeldStates(ledger)
         try:

@@ -27,8 +27,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from curriculum.filters import zero_variance_filter
-from curriculum.ledger.counts import profile_prior
-from curriculum.policy import CurriculumPolicy
+from curriculum.policy import CurriculumPolicy, policy_for
 from curriculum.strategies import ZERO_VARIANCE_MODES
 from scalerl_env.contracts.config import ConfigError
 from trainer.config.train import TrainConfig
@@ -47,10 +46,7 @@ def build_policy(cfg: TrainConfig) -> CurriculumPolicy | None:
     cur = cfg.curriculum
     if cur.zero_variance.mode == "refill" and cfg.ray.enabled:
         raise ConfigError("curriculum.zero_variance.mode=refill needs the in-process runtime (ray.enabled=false)")
-    if not cur.sampler_active:
-        return None
-    prior = profile_prior(cur.prior_ledger) if cur.prior_ledger else None
-    return CurriculumPolicy(cur, seed=cfg.pipeline.seed, prior=prior)
+    return policy_for(cur, cfg.pipeline.seed)
 
 
 def informative(groups: list[RolloutGroup]) -> list[bool]:
