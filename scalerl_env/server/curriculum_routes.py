@@ -31,21 +31,21 @@ from curriculum.service_models import (
     SetSummary,
 )
 from scalerl_env.contracts.records import ProblemRecord
-from scalerl_env.server.models import ErrorResponse, ValidationErrorResponse
+from scalerl_env.server.models import error_responses
 
 router = APIRouter(prefix="/v1/curriculum", tags=["curriculum"])
 _BUILD_LOCK = threading.Lock()
 NO_LEDGER = "no ledger is attached to this server: the curriculum lives in the ledger; start it with --ledger FILE"
 
 
+DESCRIBED = {400: "malformed body (invalid UTF-8, bad Content-Length)",
+             404: "no set of that name is registered",
+             409: "no ledger attached, or a conflict with what was registered or drawn before",
+             413: "body larger than limits.max_body_bytes"}
+
+
 def _responses(*codes: int) -> dict[int | str, dict[str, Any]]:
-    described = {400: "malformed body (invalid UTF-8, bad Content-Length)",
-                 404: "no set of that name is registered",
-                 409: "no ledger attached, or a conflict with what was registered or drawn before",
-                 413: "body larger than limits.max_body_bytes"}
-    out: dict[int | str, dict[str, Any]] = {c: {"model": ErrorResponse, "description": described[c]} for c in codes}
-    out[422] = {"model": ValidationErrorResponse, "description": "schema error; `field` names the path"}
-    return out
+    return error_responses(DESCRIBED, *codes)
 
 
 def _build(app: Any, ledger: Any) -> CurriculumService:

@@ -90,6 +90,14 @@ class ValidationErrorResponse(Strict):
     detail: list[FieldError]
 
 
+def error_responses(described: dict[int, str], *codes: int) -> dict[int | str, dict[str, Any]]:
+    """A route's documented error answers: `codes` with their `described` text, plus the 422 every typed
+    body has."""
+    out: dict[int | str, dict[str, Any]] = {c: {"model": ErrorResponse, "description": described[c]} for c in codes}
+    out[422] = {"model": ValidationErrorResponse, "description": "schema error; `field` names the path"}
+    return out
+
+
 # --------------------------------------------------------------------------- replica → owner: ledger ingest
 class RecordedItem(Strict):
     """What the ledger keeps of a scored item (`VerifyItem` without the completion and the reference)."""

@@ -27,16 +27,15 @@ from scalerl_env.contracts.records import VerifyItem
 from scalerl_env.server.limits import read_body, replay
 from scalerl_env.server.models import (
     IDEMPOTENCY_HEADER,
-    ErrorResponse,
     Health,
     LedgerQueryRequest,
     LedgerQueryResponse,
     Readiness,
     RewardRequest,
     RewardResponse,
-    ValidationErrorResponse,
     VerifyRequest,
     VerifyResponse,
+    error_responses,
 )
 from scalerl_env.server.owner_link import OwnerUnavailable
 from scalerl_env.server.state import ServerState
@@ -121,22 +120,20 @@ ROUTE_PATHS = frozenset({"/v1/verify", "/healthz", "/readyz", "/metrics", "/v1/l
 METRICS_CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 
 
+ERRORS_DESCRIBED = {
+    400: "malformed body (invalid UTF-8, bad Content-Length) or rejected SQL",
+    409: "no ledger is attached (start the server with --ledger FILE), or an Idempotency-Key reused for "
+         "another prompt",
+    413: "body larger than limits.max_body_bytes or more items than limits.max_batch_items",
+    503: "overloaded (too many items in flight), shutting down, or (replica) the ledger owner has not "
+         "committed; retry after Retry-After seconds, with the same Idempotency-Key",
+    504: "not finished within the deadline",
+    500: "a verifier or ledger fault (logged); the verdicts were not acknowledged",
+}
+
+
 def _errors(*codes: int) -> dict[int | str, dict[str, Any]]:
-    described = {
-        400: "malformed body (invalid UTF-8, bad Content-Length) or rejected SQL",
-        409: "no ledger is attached (start the server with --ledger FILE), or an Idempotency-Key reused for "
-             "another prompt",
-        413: "body larger than limits.max_body_bytes or more items than limits.max_batch_items",
-        503: "overloaded (too many items in flight), shutting down, or (replica) the ledger owner has not "
-             "committed; retry after Retry-After seconds, with the same Idempotency-Key",
-        504: "not finished within the deadline",
-        500: "a verifier or ledger fault (logged); the verdicts were not acknowledged",
-    }
-    out: dict[int | str, dict[str, Any]] = {
-        code: {"model": ErrorResponse, "description": described[code]} for code in codes
-    }
-    out[422] = {"model": ValidationErrorResponse, "description": "schema error; `field` names the path"}
-    return out
+    return error_responses(ERRORS_DESCRIBED, *codes)
 
 
 def _json(model: BaseModel) -> Response:
