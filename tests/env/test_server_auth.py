@@ -160,24 +160,11 @@ class TlsServer(ServerProcess):
 
     def __init__(self, cert, *args: str) -> None:
         super().__init__(*args)
-        self.trust = ssl.create_default_context(cafile=str(cert))
+        self.trust = self.verify = ssl.create_default_context(cafile=str(cert))
 
     @property
     def url(self) -> str:
         return f"https://127.0.0.1:{self.port}"
-
-    def _wait_ready(self, timeout_s: float) -> bool:
-        deadline = time.monotonic() + timeout_s
-        while time.monotonic() < deadline and self.proc.poll() is None:
-            try:
-                if httpx.get(self.url + "/readyz", timeout=2.0, verify=self.trust).status_code == 200:
-                    return True
-            except httpx.HTTPError:
-                pass
-            time.sleep(0.2)
-        self.proc.kill()
-        self.proc.wait()
-        return False
 
 
 def self_signed(tmp_path):

@@ -40,6 +40,7 @@ class ServerProcess:
         self.log_path = Path(tempfile.mkstemp(prefix="scalerl-serve-", suffix=".log")[1])
         self.proc: subprocess.Popen | None = None
         self.port = 0
+        self.verify: object = True  # httpx's `verify` for the readiness poll (an SSL context for HTTPS)
 
     @property
     def url(self) -> str:
@@ -65,7 +66,7 @@ class ServerProcess:
             if self.proc.poll() is not None:
                 return False
             try:
-                if httpx.get(self.url + "/readyz", timeout=2.0).status_code == 200:
+                if httpx.get(self.url + "/readyz", timeout=2.0, verify=self.verify).status_code == 200:
                     return True
             except httpx.HTTPError:
                 pass
