@@ -33,7 +33,7 @@ import numpy as np
 from pydantic import Field
 
 from scalerl_env.contracts.records import Strict
-from trainer.ablate.resolution import Resolution, baseline_resolution
+from trainer.ablate.resolution import Resolution, baseline_resolution, compute_to_target, difference_se
 from trainer.ablate.study import Manifest
 from trainer.ablate.variants import BASELINE
 
@@ -71,6 +71,8 @@ class RunFit(Strict):
     extrapolation_mae: float | None = None
     fixed_A_fit: dict | None = None
     fixed_A_error: str | None = None
+    compute_to_target: float | None = Field(
+        default=None, description="compute to the domain's target pass rate (first crossing); None if never")
 
 
 class VariantDomain(Strict):
@@ -95,6 +97,12 @@ class VariantDomain(Strict):
     late_pass_rate: float | None = None
     late_pass_rate_spread: float | None = None
     d_late_pass_rate: float | None = Field(default=None, description="late pass rate minus the baseline's")
+    d_late_pass_rate_se: float | None = Field(default=None, description="standard error of d_late_pass_rate")
+    dA_se: float | None = Field(default=None, description="standard error of dA")
+    reached_target: int = Field(default=0, description="seeds that reached the domain's target pass rate")
+    compute_to_target: float | None = Field(default=None, description="mean over the seeds, when all reached it")
+    d_compute_to_target: float | None = None
+    d_compute_to_target_se: float | None = None
 
 
 class DomainSummary(Strict):
@@ -222,6 +230,39 @@ def summarize_variant(variant: str, domain: str, runs: list[RunFit], n_seeds: in
     return vd
 
 
+def _paired(runs: list[RunFit], base_runs: list[RunFit], value) -> tuple[float | None, float | None]:
+    """Mean difference of `value` over the runs against the baseline's runs, and its standard error."""
+    vs = [value(r) for r in runs if value(r) is not None]
+    bs = [value(r) for r in base_runs if value(r) is not None]
+    if not vs or not bs:
+        return None, None
+    return float(np.mean(vs) - np.mean(bs)), difference_se(vs, bs)
+
+
+def compare_to_baseline(rows: list[VariantDomain], runs_d: list[RunFit], curves: list[Curve],
+                        target: float | None) -> None:
+    """Per variant of one domain (`runs_d`, `curves`): compute to the target pass rate, and each difference
+    from the baseline with its standard error."""
+    by_run = {(c.variant, c.seed): c for c in curves}
+    for rec in runs_d:
+        c = by_run.get((rec.variant, rec.seed))
+        if target is not None and c is not None:
+            rec.compute_to_target = compute_to_target(c.compute, c.rate, target)
+    base_runs = [r for r in runs_d if r.variant == BASELINE]
+    for row in rows:
+        runs = [r for r in runs_d if r.variant == row.variant]
+        reach = [r.compute_to_target for r in runs if r.compute_to_target is not None]
+        row.reached_target = len(reach)
+        row.compute_to_target = float(np.mean(reach)) if reach and len(reach) == len(runs) else None
+        if row.variant == BASELINE:
+            continue
+        row.d_late_pass_rate_se = _paired(runs, base_runs, lambda r: r.late_pass_rate)[1]
+        row.dA_se = _paired(runs, base_runs, lambda r: r.fit["A"] if r.fit else None)[1]
+        if row.compute_to_target is not None and all(r.compute_to_target is not None for r in base_runs):
+            row.d_compute_to_target, row.d_compute_to_target_se = _paired(
+                runs, base_runs, lambda r: r.compute_to_target)
+
+
 def domain_resolution(result: AnalysisResult, domain: str, r0: float | None, seeds: int,
                       samples: int) -> Resolution:
     """`trainer.ablate.resolution.baseline_resolution` over the baseline's runs of `domain`."""
@@ -306,6 +347,8 @@ def analyze(manifest: Manifest, out: Path, domains: list[str]) -> AnalysisResult
             base = row if name == BASELINE else base
             rows.append(row)
         refit_fixed_a(result, summary, rows, fit_until, spec.burn_in)
+        target = summary.resolution.target_pass_rate if summary.resolution else None
+        compare_to_baseline(rows, runs_d, [c for c in curves if c.domain == d], target)
         result.report.domains.append(summary)
         result.report.variants.extend(rows)
     return result

@@ -3,7 +3,8 @@
 report.json: the study spec, the manifest's runs (status, wall time, error) and the `Analysis`
 (per domain: R0, margin and its source, the fixed A; per variant x domain: A, B, C_mid seed means and
 spreads, ΔA and ΔB against the baseline, whether ΔA exceeds the margin, B with A fixed, extrapolation
-error, final pass rate; per run x domain: the fits themselves or why there is none).
+error, final pass rate; the differences in last-third pass rate, A and compute to the target pass rate
+with their standard errors; per run x domain: the fits themselves or why there is none).
 report.md: the same as tables, with the command that reproduces the study; per domain first the
 resolution (the smallest differences the seeds resolve, `trainer.ablate.resolution`) and beside every
 Δ whether it is above it; the extrapolation check over all runs; per fit whether A and B are
@@ -41,6 +42,11 @@ def _num(x: float | None, digits: int = 3) -> str:
     return "–" if x is None else f"{x:.{digits}f}"
 
 
+def _sig(x: float | None) -> str:
+    """Compute amounts: four significant figures, whatever the axis's unit (samples or FLOPs)."""
+    return "–" if x is None else f"{x:.4g}"
+
+
 def _pm(x: float | None, spread: float | None) -> str:
     return _num(x) if spread is None else f"{_num(x)} ± {_num(spread)}"
 
@@ -71,7 +77,7 @@ def resolution_line(d: DomainSummary) -> str:
         return (f"Resolution: not measured ({0 if r is None else r.from_baseline_runs} baseline run(s); it needs "
                 "at least 2 baseline seeds).")
     target = "" if r.target_pass_rate is None else (
-        f", Δ compute to pass rate {r.target_pass_rate:.3f} ±{_num(r.compute_to_target, 4)}")
+        f", Δ compute to pass rate {r.target_pass_rate:.3f} ±{_sig(r.compute_to_target)}")
     return (f"Resolution at 2 standard errors with {r.seeds} seeds per recipe (spreads of {r.from_baseline_runs} "
             f"baseline runs): ΔA ±{_num(r.A)}, Δ last-third pass rate ±{_num(r.late_pass_rate)} (evaluation "
             f"noise alone ±{_num(r.eval_floor)}){target}. Smaller differences are below the resolution.")
@@ -97,6 +103,29 @@ def _variant_row(v: VariantDomain, d: DomainSummary) -> str:
             f"{c_mid} | {_num(v.B_fixed)} | {_num(v.dB_fixed)} | {_num(v.extrapolation_error)} |")
 
 
+def _delta(x: float | None, se: float | None, show=_num) -> str:
+    return show(x) if se is None else f"{show(x)} ± {show(se)}"
+
+
+def difference_table(rep: Analysis, d: DomainSummary) -> list[str]:
+    """Per variant: each difference from the baseline ± its standard error, and whether it clears the
+    resolution stated before the comparisons."""
+    res = d.resolution or Resolution(seeds=0, from_baseline_runs=0)
+    target = "–" if res.target_pass_rate is None else f"{res.target_pass_rate:.3f}"
+    lines = [f"Differences from the baseline (mean over seeds ± one standard error, from both recipes' seed "
+             f"spreads); compute to the target pass rate {target} in {rep.compute}:", "",
+             "| variant | Δ last third | resolved | ΔA | resolved | compute to target (seeds reached) "
+             "| Δ compute to target | resolved |", "|---" * 8 + "|"]
+    for v in (v for v in rep.variants if v.domain == d.domain):
+        reach = f"{_sig(v.compute_to_target)} ({v.reached_target}/{v.seeds})"
+        lines.append(f"| {v.variant} | {_delta(v.d_late_pass_rate, v.d_late_pass_rate_se)} | "
+                     f"{_resolved(v.d_late_pass_rate, res.late_pass_rate)} | {_delta(v.dA, v.dA_se)} | "
+                     f"{_resolved(v.dA, res.A)} | {reach} | "
+                     f"{_delta(v.d_compute_to_target, v.d_compute_to_target_se, _sig)} | "
+                     f"{_resolved(v.d_compute_to_target, res.compute_to_target)} |")
+    return [*lines, ""]
+
+
 def render_markdown(manifest: Manifest, result: AnalysisResult, figures: dict[str, str]) -> str:
     rep = result.report
     lines = ["# Leave-one-out study", "", "```bash", command_line(manifest), "```", "",
@@ -119,7 +148,7 @@ def render_markdown(manifest: Manifest, result: AnalysisResult, figures: dict[st
                   "| ΔA > margin | ΔA resolved | B | ΔB | C_mid | B (A fixed) | ΔB (A fixed) | extrap. error |",
                   "|---" * 16 + "|"]
         lines += [_variant_row(v, d) for v in rep.variants if v.domain == d.domain]
-        lines += ["", extrapolation_line(rep, d.domain), ""]
+        lines += ["", *difference_table(rep, d), extrapolation_line(rep, d.domain), ""]
     lines += fit_table(rep)
     lines += ["## Runs", "", "| variant | seed | status | steps | wall s (whole run) | load average | folder |",
               "|---|---|---|---|---|---|---|"]

@@ -8,6 +8,8 @@ From the baseline's runs of one domain (pure functions, tested on hand-made curv
   shared start R0 to the baseline's mean late pass rate, a rate every baseline run should reach);
 - the resolution of a difference between two recipes' means over `seeds` seeds each:
   2 x sd x sqrt(2 / seeds). A variant's difference smaller than that is below the resolution.
+- the standard error of one variant's difference from the baseline, from both recipes' own seed
+  spreads (Welch): sqrt(sd_v^2 / n_v + sd_b^2 / n_b); the report prints it beside every difference;
 - the floor set by evaluation noise alone: 2 x sqrt(2 p (1 - p) / (samples x seeds)) for the late
   pass rate p (one evaluation per seed; the spread over seeds already contains this noise).
 Not guaranteed: with two baseline seeds the spread itself is uncertain by a factor of ~2 either way;
@@ -53,6 +55,13 @@ def resolvable_difference(values: list[float], seeds: int) -> float | None:
     if len(values) < 2:
         return None
     return 2.0 * float(np.std(values, ddof=1)) * math.sqrt(2.0 / seeds)
+
+
+def difference_se(values: list[float], base: list[float]) -> float | None:
+    """Standard error of mean(values) - mean(base), each from its own seed spread; None under 2 seeds."""
+    if len(values) < 2 or len(base) < 2:
+        return None
+    return math.sqrt(float(np.var(values, ddof=1)) / len(values) + float(np.var(base, ddof=1)) / len(base))
 
 
 def eval_floor(pass_rate: float | None, samples: int, seeds: int) -> float | None:

@@ -87,6 +87,26 @@ def test_flags_lower_asymptote_and_refits_equal_asymptotes(tmp_path: Path) -> No
     assert rows["low"].d_late_pass_rate is not None and rows["low"].d_late_pass_rate < -0.1
     assert "Extrapolation check (fit on compute" in md and "| determined? |" in md
     assert "| falls | 0 | math | – | – | no fit (" in md
+    assert rows["low"].dA_se is not None and 0 < rows["low"].dA_se < abs(rows["low"].dA)
+    assert rows["baseline"].dA_se is None  # no difference from itself
+    assert rows["falls"].reached_target == 0 and rows["falls"].d_compute_to_target is None
+    assert "Differences from the baseline" in md
+
+
+def test_a_later_curve_costs_more_compute_to_the_target(tmp_path: Path) -> None:
+    """Same A and B, midpoint 1.5x later: the compute to the target pass rate grows by about half."""
+    manifest = _study(tmp_path, {
+        "baseline": [(0.60, 2.0, 30.0), (0.60, 2.0, 31.0)],
+        "later": [(0.60, 2.0, 45.0), (0.60, 2.0, 46.5)],
+    })
+    result = analyze(manifest, tmp_path, ["math"])
+    rows = {v.variant: v for v in result.report.variants}
+    base, later = rows["baseline"], rows["later"]
+    assert base.reached_target == later.reached_target == 2
+    assert later.d_compute_to_target is not None and later.d_compute_to_target_se is not None
+    assert 0.3 * base.compute_to_target < later.d_compute_to_target < 0.7 * base.compute_to_target
+    assert later.d_compute_to_target > 2 * later.d_compute_to_target_se
+    assert abs(later.dA) < 0.03
 
 
 def test_a_stays_within_pass_rate_bounds_when_data_stop_early(tmp_path: Path) -> None:

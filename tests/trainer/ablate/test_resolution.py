@@ -10,6 +10,7 @@ import pytest
 from trainer.ablate.resolution import (
     baseline_resolution,
     compute_to_target,
+    difference_se,
     eval_floor,
     fit_status,
     resolvable_difference,
@@ -59,3 +60,10 @@ def test_fit_status_names_what_is_pinned():
     assert fit_status({"warnings": ["the A interval is wider than the gain A - R0: these data do not determine A"]}) \
         == "A undetermined (interval wider than the gain)"
     assert fit_status(None) == "no fit"
+
+
+def test_difference_se_uses_both_recipes_spreads():
+    v, b = [0.50, 0.54, 0.52], [0.40, 0.41, 0.42, 0.43]
+    expected = math.sqrt(np.var(v, ddof=1) / 3 + np.var(b, ddof=1) / 4)
+    assert difference_se(v, b) == pytest.approx(expected)
+    assert difference_se([0.5], b) is None  # one seed has no spread
