@@ -83,10 +83,12 @@ def resolution_line(d: DomainSummary) -> str:
             f"noise alone ±{_num(r.eval_floor)}){target}. Smaller differences are below the resolution.")
 
 
-def _resolved(delta: float | None, resolution: float | None) -> str:
+def _resolved(delta: float | None, resolution: float | None, se: float | None = None) -> str:
+    """Beyond the resolution stated first and, where the difference has its own standard error, beyond
+    2 of those too (few seeds can make the baseline's spread, and so the resolution, too small)."""
     if delta is None or resolution is None:
         return "–"
-    return "**yes**" if abs(delta) > resolution else "no"
+    return "**yes**" if abs(delta) > resolution and (se is None or abs(delta) > 2 * se) else "no"
 
 
 def _variant_row(v: VariantDomain, d: DomainSummary) -> str:
@@ -108,8 +110,8 @@ def _delta(x: float | None, se: float | None, show=_num) -> str:
 
 
 def difference_table(rep: Analysis, d: DomainSummary) -> list[str]:
-    """Per variant: each difference from the baseline ± its standard error, and whether it clears the
-    resolution stated before the comparisons."""
+    """Per variant: each difference from the baseline ± its standard error, and whether it clears both the
+    resolution stated before the comparisons and 2 of its own standard errors."""
     res = d.resolution or Resolution(seeds=0, from_baseline_runs=0)
     target = "–" if res.target_pass_rate is None else f"{res.target_pass_rate:.3f}"
     lines = [f"Differences from the baseline (mean over seeds ± one standard error, from both recipes' seed "
@@ -119,10 +121,10 @@ def difference_table(rep: Analysis, d: DomainSummary) -> list[str]:
     for v in (v for v in rep.variants if v.domain == d.domain):
         reach = f"{_sig(v.compute_to_target)} ({v.reached_target}/{v.seeds})"
         lines.append(f"| {v.variant} | {_delta(v.d_late_pass_rate, v.d_late_pass_rate_se)} | "
-                     f"{_resolved(v.d_late_pass_rate, res.late_pass_rate)} | {_delta(v.dA, v.dA_se)} | "
-                     f"{_resolved(v.dA, res.A)} | {reach} | "
+                     f"{_resolved(v.d_late_pass_rate, res.late_pass_rate, v.d_late_pass_rate_se)} | "
+                     f"{_delta(v.dA, v.dA_se)} | {_resolved(v.dA, res.A, v.dA_se)} | {reach} | "
                      f"{_delta(v.d_compute_to_target, v.d_compute_to_target_se, _sig)} | "
-                     f"{_resolved(v.d_compute_to_target, res.compute_to_target)} |")
+                     f"{_resolved(v.d_compute_to_target, res.compute_to_target, v.d_compute_to_target_se)} |")
     return [*lines, ""]
 
 

@@ -107,6 +107,9 @@ def test_a_later_curve_costs_more_compute_to_the_target(tmp_path: Path) -> None:
     assert 0.3 * base.compute_to_target < later.d_compute_to_target < 0.7 * base.compute_to_target
     assert later.d_compute_to_target > 2 * later.d_compute_to_target_se
     assert abs(later.dA) < 0.03
+    md = write_report(manifest, result, tmp_path)["report_md"].read_text()
+    (diff_row,) = [line for line in md.splitlines() if line.startswith("| later |") and "(2/2)" in line]
+    assert diff_row.endswith("| **yes** |")  # compute to target: beyond the resolution and 2 SE
 
 
 def test_a_stays_within_pass_rate_bounds_when_data_stop_early(tmp_path: Path) -> None:
