@@ -232,8 +232,8 @@ def summarize_variant(variant: str, domain: str, runs: list[RunFit], n_seeds: in
 
 def _paired(runs: list[RunFit], base_runs: list[RunFit], value) -> tuple[float | None, float | None]:
     """Mean difference of `value` over the runs against the baseline's runs, and its standard error."""
-    vs = [value(r) for r in runs if value(r) is not None]
-    bs = [value(r) for r in base_runs if value(r) is not None]
+    vs = [x for x in map(value, runs) if x is not None]
+    bs = [x for x in map(value, base_runs) if x is not None]
     if not vs or not bs:
         return None, None
     return float(np.mean(vs) - np.mean(bs)), difference_se(vs, bs)
@@ -243,12 +243,13 @@ def compare_to_baseline(rows: list[VariantDomain], runs_d: list[RunFit], curves:
                         target: float | None) -> None:
     """Per variant of one domain (`runs_d`, `curves`): compute to the target pass rate, and each difference
     from the baseline with its standard error."""
-    by_run = {(c.variant, c.seed): c for c in curves}
-    for rec in runs_d:
-        c = by_run.get((rec.variant, rec.seed))
-        if target is not None and c is not None:
-            rec.compute_to_target = compute_to_target(c.compute, c.rate, target)
+    if target is not None:
+        by_run = {(c.variant, c.seed): c for c in curves}
+        for rec in runs_d:
+            if (c := by_run.get((rec.variant, rec.seed))) is not None:
+                rec.compute_to_target = compute_to_target(c.compute, c.rate, target)
     base_runs = [r for r in runs_d if r.variant == BASELINE]
+    base_reached = bool(base_runs) and all(r.compute_to_target is not None for r in base_runs)
     for row in rows:
         runs = [r for r in runs_d if r.variant == row.variant]
         reach = [r.compute_to_target for r in runs if r.compute_to_target is not None]
@@ -258,7 +259,7 @@ def compare_to_baseline(rows: list[VariantDomain], runs_d: list[RunFit], curves:
             continue
         row.d_late_pass_rate_se = _paired(runs, base_runs, lambda r: r.late_pass_rate)[1]
         row.dA_se = _paired(runs, base_runs, lambda r: r.fit["A"] if r.fit else None)[1]
-        if row.compute_to_target is not None and all(r.compute_to_target is not None for r in base_runs):
+        if row.compute_to_target is not None and base_reached:
             row.d_compute_to_target, row.d_compute_to_target_se = _paired(
                 runs, base_runs, lambda r: r.compute_to_target)
 
