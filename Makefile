@@ -108,7 +108,7 @@ lint: install
 
 # Regenerate what is generated from the config models (a test fails when they drift).
 docs: install
-	$(PY) -m trainer.config.docs
+	$(PY) -m scalerl.trainer.config.docs
 	$(VENV)/bin/scalerl train --print-config > tests/trainer/snapshots/default_config.yaml
 
 clean:

@@ -42,7 +42,7 @@ def rows(path: Path) -> list[dict]:
 
 
 def project(items: list[dict], question: bool = True) -> tuple[list[bool], list[str], list[dict]]:
-    from verifiers import close_default_pools, verify_batch
+    from scalerl.verifiers import close_default_pools, verify_batch
 
     # The problem text goes with each item (as `question`), so the forms it states are checked.
     verdicts = verify_batch([{"id": it["id"], "domain": "math", "completion": it["output"],

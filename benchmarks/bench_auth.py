@@ -32,7 +32,7 @@ async def _inner(scope, receive, send) -> None:
 
 
 def server_side(n: int) -> dict[str, float]:
-    from scalerl_env.server.auth import BearerAuth, load_tokens
+    from scalerl.env.server.auth import BearerAuth, load_tokens
 
     folder = Path(tempfile.mkdtemp())
     (folder / "one").write_text(f"score {TOKEN}\n")
@@ -75,8 +75,7 @@ def _replicas(ready, stop, count: int) -> None:
 
 def client_side(n: int) -> dict[str, float]:
     import httpx
-
-    from scalerl_env.client import RewardClient
+    from scalerl.env.client import RewardClient
 
     ctx = multiprocessing.get_context("spawn")
     ready, stop = ctx.Queue(), ctx.Event()
@@ -110,8 +109,7 @@ def client_side(n: int) -> dict[str, float]:
 def bookkeeping(n: int) -> dict[str, float]:
     """The replica set's own work per call (pick, count, release), without HTTP: CPU µs."""
     import httpx
-
-    from scalerl_env.replicas import Attempts, ReplicaSet
+    from scalerl.env.replicas import Attempts, ReplicaSet
 
     ok = httpx.Response(200)
     sets = {"1 URL": ReplicaSet(["http://a:1"]), "3 URLs": ReplicaSet(["http://a:1", "http://b:1", "http://c:1"])}

@@ -25,11 +25,11 @@ import time
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, REPO)
 
-from scalerl_env.contracts.paths import reference_dir
-from scalerl_env.contracts.records import VerifyItem
-from verifiers.code import CodeVerifier
-from verifiers.config import CodeConfig
-from verifiers.converters import from_mbpp
+from scalerl.env.contracts.paths import reference_dir
+from scalerl.env.contracts.records import VerifyItem
+from scalerl.verifiers.code import CodeVerifier
+from scalerl.verifiers.config import CodeConfig
+from scalerl.verifiers.converters import from_mbpp
 
 MBPP = os.path.join(reference_dir(), "mbpp_sanitized_prime", "new_mbpp.json")
 # Task 123 spends ~3 s of CPU in the program itself, identically in both arms; with it the ratio would

@@ -24,12 +24,12 @@ import tempfile
 import time
 from pathlib import Path
 
-from curriculum.ledger.retirement import RetirementConfig
-from curriculum.ledger.store import Ledger
-from curriculum.policy import CurriculumPolicy
-from curriculum.sampler import Sampler
-from curriculum.strategy_config import StrategyConfig
-from scalerl_env.contracts.records import ChatMessage, ProblemRecord
+from scalerl.curriculum.ledger.retirement import RetirementConfig
+from scalerl.curriculum.ledger.store import Ledger
+from scalerl.curriculum.policy import CurriculumPolicy
+from scalerl.curriculum.sampler import Sampler
+from scalerl.curriculum.strategy_config import StrategyConfig
+from scalerl.env.contracts.records import ChatMessage, ProblemRecord
 
 EVERY = {"priority": {"mode": "learnability"}, "skip": {"mode": "greso"}, "mixing": {"mode": "learning_progress"},
          "bench": {"last_k": 2, "hard_at": 0.0}, "readmission": {"mode": "probe"}}

@@ -24,13 +24,14 @@ import threading
 import time
 from pathlib import Path
 
-from curriculum.ledger.store import Ledger
-from curriculum.policy import policy_for
-from curriculum.sampler import Sampler
-from curriculum.service import CurriculumService, Member, resolve_settings
-from curriculum.service_models import DrawRequest, ReportRequest
-from scalerl_env.contracts.records import ProblemRecord
-from scalerl_env.curriculum_client import CurriculumClient
+from scalerl.curriculum.ledger.store import Ledger
+from scalerl.curriculum.policy import policy_for
+from scalerl.curriculum.sampler import Sampler
+from scalerl.curriculum.service import CurriculumService, Member, resolve_settings
+from scalerl.curriculum.service_models import DrawRequest, ReportRequest
+from scalerl.env.contracts.records import ProblemRecord
+from scalerl.env.curriculum_client import CurriculumClient
+
 from tests.support.server_harness import ServerProcess
 
 SETTINGS: dict = {}  # --curriculum JSON: the curriculum.* settings of all three paths

@@ -53,7 +53,7 @@ def run_hf_generate(model, tok, batch: list[list[int]], tokens: int) -> float:
 
 
 def run_engine(engine, batch: list[list[int]], tokens: int) -> float:
-    from trainer.engines.base import GenerationRequest, SamplingParams
+    from scalerl.trainer.engines.base import GenerationRequest, SamplingParams
 
     never = [engine.vocab_size - 1] if hasattr(engine, "vocab_size") else [-1]  # a stop id never sampled in practice
     sampling = SamplingParams(temperature=1.0, max_new_tokens=tokens, stop_token_ids=never)
@@ -78,8 +78,8 @@ def main() -> None:
     ap.add_argument("--vllm", action="store_true", help="also the vLLM engine (needs .venv-vllm)")
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
-    from trainer.engines.model_loading import load_hf_policy, resolve_model
-    from trainer.engines.torch_engine import TorchEngine
+    from scalerl.trainer.engines.model_loading import load_hf_policy, resolve_model
+    from scalerl.trainer.engines.torch_engine import TorchEngine
 
     model, tok = load_hf_policy(MODEL)
     model.eval()
@@ -88,7 +88,7 @@ def main() -> None:
     engines = {"torch_engine": lambda: TorchEngine(model, eos_token_id=tok.eos_token_id, max_slots=args.batch,
                                                    max_seq_len=max_len, fp32_head=True, seed=0)}
     if args.vllm:
-        from trainer.engines.vllm_engine import VLLMEngine
+        from scalerl.trainer.engines.vllm_engine import VLLMEngine
 
         engines["vllm"] = lambda: VLLMEngine(resolve_model(MODEL), eos_token_id=tok.eos_token_id,
                                              max_slots=args.batch, max_seq_len=max_len, fp32_head=True)

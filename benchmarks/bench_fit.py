@@ -26,9 +26,8 @@ import time
 from pathlib import Path
 
 import numpy as np
-
-from trainer.fit.sigmoid import fit_sigmoid
-from trainer.fit.synthetic import NOISE_SIGMA, published_curves, trial_rng
+from scalerl.trainer.fit.sigmoid import fit_sigmoid
+from scalerl.trainer.fit.synthetic import NOISE_SIGMA, published_curves, trial_rng
 
 TARGET_SPEEDUP = 10.0
 TIE_TOL = 1e-6
@@ -81,8 +80,8 @@ def run(trials: int, seed: int, sigma: float) -> tuple[dict[str, dict[str, float
 
 def example_figure(out: Path, seed: int) -> Path:
     """The paper's math+code run, 16k GPU-hours, fitted up to 8k and extrapolated, with power laws."""
-    from trainer.fit.plot import PlotSeries, plot_fits
-    from trainer.fit.sigmoid import fit_power_law
+    from scalerl.trainer.fit.plot import PlotSeries, plot_fits
+    from scalerl.trainer.fit.sigmoid import fit_power_law
 
     specs = [s for s in published_curves() if "math+code" in s.name]
     series = []

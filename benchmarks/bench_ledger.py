@@ -43,11 +43,10 @@ from pathlib import Path
 import duckdb
 import numpy as np
 import pyarrow as pa
-
-from curriculum.ledger.attempts import to_attempts_table
-from curriculum.ledger.index import NOT_RETIRED, ROW_SCHEMA, rows_table
-from curriculum.ledger.store import WRITE_SQL, Ledger
-from scalerl_env.contracts.records import ProblemRecord, Verdict, VerifyItem
+from scalerl.curriculum.ledger.attempts import to_attempts_table
+from scalerl.curriculum.ledger.index import NOT_RETIRED, ROW_SCHEMA, rows_table
+from scalerl.curriculum.ledger.store import WRITE_SQL, Ledger
+from scalerl.env.contracts.records import ProblemRecord, Verdict, VerifyItem
 
 PROMPTS_PER_STEP, GROUP = 48, 16
 
@@ -186,7 +185,7 @@ def ingest_cli(workdir: Path, rows: int, prompts: int, use_module: bool = False)
     with Ledger(path) as led:
         led.upsert_problems([_problem(i) for i in range(prompts)])
     exe = Path(sys.executable).with_name("scalerl-env")
-    cmd = [str(exe)] if exe.exists() and not use_module else [sys.executable, "-m", "scalerl_env.cli"]
+    cmd = [str(exe)] if exe.exists() and not use_module else [sys.executable, "-m", "scalerl.env.cli"]
     os.sync()
     t0 = time.perf_counter()
     subprocess.run([*cmd, "ledger", "ingest", "--ledger", str(path), "--file", str(lines)], check=True,
@@ -227,7 +226,7 @@ def main() -> int:
     ap.add_argument("--phase-batches", type=int, default=300, help="batches timed part by part")
     ap.add_argument("--ingest-lines", type=int, default=200_000, help="lines for the `ledger ingest` run (0: skip)")
     ap.add_argument("--ingest-module", action="store_true",
-                    help="run `python -m scalerl_env.cli` (honours PYTHONPATH, e.g. an older checkout) instead of "
+                    help="run `python -m scalerl.env.cli` (honours PYTHONPATH, e.g. an older checkout) instead of "
                          "the installed scalerl-env")
     ap.add_argument("--json-out", type=Path)
     args = ap.parse_args()

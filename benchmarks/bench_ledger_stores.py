@@ -8,7 +8,7 @@ Workload (the same for every store): `--batches` batches of verdict rows (16 pro
 rows, the size a replica's forwarder sends), each committed in one transaction together with the
 per-prompt counters the pass-rate reads use and one idempotency row per verdict; then the pass-rate
 lookup of one batch's prompts and the "hardest active prompts" SQL of docs/ledger.md, each p50 of 50.
-- duckdb-owner: `curriculum.ledger.store.Ledger.record_once(rows, keys)`, in process (what the owner
+- duckdb-owner: `scalerl.curriculum.ledger.store.Ledger.record_once(rows, keys)`, in process (what the owner
   runs for each ingest request; the HTTP hop is measured by benchmarks/bench_replicas.py); and
   `record_attempts` without keys, to show what the idempotency table costs.
 - postgres, 1 and 3 writers: COPY into a temporary table, then in the same transaction INSERT the
@@ -31,8 +31,7 @@ from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
-
-from curriculum.ledger.store import Ledger
+from scalerl.curriculum.ledger.store import Ledger
 
 PROMPTS, GROUP = 16, 16
 HARDEST = ("SELECT prompt_id, scored, correct, correct::FLOAT8 / NULLIF(scored, 0) AS pass_rate FROM prompt_stats "

@@ -20,11 +20,10 @@ import time
 
 import torch
 import torch.nn.functional as F
+from scalerl.trainer.core.fp32_head import pad_sequences, resolve_layout
+from scalerl.trainer.core.losses import LossConfig
+from scalerl.trainer.core.update import OptimConfig, PackedBatch, PolicyTrainer, build_optimizer, pack_samples
 from transformers import LlamaConfig, LlamaForCausalLM
-
-from trainer.core.fp32_head import pad_sequences, resolve_layout
-from trainer.core.losses import LossConfig
-from trainer.core.update import OptimConfig, PackedBatch, PolicyTrainer, build_optimizer, pack_samples
 
 TARGET_RATIO = 1.15
 

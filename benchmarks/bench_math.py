@@ -25,7 +25,7 @@ import random
 import time
 from collections import Counter
 
-from scalerl_env.contracts.paths import reference_dir
+from scalerl.env.contracts.paths import reference_dir
 
 REF = reference_dir() / "math500" / "test.jsonl"
 TARGET_RATIO = 8.0
@@ -62,8 +62,8 @@ def baseline(items: list[dict]) -> tuple[list[bool], float]:
 
 
 def ours(items: list[dict], math_config) -> tuple[list, float, dict]:
-    from verifiers import VerifierPool
-    from verifiers.config import VerifierConfig
+    from scalerl.verifiers import VerifierPool
+    from scalerl.verifiers.config import VerifierConfig
 
     with VerifierPool(VerifierConfig(math=math_config)) as pool:
         while not pool.ready():
@@ -86,7 +86,7 @@ def main() -> None:
     args = ap.parse_args()
     items = workload(args.problems, args.samples, args.truncated, args.seed)
     load_before = os.getloadavg()[0]
-    from verifiers.config import MathConfig
+    from scalerl.verifiers.config import MathConfig
 
     math_config = MathConfig(workers=args.workers, timeout_s=args.timeout_s, fast_path=not args.no_fast_path,
                              dedupe=not args.no_dedupe)

@@ -6,7 +6,7 @@ other in this process. Reports samples/s (steps x prompts x samples / training w
 excluded), the generator idle fraction, and each mode's ratio against k = 0. Target: PipelineRL-8
 >= 1.3x synchronous.
 
-Part 2 (simulation, `trainer.rollout.simulation`): a generator cluster and a trainer with long-tailed
+Part 2 (simulation, `scalerl.trainer.rollout.simulation`): a generator cluster and a trainer with long-tailed
 generation lengths, under the same rule functions as the runtime, for k in 0..16 and PPO-off-policy-8.
 Reports generator and trainer utilization; target: generator utilization >= 95 % at k = 8. Writes
 `docs/figures/pipeline_utilization.png` and the JSON of both parts to `benchmarks/results/`.
@@ -24,10 +24,10 @@ import tempfile
 import time
 from pathlib import Path
 
-from scalerl_env.contracts.config import load_config
-from trainer.config.train import TrainConfig
-from trainer.rollout.simulation import SimConfig, simulate
-from trainer.run.log import read_metrics
+from scalerl.env.contracts.config import load_config
+from scalerl.trainer.config.train import TrainConfig
+from scalerl.trainer.rollout.simulation import SimConfig, simulate
+from scalerl.trainer.run.log import read_metrics
 
 TARGET_RATIO = 1.3
 TARGET_GEN_UTIL = 0.95
@@ -38,7 +38,7 @@ MODES = (("pipeline-8", ["pipeline.mode=pipeline", "pipeline.k=8"]),
 
 
 def run_mode(overrides: list[str], steps: int, workdir: Path) -> dict:
-    from trainer.run.loop import train
+    from scalerl.trainer.run.loop import train
 
     cfg = load_config(TrainConfig, None, [*overrides, f"pipeline.max_steps={steps}", "validation.enabled=false",
                                           "checkpoint.every_steps=100000", "logging.progress=lines"])

@@ -1,7 +1,7 @@
 """Trainer ranks on CPU: update-step tokens/s with 1 and 2 ranks, and the full-weight gather time of a
 ~135 M-parameter model.
 
-- Update step: the CPU default's tiny model (`trainer.tiny.model`, fp32) and packed batches shaped like
+- Update step: the CPU default's tiny model (`scalerl.trainer.tiny.model`, fp32) and packed batches shaped like
   a CPU-default step (16 prompts x 8 samples, ~70 tokens each), through `RankGroup.step` (cut, shard,
   accumulate, clip, AdamW), the path `scalerl train --trainer-ranks N` takes. Three settings alive in
   one run, one step of each per round: 1 rank x 1 thread (the default), 1 rank x 2 threads (the same
@@ -30,11 +30,10 @@ import time
 from pathlib import Path
 
 import torch
-
-from trainer.core.config import LossConfig, OptimConfig
-from trainer.core.update import pack_samples
-from trainer.distributed.leader import RankGroup, architecture_args
-from trainer.distributed.ranks import RankSpec, free_port
+from scalerl.trainer.core.config import LossConfig, OptimConfig
+from scalerl.trainer.core.update import pack_samples
+from scalerl.trainer.distributed.leader import RankGroup, architecture_args
+from scalerl.trainer.distributed.ranks import RankSpec, free_port
 
 OPTIM = OptimConfig(lr=1e-4, warmup_steps=0)  # the CPU default's micro-batch budget and layout
 
@@ -55,7 +54,7 @@ def synthetic_batch(n_samples: int, seed: int, vocab: int):
 def rank_spec(model: torch.nn.Module, world: int, threads: int) -> RankSpec:
     return RankSpec(rank=0, world_size=world, init_method=f"tcp://127.0.0.1:{free_port()}", backend="gloo",
                     device="cpu", timeout_s=600, idle_timeout_s=600, torch_threads=threads,
-                    builder="trainer.distributed.leader:architecture",
+                    builder="scalerl.trainer.distributed.leader:architecture",
                     builder_args=architecture_args(model), optim=OPTIM, loss=LossConfig())
 
 
@@ -136,7 +135,7 @@ def main() -> None:
     ap.add_argument("--skip-gather", action="store_true")
     ap.add_argument("--out", type=Path, default=Path(__file__).parent / "results" / "ranks.json")
     args = ap.parse_args()
-    from trainer.tiny.model import CharTokenizer, build_tiny_model
+    from scalerl.trainer.tiny.model import CharTokenizer, build_tiny_model
 
     model = build_tiny_model()
     vocab = CharTokenizer().vocab_size

@@ -38,10 +38,11 @@ import psutil
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from scalerl_env.client import RewardClient  # noqa: E402
-from scalerl_env.contracts.records import Verdict, VerifyItem  # noqa: E402
-from scalerl_env.server.models import LedgerIngestRequest  # noqa: E402
-from scalerl_env.server.owner_link import ingest_rows  # noqa: E402
+from scalerl.env.client import RewardClient  # noqa: E402
+from scalerl.env.contracts.records import Verdict, VerifyItem  # noqa: E402
+from scalerl.env.server.models import LedgerIngestRequest  # noqa: E402
+from scalerl.env.server.owner_link import ingest_rows  # noqa: E402
+
 from tests.support.server_harness import ServerProcess  # noqa: E402
 
 WORKERS = ("--workers", "1")
@@ -163,8 +164,7 @@ def run_ingest(tmp: Path, rows: int, batches: int) -> dict:
 def wire_formats(rows: int = 1024, repeats: int = 20) -> dict:
     """CPU µs per row: JSON as the link sends it vs Arrow IPC of the same rows."""
     import pyarrow as pa
-
-    from curriculum.ledger.attempts import rows_from_verdicts
+    from scalerl.curriculum.ledger.attempts import rows_from_verdicts
 
     body = ingest_body(rows)
     parsed = LedgerIngestRequest.model_validate_json(body)

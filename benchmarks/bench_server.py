@@ -49,8 +49,7 @@ import httpx
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 from bench_math import workload  # one workload generator for both math benchmarks
-
-from scalerl_env.contracts.paths import reference_dir
+from scalerl.env.contracts.paths import reference_dir
 
 MBPP = reference_dir() / "mbpp_sanitized_codet" / "mbpp_sanitized_for_code_generation.jsonl"
 TARGET_RATIO = 0.95
@@ -103,7 +102,7 @@ def time_in_process(pool, groups: list[list[dict]], ex: ThreadPoolExecutor) -> t
 def warm(verify, ready, groups: list[list[dict]]) -> None:
     while not ready():
         time.sleep(0.05)
-    from scalerl_env.contracts.domains import domain_names
+    from scalerl.env.contracts.domains import domain_names
 
     for domain in domain_names():
         sample = next((g[:1] for g in groups if g[0]["domain"] == domain), None)
@@ -115,7 +114,7 @@ def start_server(workers: int, profile_out: Path | None = None) -> tuple[subproc
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
-    cmd = [sys.executable, "-m", "scalerl_env.cli", "serve", "--port", str(port), "--workers", str(workers),
+    cmd = [sys.executable, "-m", "scalerl.env.cli", "serve", "--port", str(port), "--workers", str(workers),
            "--set", "limits.max_items_in_flight=4096", "--set", "limits.max_batch_items=1024"]
     env = {**os.environ, "OMP_WAIT_POLICY": "PASSIVE"}
     if profile_out is not None:
@@ -181,7 +180,7 @@ def alternate(groups: list[list[dict]], config, workers: int, concurrency: int, 
     HTTP side's keep-alive connections, one per thread) last across rounds, as a trainer's would across
     steps. Each round is (verdicts, seconds, latencies, CPU seconds of this process, of the server
     process, of its event loop)."""
-    from verifiers import VerifierPool
+    from scalerl.verifiers import VerifierPool
 
     runs: dict[str, list] = {"local": [], "remote": []}
     proc, url = start_server(workers)
@@ -258,7 +257,7 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--no-profile", action="store_true", help="skip the extra profiled server round")
     args = ap.parse_args()
-    from verifiers.config import CodeConfig, MathConfig, VerifierConfig
+    from scalerl.verifiers.config import CodeConfig, MathConfig, VerifierConfig
 
     config = VerifierConfig(math=MathConfig(workers=args.workers), code=CodeConfig(slots=args.workers))
     groups = math_groups(args.problems, args.samples, args.seed) + code_groups(args.code_tasks, args.code_samples)

@@ -3,7 +3,7 @@
 `data`: writes the training pool (generated math of levels 0-3 in one parquet file, so the sampler draws
 it uniformly) and the fixed held-out file every run validates on.
 `warm-start`: puts the CPU default's shipped warm start (trained on the default level-0 pool, see
-`trainer.tiny.warm_start`) in the user cache under the key of the run's own pool, so every run of the
+`scalerl.trainer.tiny.warm_start`) in the user cache under the key of the run's own pool, so every run of the
 study starts from that one policy instead of a warm start trained on the study's pool (the cache key
 hashes the training problems). Same tiny model and warm-start settings, so the weights are exactly the
 shipped ones; nothing else of the run changes.
@@ -30,8 +30,7 @@ from collections import Counter
 from pathlib import Path
 
 import numpy as np
-
-from scalerl_env.sources.verl import read_records
+from scalerl.env.sources.verl import read_records
 
 POOL = {0: 150, 1: 50, 2: 50, 3: 50}  # level -> prompts in the training pool
 POOL_SEED = 11
@@ -39,8 +38,8 @@ HALF_BUDGET = 4000  # samples: half the study's budget (evaluations every 5 step
 
 
 def write_data(out: Path) -> None:
-    from scalerl_env.sources.generators import generate
-    from scalerl_env.sources.verl import write_records
+    from scalerl.env.sources.generators import generate
+    from scalerl.env.sources.verl import write_records
 
     out.mkdir(parents=True, exist_ok=True)
     pool = []
@@ -58,9 +57,9 @@ def write_data(out: Path) -> None:
 
 def default_pools():
     """The CPU default's pools (math and code, level 0) after the long-prompt filter, as its runs build them."""
-    from trainer.rollout.prompts import prepare_prompts, run_tokenizer
-    from trainer.run.data_sources import build_data
-    from trainer.run.resolve_config import build_config
+    from scalerl.trainer.rollout.prompts import prepare_prompts, run_tokenizer
+    from scalerl.trainer.run.data_sources import build_data
+    from scalerl.trainer.run.resolve_config import build_config
 
     default = build_config(None, [], domains="math,code", model=None, engine=None, max_steps=None, resume=None)
     return prepare_prompts(default, run_tokenizer(default), build_data(default))[1]
@@ -73,10 +72,10 @@ def study_overrides(data: Path) -> list[str]:
 
 
 def place_warm_start(data: Path) -> None:
-    from trainer.rollout.prompts import prepare_prompts, run_tokenizer
-    from trainer.run.data_sources import build_data
-    from trainer.run.resolve_config import build_config
-    from trainer.tiny.warm_start import SHIPPED, cache_key, cache_root, warm_start
+    from scalerl.trainer.rollout.prompts import prepare_prompts, run_tokenizer
+    from scalerl.trainer.run.data_sources import build_data
+    from scalerl.trainer.run.resolve_config import build_config
+    from scalerl.trainer.tiny.warm_start import SHIPPED, cache_key, cache_root, warm_start
 
     cfg = build_config(None, study_overrides(data), domains="math", model=None, engine=None, max_steps=None,
                        resume=None)

@@ -28,12 +28,11 @@ import tempfile
 import time
 
 import torch
-
-from trainer.core.fp32_head import token_logprobs
-from trainer.core.losses import LossConfig
-from trainer.core.update import OptimConfig, PolicyTrainer, pack_samples
-from trainer.engines.base import GenerationRequest, SamplingParams
-from trainer.engines.torch_engine import TorchEngine
+from scalerl.trainer.core.fp32_head import token_logprobs
+from scalerl.trainer.core.losses import LossConfig
+from scalerl.trainer.core.update import OptimConfig, PolicyTrainer, pack_samples
+from scalerl.trainer.engines.base import GenerationRequest, SamplingParams
+from scalerl.trainer.engines.torch_engine import TorchEngine
 
 NEVER = 10**9  # a stop id outside the vocabulary: every sample runs to its budget
 RESULTS: list[dict] = []
@@ -212,8 +211,8 @@ def perturbed(model):
 
 def vllm_push_check(model, args, check: str, **options) -> None:
     """Start the vLLM engine (`options` → `VLLMOptions`), generate, push version 1 mid-generation."""
-    from trainer.engines.config import VLLMOptions
-    from trainer.engines.vllm_engine import VLLMEngine
+    from scalerl.trainer.engines.config import VLLMOptions
+    from scalerl.trainer.engines.vllm_engine import VLLMEngine
 
     if torch.cuda.is_available():
         torch.cuda.empty_cache()  # vLLM sizes its KV cache from the memory free at start

@@ -31,12 +31,13 @@ import torch
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from scalerl.trainer.core.config import LossConfig, OptimConfig  # noqa: E402
+from scalerl.trainer.distributed.leader import RankGroup, architecture_args  # noqa: E402
+from scalerl.trainer.distributed.ranks import RankSpec, free_port  # noqa: E402
+from scalerl.trainer.run.log import read_metrics  # noqa: E402
+
 from tests.support.models import tiny_llama  # noqa: E402
 from tests.trainer.distributed.test_ranks_equivalence import BATCHES  # noqa: E402
-from trainer.core.config import LossConfig, OptimConfig  # noqa: E402
-from trainer.distributed.leader import RankGroup, architecture_args  # noqa: E402
-from trainer.distributed.ranks import RankSpec, free_port  # noqa: E402
-from trainer.run.log import read_metrics  # noqa: E402
 
 BF16_TOL = 1e-3
 
@@ -46,7 +47,7 @@ def equivalence(device: str, backend: str) -> dict:
                         precision="bf16" if device.startswith("cuda") else "fp32")
     start = tiny_llama(tied=False).to(device)
     spec = RankSpec(rank=0, world_size=1, init_method="tcp://127.0.0.1:0", backend=backend, device=device,
-                    timeout_s=120, idle_timeout_s=300, builder="trainer.distributed.leader:architecture",
+                    timeout_s=120, idle_timeout_s=300, builder="scalerl.trainer.distributed.leader:architecture",
                     builder_args=architecture_args(start), optim=optim,
                     loss=LossConfig())
     one = RankGroup.start(copy.deepcopy(start), spec)
@@ -69,7 +70,7 @@ def equivalence(device: str, backend: str) -> dict:
 
 def training_run(device: str, out: Path) -> dict:
     run = out / "ranks-run"
-    cmd = [sys.executable, "-c", "from trainer.cli import main; main()", "train", "--trainer-ranks", "2",
+    cmd = [sys.executable, "-c", "from scalerl.trainer.cli import main; main()", "train", "--trainer-ranks", "2",
            "--max-steps", "4", "--out", str(run), f"engine.device={device}", "pipeline.max_time_s=null",
            "pipeline.prompts_per_step=8", "validation.enabled=false", "checkpoint.every_steps=2",
            # no warm-start cache needed; every step trains through the sharded update (random-model groups)

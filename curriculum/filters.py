@@ -1,5 +1,5 @@
 """The zero-variance filter of ScaleRL: a pure function returning its statistics. The retirement rule
-(no-positive resampling) is the ledger's: `curriculum.ledger.retirement`.
+(no-positive resampling) is the ledger's: `scalerl.curriculum.ledger.retirement`.
 
 Zero-variance filtering (ScaleRL §3, "zero-variance filtering"): a group whose rewards are all equal
 has zero advantage for every sample, so it contributes nothing but noise to the batch statistics. It is

@@ -2,7 +2,7 @@
 
 `Sampler(..., policy=CurriculumPolicy(cfg, seed=...))` hands three decisions to this object: the
 domain weights of each batch, and which prompt of a domain is drawn next. Before each batch the
-policy reads the counts its active strategies need from the ledger (`curriculum.ledger.counts`);
+policy reads the counts its active strategies need from the ledger (`scalerl.curriculum.ledger.counts`);
 every decision is a function of those counts, the seed and the sampler's stored state, so a sampler
 rebuilt on the same ledger draws the same prompts (the policy's state — prompts drawn this epoch,
 the re-admission queue, a draw counter — travels inside the sampler state).
@@ -10,7 +10,7 @@ the re-admission queue, a draw counter — travels inside the sampler state).
 Guarantees
 - Without replacement within an epoch: a prompt is drawn (or passed over) at most once per epoch of
   its domain; retired and held-out prompts are never drawn, except retired ones re-admitted on purpose.
-- A domain with several weighted sources (`curriculum.source_mix`) keeps their shares under every
+- A domain with several weighted sources (`scalerl.curriculum.source_mix`) keeps their shares under every
   priority: without replacement the weights order the epoch's selection; with replacement each draw
   picks the source by its weight first, then a prompt of that source by priority.
 - A prompt passed over (skipped, benched, outside the stage's level) is counted in `events`; when a
@@ -29,12 +29,12 @@ from collections import Counter
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from curriculum import strategies as st
-from curriculum.ledger import counts as lc
-from curriculum.strategy_config import StrategyConfig
+from scalerl.curriculum import strategies as st
+from scalerl.curriculum.ledger import counts as lc
+from scalerl.curriculum.strategy_config import StrategyConfig
 
 if TYPE_CHECKING:
-    from curriculum.sampler import Sampler
+    from scalerl.curriculum.sampler import Sampler
 
 
 class CurriculumPolicy:

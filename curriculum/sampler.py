@@ -19,12 +19,12 @@
   `state_dict()` for trainer checkpoints.
 
 Sources: with `sources=` (domain -> source label -> weight) and `source_of=` (prompt id -> label), a
-domain with two or more positive-weight sources draws from them by weight (`curriculum.source_mix`:
+domain with two or more positive-weight sources draws from them by weight (`scalerl.curriculum.source_mix`:
 each epoch selects every source's share, then shuffles the selection as above); a zero-weight
 source's problems are never drawn. A domain with one source (or without `sources`) walks exactly as
 described above.
 
-Strategies: with `policy=` (a `curriculum.policy.CurriculumPolicy`) the policy chooses the domain
+Strategies: with `policy=` (a `scalerl.curriculum.policy.CurriculumPolicy`) the policy chooses the domain
 weights of each batch and the next prompt of a domain (priority, bench rules, re-admission, GRESO
 skipping, stages); its state travels in the sampler state. Without it (`policy=None`, ScaleRL's
 defaults) the sampler runs exactly the walk described above.
@@ -46,9 +46,9 @@ from collections.abc import Mapping, Sequence
 from collections.abc import Set as AbstractSet
 from typing import Any
 
-from curriculum.ledger.store import Ledger
-from curriculum.source_mix import SourceMix
-from scalerl_env.contracts.records import ProblemRecord
+from scalerl.curriculum.ledger.store import Ledger
+from scalerl.curriculum.source_mix import SourceMix
+from scalerl.env.contracts.records import ProblemRecord
 
 logger = logging.getLogger(__name__)
 STATE_VERSION = 1
@@ -80,7 +80,7 @@ class Sampler:
         self.source_of, sources = dict(source_of or {}), sources or {}
         by_source = self._check_sources(problems, sources)
         self._ids = {d: sorted(pid for srcs in by_source[d].values() for pid in srcs) for d in self.weights}
-        # a domain with two or more weighted sources mixes them by weight (curriculum.source_mix)
+        # a domain with two or more weighted sources mixes them by weight (scalerl.curriculum.source_mix)
         self.mixes = {d: SourceMix(self.seed, d, {s: w for s, w in sources[d].items() if w > 0}, by_source[d])
                       for d in self.weights if len(by_source[d]) > 1}
         self._own_retired: dict[str, int] = {}
@@ -183,7 +183,7 @@ class Sampler:
         self._orders = {}
 
     # ------------------------------------------------------------------------------------------ policy view
-    # What a strategy policy (curriculum.policy) reads and keeps; all of it is checkpointed with the sampler.
+    # What a strategy policy (scalerl.curriculum.policy) reads and keeps; all of it is checkpointed with the sampler.
     @property
     def policy_state(self) -> dict[str, Any]:
         """The policy's own part of the sampler state (JSON-serializable; the policy mutates it)."""

@@ -1,9 +1,10 @@
-"""The curriculum as a service: registered problem sets, each drawn by `curriculum.sampler.Sampler` under
+"""The curriculum as a service: registered problem sets, each drawn by `scalerl.curriculum.sampler.Sampler` under
 the `curriculum.*` strategies, for trainers that are not `scalerl train` (the reward server's
-`/v1/curriculum/*` routes and `scalerl_env.curriculum_client` sit on top of this).
+`/v1/curriculum/*` routes and `scalerl.env.curriculum_client` sit on top of this).
 
 Each set is one `Sampler` on the server's ledger (`sampler_state` name `curriculum/NAME`) with the
-`CurriculumPolicy` that `scalerl train` builds from the same settings (`curriculum.policy.policy_for`); retirement is
+`CurriculumPolicy` that `scalerl train` builds from the same settings (`scalerl.curriculum.policy.policy_for`);
+retirement is
 the ledger's rule, fed by every verdict recorded with a `prompt_id` (the reward server's `/v1/verify`)
 and by groups reported here. A draw (`draw_id`, shared by the data-parallel ranks of one step) is one
 sampler batch of `world_size × n` distinct prompts; rank r gets slice r.
@@ -39,12 +40,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from pydantic import ValidationError
-
-from curriculum.ledger import sets as stored
-from curriculum.ledger.store import Ledger
-from curriculum.policy import policy_for
-from curriculum.sampler import Sampler, SamplerExhausted
-from curriculum.service_models import (
+from scalerl.curriculum.ledger import sets as stored
+from scalerl.curriculum.ledger.store import Ledger
+from scalerl.curriculum.policy import policy_for
+from scalerl.curriculum.sampler import Sampler, SamplerExhausted
+from scalerl.curriculum.service_models import (
     DomainCounts,
     DrawnPrompt,
     DrawRequest,
@@ -54,9 +54,9 @@ from curriculum.service_models import (
     SetState,
     SetSummary,
 )
-from curriculum.strategies import stage_index
-from curriculum.strategy_config import StrategyConfig
-from scalerl_env.contracts.records import DEFAULT_REWARDS, ProblemRecord, Status
+from scalerl.curriculum.strategies import stage_index
+from scalerl.curriculum.strategy_config import StrategyConfig
+from scalerl.env.contracts.records import DEFAULT_REWARDS, ProblemRecord, Status
 
 SAMPLER_PREFIX = "curriculum/"
 MAX_TOP_UPS = 8  # sampler batches after the first that may top a draw up to distinct prompts

@@ -1,4 +1,4 @@
-"""Messages of the curriculum service (`curriculum.service`), shared by its HTTP routes and client.
+"""Messages of the curriculum service (`scalerl.curriculum.service`), shared by its HTTP routes and client.
 
 Every model is `Strict` (unknown fields are errors). Bounds that the service itself cannot express in a
 field (a rank below `world_size`, exactly one of `parquet` / `records`) are checked by the service and
@@ -10,8 +10,7 @@ from __future__ import annotations
 from typing import Any, Literal
 
 from pydantic import Field
-
-from scalerl_env.contracts.records import ChatMessage, CodeTests, Domain, Limits, Strict
+from scalerl.env.contracts.records import ChatMessage, CodeTests, Domain, Limits, Strict
 
 SET_NAME = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$"
 Split = Literal["train", "heldout"]

@@ -2,7 +2,7 @@
 
 A domain whose training problems come from two or more sources with a positive weight draws from each
 source in proportion to its weight, whatever the sources' sizes (math = a.parquet weight 3 + b.parquet
-weight 1: 75 % / 25 % of math draws). The domain still walks one epoch at a time (`curriculum.sampler`,
+weight 1: 75 % / 25 % of math draws). The domain still walks one epoch at a time (`scalerl.curriculum.sampler`,
 the ledger's `epochs`): an epoch selects every active problem of the *tight* source (the most weight per
 active problem; the first in config order on ties) and, from every other source s,
 `w_s / w_tight * A_tight` problems (A = the source's active problems when the epoch starts; the

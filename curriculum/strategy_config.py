@@ -4,7 +4,7 @@ Every default is ScaleRL's choice (arXiv 2510.13786): zero-variance groups dropp
 shrinks, retirement in the ledger only (pass rate >= 0.9, for good), uniform sampling within a
 domain, no pre-rollout skipping, a fixed domain mix, one stage. With every default the sampler runs
 exactly the code path it ran before these settings existed (`StrategyConfig.active` is False).
-The rules themselves live in `curriculum.strategies`; their effect on a run is in docs/curriculum.md.
+The rules themselves live in `scalerl.curriculum.strategies`; their effect on a run is in docs/curriculum.md.
 """
 
 from __future__ import annotations
@@ -12,8 +12,7 @@ from __future__ import annotations
 from typing import Literal
 
 from pydantic import Field, model_validator
-
-from scalerl_env.contracts.records import Strict
+from scalerl.env.contracts.records import Strict
 
 ZeroVarianceMode = Literal["shrink", "refill", "duplicate", "keep"]
 PriorityMode = Literal["uniform", "learnability", "failure", "pools"]
@@ -128,7 +127,7 @@ class StageConfig(Strict):
     The length budgets (None: the run's own `length.*` / `engine.max_new_tokens`) apply to every request
     started while the stage is current; a request in flight at a stage boundary keeps the budget it
     started with. They are resolved and checked against `engine.max_seq_len` by the trainer
-    (`trainer.core.length_control.stage_length`, `TrainConfig`)."""
+    (`scalerl.trainer.core.length_control.stage_length`, `TrainConfig`)."""
 
     until_batch: int | None = Field(default=None, ge=1, description="None: the last stage, to the end")
     min_prior: float | None = Field(default=None, ge=0, le=1, description="level: prior pass rate >= this")

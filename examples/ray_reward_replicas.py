@@ -38,7 +38,7 @@ class RewardServer:
             sock.bind(("", 0))
             self.port = sock.getsockname()[1]
         self.url = f"http://{ray.util.get_node_ip_address()}:{self.port}"
-        self.proc = subprocess.Popen([sys.executable, "-m", "scalerl_env.cli", "serve", "--host", "0.0.0.0",
+        self.proc = subprocess.Popen([sys.executable, "-m", "scalerl.env.cli", "serve", "--host", "0.0.0.0",
                                       "--port", str(self.port), *args])
 
     def ready(self, timeout_s: float = 300.0) -> str:

@@ -32,7 +32,7 @@ def build_app() -> typer.Typer:
     return build_typer_app(
         "scalerl-env",
         "Verifiable-reward environment for RL on LLMs.\n\nExample: scalerl-env verify --file items.jsonl",
-        tuple(f"scalerl_env.commands.{name}" for name in COMMAND_MODULES),
+        tuple(f"scalerl.env.commands.{name}" for name in COMMAND_MODULES),
     )
 
 

@@ -8,7 +8,7 @@ Guarantees:
   (the async client sends up to `concurrency` batches at once).
 - One URL or several (a list, or one comma-separated string; without one, `$SCALERL_REWARD_URL`, else
   `DEFAULT_URL`): requests go to the replica with the fewest of this client's requests in flight, fail
-  over and set failing replicas aside as `scalerl_env.replicas` describes; `stats()` counts it all.
+  over and set failing replicas aside as `scalerl.env.replicas` describes; `stats()` counts it all.
 - Every scoring request (`verify` batches, `get_reward`) carries an `Idempotency-Key` header, one per
   request, the same on each of its re-sends: a server that records each (key, item index) once makes
   the re-send of a timed-out or dropped request safe, so those are retried too.
@@ -32,11 +32,10 @@ from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 import httpx
+from scalerl.env.contracts.records import Verdict, VerifyItem
+from scalerl.env.replicas import Attempts, ClientStats, ReplicaSet, parse_urls
+from scalerl.env.server.models import IDEMPOTENCY_HEADER, LedgerQueryResponse, RewardResponse, VerifyResponse
 from typing_extensions import Self
-
-from scalerl_env.contracts.records import Verdict, VerifyItem
-from scalerl_env.replicas import Attempts, ClientStats, ReplicaSet, parse_urls
-from scalerl_env.server.models import IDEMPOTENCY_HEADER, LedgerQueryResponse, RewardResponse, VerifyResponse
 
 DEFAULT_URL = "http://127.0.0.1:8000"
 URL_ENV = "SCALERL_REWARD_URL"

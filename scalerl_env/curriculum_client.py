@@ -1,4 +1,4 @@
-"""Python client of the reward server's curriculum routes (`/v1/curriculum/*`, `curriculum.service`).
+"""Python client of the reward server's curriculum routes (`/v1/curriculum/*`, `scalerl.curriculum.service`).
 
     with CurriculumClient("http://127.0.0.1:8000", "gsm8k") as cur:
         cur.register(parquet="/data/gsm8k.parquet", curriculum={"priority.mode": "learnability"})
@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from curriculum.service_models import (
+from scalerl.curriculum.service_models import (
     DrawResponse,
     ReportGroup,
     ReportResponse,
@@ -29,7 +29,7 @@ from curriculum.service_models import (
     SetState,
     SetSummary,
 )
-from scalerl_env.client import DEFAULT_URL, RewardClient
+from scalerl.env.client import DEFAULT_URL, RewardClient
 
 PREFIX = "/v1/curriculum/sets"
 

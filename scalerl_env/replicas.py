@@ -27,8 +27,7 @@ from collections.abc import Callable, Sequence
 
 import httpx
 from pydantic import Field
-
-from scalerl_env.contracts.records import Strict
+from scalerl.env.contracts.records import Strict
 
 # Never reached the server: safe to send again anywhere.
 NOT_SENT = (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout)

@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import typer
+from scalerl.env.cli import build_typer_app
 
-from scalerl_env.cli import build_typer_app
-
-COMMAND_MODULES = ("trainer.commands.fit", "trainer.commands.train", "trainer.commands.ablate",
-                   "trainer.commands.profile", "trainer.commands.dash")
+COMMAND_MODULES = ("scalerl.trainer.commands.fit", "scalerl.trainer.commands.train", "scalerl.trainer.commands.ablate",
+                   "scalerl.trainer.commands.profile", "scalerl.trainer.commands.dash")
 
 
 def build_app() -> typer.Typer:

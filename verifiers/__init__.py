@@ -1,4 +1,4 @@
-"""Verifiers: score model completions (math, code) into `scalerl_env.contracts.records.Verdict`s.
+"""Verifiers: score model completions (math, code) into `scalerl.env.contracts.records.Verdict`s.
 
 Model output is hostile input: verifiers never raise on it; every failure has a status.
 
@@ -14,18 +14,18 @@ from typing import TYPE_CHECKING, Any
 __all__ = ["CodeConfig", "MathConfig", "VerifierConfig", "VerifierPool", "close_default_pools", "verify_batch"]
 
 if TYPE_CHECKING:
-    from verifiers.batch import VerifierPool, close_default_pools, verify_batch
-    from verifiers.config import CodeConfig, MathConfig, VerifierConfig
+    from scalerl.verifiers.batch import VerifierPool, close_default_pools, verify_batch
+    from scalerl.verifiers.config import CodeConfig, MathConfig, VerifierConfig
 
 
 def __getattr__(name: str) -> Any:
-    # Lazy: `import verifiers` (e.g. for its config models) must stay cheap; sympy loads on first use.
+    # Lazy: `import scalerl.verifiers` (e.g. for its config models) must stay cheap; sympy loads on first use.
     if name in ("VerifierPool", "verify_batch", "close_default_pools"):
-        from verifiers import batch
+        from scalerl.verifiers import batch
 
         return getattr(batch, name)
     if name in ("VerifierConfig", "MathConfig", "CodeConfig"):
-        from verifiers import config
+        from scalerl.verifiers import config
 
         return getattr(config, name)
     raise AttributeError(f"module 'verifiers' has no attribute {name!r}")

@@ -1,7 +1,7 @@
 """Batch API: `verify_batch(items) -> list[Verdict]` and the `VerifierPool` that serves it.
 
-The pool holds one verifier per installed domain (`scalerl_env.contracts.domains`: each spec's
-`verifier` factory, e.g. `verifiers.math_batch`, `verifiers.code_batch`), built when the pool is. A
+The pool holds one verifier per installed domain (`scalerl.env.contracts.domains`: each spec's
+`verifier` factory, e.g. `scalerl.verifiers.math_batch`, `scalerl.verifiers.code_batch`), built when the pool is. A
 batch is split by domain; every domain's share is submitted before any is collected, so math's sympy
 work runs while code runs in the sandbox.
 
@@ -22,11 +22,10 @@ from collections.abc import Iterable
 from typing import Any
 
 from pydantic import ValidationError
-
-from scalerl_env.contracts.config import validation_problems
-from scalerl_env.contracts.domains import DomainVerifier, domains
-from scalerl_env.contracts.records import Status, Verdict, VerifyItem
-from verifiers.config import VerifierConfig
+from scalerl.env.contracts.config import validation_problems
+from scalerl.env.contracts.domains import DomainVerifier, domains
+from scalerl.env.contracts.records import Status, Verdict, VerifyItem
+from scalerl.verifiers.config import VerifierConfig
 
 logger = logging.getLogger(__name__)
 

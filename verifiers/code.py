@@ -26,12 +26,12 @@ from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from scalerl_env.contracts.records import AssertTests, FunctionalTests, Limits, Status, StdioTests, Verdict, VerifyItem
-from verifiers.code_compare import compare_output, functional_equal
-from verifiers.code_extract import extract_code
-from verifiers.config import CodeConfig
-from verifiers.sandbox import RunRequest, RunResult, Sandbox, best_level, enabled_layers
-from verifiers.sandbox._canon import canon, from_json
+from scalerl.env.contracts.records import AssertTests, FunctionalTests, Limits, Status, StdioTests, Verdict, VerifyItem
+from scalerl.verifiers.code_compare import compare_output, functional_equal
+from scalerl.verifiers.code_extract import extract_code
+from scalerl.verifiers.config import CodeConfig
+from scalerl.verifiers.sandbox import RunRequest, RunResult, Sandbox, best_level, enabled_layers
+from scalerl.verifiers.sandbox._canon import canon, from_json
 
 logger = logging.getLogger(__name__)
 SIGXCPU, SIGKILL = 24, 9

@@ -1,4 +1,4 @@
-"""The code domain's verifier for the batch API: `verifiers.code.CodeVerifier`, built on first use.
+"""The code domain's verifier for the batch API: `scalerl.verifiers.code.CodeVerifier`, built on first use.
 
 Guarantees: while the sandbox cannot start here (a missing layer the configured level requires), every
 item is answered `error` with the reason, and the next batch tries again; a failure of the verifier on a
@@ -13,14 +13,14 @@ import threading
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from scalerl_env.contracts.records import RewardTable, Status, Verdict, VerifyItem
-from verifiers.config import CodeConfig
+from scalerl.env.contracts.records import RewardTable, Status, Verdict, VerifyItem
+from scalerl.verifiers.config import CodeConfig
 
 logger = logging.getLogger(__name__)
 
 
 class CodeBatchVerifier:
-    """The code `DomainVerifier` (scalerl_env.contracts.domains)."""
+    """The code `DomainVerifier` (scalerl.env.contracts.domains)."""
 
     def __init__(self, config: CodeConfig, rewards: RewardTable):
         self.config, self.rewards = config, rewards
@@ -53,7 +53,7 @@ class CodeBatchVerifier:
         with self._lock:
             if self._verifier is None and not self._closed:
                 try:
-                    from verifiers.code import CodeVerifier  # the sandbox loads on first code item
+                    from scalerl.verifiers.code import CodeVerifier  # the sandbox loads on first code item
 
                     self._verifier, self._error = CodeVerifier(self.config), None
                 except Exception as exc:  # noqa: BLE001 - not there yet, or its sandbox cannot start here

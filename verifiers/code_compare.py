@@ -1,6 +1,6 @@
 """Output comparators (stdio) and result equality (functional), run in the parent, never the sandbox.
 
-stdio `compare` values (`StdioTests.compare` in `scalerl_env.contracts.records`):
+stdio `compare` values (`StdioTests.compare` in `scalerl.env.contracts.records`):
 - `tokens` (default): whitespace-split, case-sensitive; where the *expected* token is a float literal
   (has '.', 'e' or 'E', or is inf/nan), the output token matches within 1e-6 absolute or relative;
   integer and text tokens must match exactly.
@@ -9,7 +9,7 @@ stdio `compare` values (`StdioTests.compare` in `scalerl_env.contracts.records`)
 - `float:<tol>`: like `tokens`, but every token that parses as a number on both sides matches within
   `tol` (absolute or relative).
 
-Functional equality works on canonical forms (`verifiers.sandbox._canon`): JSON cannot tell a list from
+Functional equality works on canonical forms (`scalerl.verifiers.sandbox._canon`): JSON cannot tell a list from
 a tuple, so list/tuple/deque are interchangeable; floats match within 1e-6; and, as in the APPS/TACO
 harness, an expected single-element list also matches its element.
 """

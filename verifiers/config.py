@@ -5,9 +5,8 @@ from __future__ import annotations
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
-
-from scalerl_env.contracts.domains import domain
-from scalerl_env.contracts.records import RewardTable, Strict
+from scalerl.env.contracts.domains import domain
+from scalerl.env.contracts.records import RewardTable, Strict
 
 
 class MathConfig(Strict):
@@ -24,7 +23,7 @@ class MathConfig(Strict):
     dedupe: bool = Field(default=True, description="score identical (answer, extracted) pairs once per batch")
     question_forms: bool = Field(
         default=True, description="an item's `question` decides the answer forms a correct answer must be in "
-        "(verifiers.math_question); false: the value alone decides, as for an item without a question")
+        "(scalerl.verifiers.math_question); false: the value alone decides, as for an item without a question")
     guard_false_positives: bool = Field(
         default=True, description="reject math-verify 'equal' on float-free numbers whose values differ"
     )

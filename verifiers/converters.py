@@ -1,4 +1,4 @@
-"""Converters from common code-benchmark rows to the three test kinds of `scalerl_env.contracts.records`.
+"""Converters from common code-benchmark rows to the three test kinds of `scalerl.env.contracts.records`.
 
 Each `from_<format>(row)` takes one dataset row (a dict, as Hugging Face `datasets` yields it) and
 returns a `StdioTests`, `FunctionalTests` or `AssertTests`; a malformed row raises ValueError naming
@@ -15,7 +15,7 @@ the field. Formats:
   (the harness runs leading imports before the program) and `check(entry_point)` ends it.
 - MBPP: `test_list` asserts preceded by `test_imports`.
 Departure: APPS functional outputs are compared with the APPS harness's leniency (a single-element
-expected list also matches its element; see `verifiers.code_compare`).
+expected list also matches its element; see `scalerl.verifiers.code_compare`).
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ import pickle
 import zlib
 from typing import Any
 
-from scalerl_env.contracts.records import AssertTests, FunctionalCase, FunctionalTests, StdioCase, StdioTests
+from scalerl.env.contracts.records import AssertTests, FunctionalCase, FunctionalTests, StdioCase, StdioTests
 
 
 def _field(row: dict, name: str) -> Any:

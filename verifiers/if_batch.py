@@ -1,8 +1,8 @@
 """The instruction-following (`if`) domain's verifier for the batch API: IFEval-style constraints.
 
 Per item: the response is the completion after the last `response_after` marker (a reasoning model's
-`</think>`), read into the reference's constraints (`verifiers.if_reference`), each checked with
-`verifiers.if_constraints` in both of IFEval's modes. The configured `mode` decides the verdict.
+`</think>`), read into the reference's constraints (`scalerl.verifiers.if_reference`), each checked with
+`scalerl.verifiers.if_constraints` in both of IFEval's modes. The configured `mode` decides the verdict.
 
 Reward (decided here): `reward: all` (the default) is IFEval's prompt-level measure: `correct` when
 every constraint is followed, else `wrong`, rewarded by the reward table like every other domain.
@@ -29,10 +29,9 @@ from collections.abc import Callable, Sequence
 from typing import Any, Literal
 
 from pydantic import Field
-
-from scalerl_env.contracts.records import RewardTable, Status, Strict, Verdict, VerifyItem
-from verifiers.if_constraints import ConstraintUnavailable, Mode, followed
-from verifiers.if_reference import parse_reference
+from scalerl.env.contracts.records import RewardTable, Status, Strict, Verdict, VerifyItem
+from scalerl.verifiers.if_constraints import ConstraintUnavailable, Mode, followed
+from scalerl.verifiers.if_reference import parse_reference
 
 
 class IfConfig(Strict):
@@ -50,7 +49,7 @@ class IfConfig(Strict):
 
 
 class IfBatchVerifier:
-    """The `if` `DomainVerifier` (scalerl_env.contracts.domains)."""
+    """The `if` `DomainVerifier` (scalerl.env.contracts.domains)."""
 
     def __init__(self, config: IfConfig, rewards: RewardTable):
         self.config, self.rewards = config, rewards

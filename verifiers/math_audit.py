@@ -3,7 +3,7 @@
 `audit(items, config)` returns one `Dispute` per disagreement:
 - `extraction`: the default extraction and the strict one (`answer_format="boxed"`) found different
   answers (including: only the default found one), so the reward depends on the format setting;
-- `fast_vs_sympy`: the exact fast path decided the pair and math-verify + sympy (`verifiers.math.judge`,
+- `fast_vs_sympy`: the exact fast path decided the pair and math-verify + sympy (`scalerl.verifiers.math.judge`,
   run here in-process) decides it otherwise, or answers neither correct nor wrong.
 
 Guarantees: read-only, in input order, code items skipped. Not guaranteed: speed (sympy runs in this
@@ -15,9 +15,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 
-from verifiers.config import MathConfig
-from verifiers.extract import clean_answer, extract_answer
-from verifiers.math_fast import fast_verdict
+from scalerl.verifiers.config import MathConfig
+from scalerl.verifiers.extract import clean_answer, extract_answer
+from scalerl.verifiers.math_fast import fast_verdict
 
 AUDITED_DOMAIN = "math"  # the spec scalerl_env/domains/math.py scores with this verifier; others pass through
 
@@ -38,8 +38,8 @@ def audit(items: Sequence, config: MathConfig | None = None) -> list[Dispute]:
     """Disputes over `items` (VerifyItem-like: id, domain, completion, answer)."""
     import logging
 
-    from verifiers.math import CompareSettings, judge
-    from verifiers.math_worker import SETTINGS_FIELDS
+    from scalerl.verifiers.math import CompareSettings, judge
+    from scalerl.verifiers.math_worker import SETTINGS_FIELDS
 
     logging.getLogger("math_verify").setLevel(logging.ERROR)  # its "timeout disabled" warning: no deadline here
 

@@ -28,10 +28,9 @@ import sys
 import threading
 import time
 from concurrent.futures import Future
-from pathlib import Path
 
-from verifiers.config import MathConfig
-from verifiers.math_worker import SETTINGS_FIELDS
+from scalerl.verifiers.config import MathConfig
+from scalerl.verifiers.math_worker import SETTINGS_FIELDS
 
 logger = logging.getLogger(__name__)
 
@@ -39,8 +38,7 @@ STARTUP_TIMEOUT_S = 120.0
 DISPATCH_BATCH = 16  # requests a driver sends its worker in one write (replies still come one by one)
 DISPATCH_BYTES = 60_000  # below the 64 KiB pipe buffer: the write never blocks
 MAX_START_FAILURES = 3
-_PACKAGE_ROOT = str(Path(__file__).resolve().parent.parent)
-_BOOT = "import sys; sys.path.insert(0, sys.argv.pop(1)); from verifiers.math_worker import main; main()"
+_BOOT = "from scalerl.verifiers.math_worker import main; main()"
 
 
 class WorkerDied(Exception):
@@ -55,7 +53,7 @@ class _Worker:
                 "memory_mb": config.worker_memory_mb,
                 "soft_timeout_s": config.timeout_s * (config.soft_timeout_fraction or 0.0)}
         self.proc = subprocess.Popen(
-            [sys.executable, "-I", "-c", _BOOT, _PACKAGE_ROOT, json.dumps(boot)],
+            [sys.executable, "-I", "-c", _BOOT, json.dumps(boot)],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=None, bufsize=0,
             start_new_session=True,  # a Ctrl-C in the terminal goes to the parent, which cleans up
         )

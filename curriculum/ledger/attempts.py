@@ -6,7 +6,7 @@ whole batch (required columns present and non-null, statuses known) and fills th
 the verdict, from `Verdict.details["rule"]`) is optional: rows without it store NULL.
 
 Not checked here: duplicates, and whether a `prompt_id` is in `problems` (the ledger records what it is
-given; `curriculum.ledger.ingest` refuses unknown prompts unless told otherwise).
+given; `scalerl.curriculum.ledger.ingest` refuses unknown prompts unless told otherwise).
 """
 
 from __future__ import annotations
@@ -16,10 +16,9 @@ from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
-
-from curriculum.ledger.models import LedgerError
-from curriculum.ledger.schema import ATTEMPT_COLUMNS, DETAIL_COLUMNS
-from scalerl_env.contracts.records import DEFAULT_REWARDS, RewardTable, Status, Verdict, VerifyItem
+from scalerl.curriculum.ledger.models import LedgerError
+from scalerl.curriculum.ledger.schema import ATTEMPT_COLUMNS, DETAIL_COLUMNS
+from scalerl.env.contracts.records import DEFAULT_REWARDS, RewardTable, Status, Verdict, VerifyItem
 
 ATTEMPT_SCHEMA = pa.schema([
     ("prompt_id", pa.string()), ("domain", pa.string()), ("step", pa.int64()), ("policy_version", pa.int64()),

@@ -3,7 +3,7 @@
 A *group* is a prompt's scored samples at one step (`status <> 'error'`), as in the `pass_rates`
 view; zero-variance is judged on the recorded `reward` (all equal), "all correct"/"all wrong" on the
 `correct` flags. Each function works on the owner's `Ledger` or its Ray proxy (both answer `query`),
-never writes, and returns plain Python values for `curriculum.strategies`. The SQL strings are public
+never writes, and returns plain Python values for `scalerl.curriculum.strategies`. The SQL strings are public
 so docs/curriculum.md shows (and tests/curriculum/test_strategy_docs.py runs) exactly what the
 strategies see. Not guaranteed: speed on very large ledgers (each call scans `attempts`; the sampler
 calls the ones its active strategies need once per batch).
@@ -98,7 +98,7 @@ def stage_pass_rates(ledger: Any, after_groups: int, up_to_groups: int) -> tuple
 
 def profile_prior(path: str | Path) -> dict[str, float]:
     """prompt_id -> pass rate over every scored sample of a profile ledger (opened read-only)."""
-    from curriculum.ledger.store import Ledger
+    from scalerl.curriculum.ledger.store import Ledger
 
     with Ledger(path, read_only=True) as ledger:
         return {pid: r.pass_rate for pid, r in ledger.pass_rates().items() if r.pass_rate is not None}

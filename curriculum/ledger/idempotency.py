@@ -21,8 +21,7 @@ from collections.abc import Sequence
 
 import duckdb
 import pyarrow as pa
-
-from curriculum.ledger.models import MAX_KEY_CHARS, LedgerError
+from scalerl.curriculum.ledger.models import MAX_KEY_CHARS, LedgerError
 
 KEY_SCHEMA = pa.schema([("key", pa.string()), ("item_index", pa.int32()), ("prompt_id", pa.string()),
                         ("verdict", pa.string())])

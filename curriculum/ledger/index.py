@@ -1,7 +1,7 @@
 """The ledger owner's per-prompt counters and the per-batch group counts that advance them.
 
 Guarantees
-- `Stats` holds the counters of one `prompt_stats` row (`curriculum.ledger.schema`): the counts the `pass_rates`
+- `Stats` holds the counters of one `prompt_stats` row (`scalerl.curriculum.ledger.schema`): the counts the `pass_rates`
   view shows, plus the reward sum and step range they are derived from; `Stats.row()` is their values in
   `STATS_COLUMNS` order; a `Retirement` (or `NOT_RETIRED`) completes the row (`ROW_SCHEMA`).
 - `group_counts` of an attempts batch gives, for every (prompt, step group), the rows, scored
@@ -10,7 +10,7 @@ Guarantees
   Vectorised over the Arrow buffers (numpy sort and bincount): no Python loop per row, and no pyarrow
   acero (its import alone costs a command-line start-up a tenth of a second).
 
-Not here: deciding retirements, locking and writing (`curriculum.ledger.store`).
+Not here: deciding retirements, locking and writing (`scalerl.curriculum.ledger.store`).
 """
 
 from __future__ import annotations
@@ -21,8 +21,7 @@ from typing import NamedTuple
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-
-from curriculum.ledger.schema import NO_STEP, RETIRED_COLUMNS
+from scalerl.curriculum.ledger.schema import NO_STEP, RETIRED_COLUMNS
 
 # The prompt_stats counter columns (`Stats.row()`), then the retirement a retired prompt's rows carry
 # (`Retirement`); version and last_seen_at are added by the INSERT.

@@ -30,14 +30,13 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.compute as pc
 from pydantic import Field, ValidationError
-
-from curriculum.ledger.ingest_read import LINE_SCHEMA, VerdictFile, read_verdict_file
-from curriculum.ledger.models import IngestError
-from curriculum.ledger.schema import ATTEMPT_COLUMNS
-from curriculum.ledger.store import Ledger
-from scalerl_env.contracts.config import validation_problems
-from scalerl_env.contracts.domains import domain_names
-from scalerl_env.contracts.records import Domain, Status, Strict
+from scalerl.curriculum.ledger.ingest_read import LINE_SCHEMA, VerdictFile, read_verdict_file
+from scalerl.curriculum.ledger.models import IngestError
+from scalerl.curriculum.ledger.schema import ATTEMPT_COLUMNS
+from scalerl.curriculum.ledger.store import Ledger
+from scalerl.env.contracts.config import validation_problems
+from scalerl.env.contracts.domains import domain_names
+from scalerl.env.contracts.records import Domain, Status, Strict
 
 MAX_REPORTED = 20
 

@@ -1,11 +1,12 @@
-"""Reading a verdict file for `curriculum.ledger.ingest`: its bytes, their sha256, and the lines read column-wise.
+"""Reading a verdict file for `scalerl.curriculum.ledger.ingest`: its bytes, their sha256, and the lines read
+column-wise.
 
 Imports nothing heavier than pyarrow, so `scalerl-env ledger ingest` runs it in a thread while the rest
 of the command (DuckDB, pydantic, the ledger) is still being imported: hashing and pyarrow's JSON reader
 release the GIL. Guarantees: `table` is the file's lines as `LINE_SCHEMA` columns (plus `details`, and any
 other key, inferred), one row per line, or None when the lines need the per-line path (a blank line, a
 line pyarrow refuses, objects not one per line). Not checked here: anything about the values
-(`curriculum.ledger.ingest` checks them).
+(`scalerl.curriculum.ledger.ingest` checks them).
 """
 
 from __future__ import annotations

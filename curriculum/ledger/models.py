@@ -10,8 +10,7 @@ from __future__ import annotations
 from typing import Any, NamedTuple
 
 from pydantic import Field
-
-from scalerl_env.contracts.records import Strict
+from scalerl.env.contracts.records import Strict
 
 # Longest idempotency key the ledger stores (the reward server's `Idempotency-Key` header and ingest rows).
 MAX_KEY_CHARS = 200
@@ -42,7 +41,7 @@ class QueryResult(Strict):
 
 
 class PassRate(NamedTuple):
-    """One prompt's row of the `pass_rates` view (see `curriculum.ledger.schema` for the definitions).
+    """One prompt's row of the `pass_rates` view (see `scalerl.curriculum.ledger.schema` for the definitions).
     A NamedTuple: immutable and cheap to build by the ten thousand."""
 
     prompt_id: str

@@ -20,8 +20,7 @@ from __future__ import annotations
 from typing import Literal
 
 from pydantic import Field
-
-from scalerl_env.contracts.records import Strict
+from scalerl.env.contracts.records import Strict
 
 
 class RetirementConfig(Strict):

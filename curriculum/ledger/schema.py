@@ -14,13 +14,13 @@ Version history (stored in `ledger_meta.schema_version`):
   retirement into its prompt's rows and drops the table.
 - 5: attempt column `rule` (nullable): what decided the verdict (`Verdict.details["rule"]`, e.g.
   `math_verify`, `parts`, `rounded`), so rewards can be counted per rule in SQL; older rows keep NULL.
-- 6: the curriculum service's tables (`curriculum.service`): `curriculum_sets` (each registered problem
+- 6: the curriculum service's tables (`scalerl.curriculum.service`): `curriculum_sets` (each registered problem
   set: seed, domain weights, its `curriculum.*` settings), `curriculum_members` (the set's prompts, their
   split and, when registered with them, the whole problem record) and `curriculum_draws` (every draw
   handed out: the prompts of each `draw_id`, so a repeated request gets the same answer after a restart).
   The sampler of a set keeps its state in `sampler_state` under the set's name (`curriculum/NAME`).
 - 7: adds `idempotency` (idempotency key, item index → prompt_id and the verdict recorded), written in
-  the same transaction as the attempts it admits (`curriculum.ledger.idempotency`); older files start
+  the same transaction as the attempts it admits (`scalerl.curriculum.ledger.idempotency`); older files start
   with it empty (their attempts were recorded without keys).
 
 Opening a file of an older version migrates it in one transaction (`MIGRATIONS`); a file of a newer
@@ -28,7 +28,7 @@ version is refused with `LedgerSchemaError` (this code cannot know what the newe
 
 `pass_rates` is the one definition of a prompt's statistics, and `STATS_FROM_ATTEMPTS` says what it
 means in terms of `attempts`:
-- `scored` excludes `status = 'error'` (the verifier failed, not the model; `scalerl_env.contracts.records.Status`);
+- `scored` excludes `status = 'error'` (the verifier failed, not the model; `scalerl.env.contracts.records.Status`);
   `pass_rate = correct / scored`.
 - The "last group" is the prompt's samples at its most recent step (`coalesce(step, -1)`, so samples
   without a step form one group); `last_group_pass_rate` is what no-positive resampling compares with
@@ -47,8 +47,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import duckdb
-
-from curriculum.ledger.models import LedgerError
+from scalerl.curriculum.ledger.models import LedgerError
 
 SCHEMA_VERSION = 7
 NO_STEP = -1  # the group key of samples recorded without a step

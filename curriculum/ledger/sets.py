@@ -4,7 +4,7 @@ Each write is one transaction on the owner's connection under the ledger's write
 its attempt batches take), so a set is registered whole or not at all, and a draw is committed together
 with the sampler state it leaves, before the service answers it. Reads run on their own cursor. These
 functions use the `Ledger`'s connection and lock directly: they are the ledger's own tables, written
-only by `curriculum.service`.
+only by `scalerl.curriculum.service`.
 Not guaranteed: that a set's Parquet file still holds what it held at registration (the members and
 their records are copied into the ledger, so a restart never rereads it).
 """
@@ -16,8 +16,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import pyarrow as pa
-
-from curriculum.ledger.store import Ledger
+from scalerl.curriculum.ledger.store import Ledger
 
 MEMBER_SCHEMA = pa.schema([("set_name", pa.string()), ("prompt_id", pa.string()), ("domain", pa.string()),
                            ("source", pa.string()), ("split", pa.string()), ("record", pa.string())])

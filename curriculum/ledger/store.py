@@ -11,15 +11,16 @@ Guarantees
   (each query on its own DuckDB cursor, MVCC snapshot isolation).
 - SQL from outside (`query`) must be one SELECT statement; it runs with a time limit (interrupted on
   expiry) and with file-system access disabled (no `read_csv('/etc/passwd')` through the server).
-- Retirement is decided by `curriculum.ledger.retirement.passes` on each batch as it is recorded and is permanent.
+- Retirement is decided by `scalerl.curriculum.ledger.retirement.passes` on each batch as it is recorded and is
+permanent.
 
 Not guaranteed
 - One writer process per file (DuckDB's own file lock enforces it: a second read-write open fails, and
   read-only opens fail while the owner runs; read through the owner's `/v1/ledger/query` or snapshots).
 - `record`/`record_attempts` do not deduplicate: every call is new samples (duplicate *files* are refused
-  by `ingest`); `record_once` records each (idempotency key, item index) once (`curriculum.ledger.idempotency`).
+  by `ingest`); `record_once` records each (idempotency key, item index) once (`scalerl.curriculum.ledger.idempotency`).
 - `record` accepts prompt_ids that are not in `problems` (the reward server scores prompts from any
-  trainer); `curriculum.ledger.ingest` refuses them unless told otherwise.
+  trainer); `scalerl.curriculum.ledger.ingest` refuses them unless told otherwise.
 
 The owner keeps an in-memory index of the `pass_rates` view (read from the latest `prompt_stats` rows at
 open, then updated after each commit, one immutable `PassRate` per prompt), so `pass_rates()` and
@@ -39,15 +40,22 @@ from typing import Any
 
 import duckdb
 import pyarrow as pa
-
-from curriculum.ledger.attempts import ATTEMPT_SCHEMA, rows_from_verdicts, to_attempts_table
-from curriculum.ledger.deadlines import Deadlines
-from curriculum.ledger.idempotency import KEY_SCHEMA, claim, key_table
-from curriculum.ledger.index import NOT_RETIRED, ROW_SCHEMA, STATS_COLUMNS, Retirement, Stats, group_counts, rows_table
-from curriculum.ledger.models import LedgerError, PassRate, QueryResult, QueryTimeoutError, ReadOnlyQueryError
-from curriculum.ledger.retirement import RetirementConfig, passes
-from curriculum.ledger.schema import LATEST_STATS, NO_STEP, check_readable, create_or_migrate
-from scalerl_env.contracts.records import ProblemRecord, Verdict, VerifyItem
+from scalerl.curriculum.ledger.attempts import ATTEMPT_SCHEMA, rows_from_verdicts, to_attempts_table
+from scalerl.curriculum.ledger.deadlines import Deadlines
+from scalerl.curriculum.ledger.idempotency import KEY_SCHEMA, claim, key_table
+from scalerl.curriculum.ledger.index import (
+    NOT_RETIRED,
+    ROW_SCHEMA,
+    STATS_COLUMNS,
+    Retirement,
+    Stats,
+    group_counts,
+    rows_table,
+)
+from scalerl.curriculum.ledger.models import LedgerError, PassRate, QueryResult, QueryTimeoutError, ReadOnlyQueryError
+from scalerl.curriculum.ledger.retirement import RetirementConfig, passes
+from scalerl.curriculum.ledger.schema import LATEST_STATS, NO_STEP, check_readable, create_or_migrate
+from scalerl.env.contracts.records import ProblemRecord, Verdict, VerifyItem
 
 logger = logging.getLogger(__name__)
 
@@ -445,8 +453,8 @@ class Ledger:
         return QueryResult(columns=columns, rows=[list(r) for r in rows[:max_rows]], truncated=len(rows) > max_rows)
 
     def snapshot(self, out_dir: str | Path, *, keep: int = 3) -> Path:
-        """Write an atomic Parquet snapshot under `out_dir` (see `curriculum.ledger.snapshot`)."""
-        from curriculum.ledger.snapshot import write_snapshot
+        """Write an atomic Parquet snapshot under `out_dir` (see `scalerl.curriculum.ledger.snapshot`)."""
+        from scalerl.curriculum.ledger.snapshot import write_snapshot
 
         cur = self._cursor()
         try:

@@ -2,12 +2,12 @@
 
 All three turn a (completion, reference) pair into a `VerifyItem` with `reference_item` and score
 through `score_items`: over HTTP when a server URL is given (argument or `SCALERL_REWARD_URL`; one URL
-or a comma-separated list of replicas, balanced and failed over by `scalerl_env.client`), with the
+or a comma-separated list of replicas, balanced and failed over by `scalerl.env.client`), with the
 bearer token of the argument or `SCALERL_REWARD_TOKEN`; otherwise in this process with
 `verifiers.verify_batch`.
 
 Reference forms (`reference_item`), when no domain is given, in the registry's order
-(`scalerl_env.contracts.domains.domain_of_reference`):
+(`scalerl.env.contracts.domains.domain_of_reference`):
 - code: a JSON object (or its text) that is either a test spec `{"kind": "stdio" | "functional" |
   "assert", ...}`, `{"tests": {...}, "limits": {...}}`, or the APPS/TACO stdio form
   `{"inputs": ["1 2\\n", ...], "outputs": ["3\\n", ...]}`;
@@ -33,12 +33,11 @@ from collections.abc import Sequence
 from typing import Any
 
 from pydantic import TypeAdapter, ValidationError
-
-from scalerl_env.client import TOKEN_ENV, URL_ENV
-from scalerl_env.contracts.config import validation_problems
-from scalerl_env.contracts.domains import domain as domain_spec
-from scalerl_env.contracts.domains import domain_of_reference
-from scalerl_env.contracts.records import CodeTests, Limits, Verdict, VerifyItem
+from scalerl.env.client import TOKEN_ENV, URL_ENV
+from scalerl.env.contracts.config import validation_problems
+from scalerl.env.contracts.domains import domain as domain_spec
+from scalerl.env.contracts.domains import domain_of_reference
+from scalerl.env.contracts.records import CodeTests, Limits, Verdict, VerifyItem
 
 _TESTS = TypeAdapter(CodeTests)
 _clients: dict[tuple[str, str | None], Any] = {}
@@ -180,14 +179,14 @@ def score_items(items: Sequence[VerifyItem], *, url: str | None = None, token: s
     url = url or os.environ.get(URL_ENV)
     if url:
         return _client(url, token or os.environ.get(TOKEN_ENV) or None).verify(items)
-    from verifiers import verify_batch
+    from scalerl.verifiers import verify_batch
 
     return list(verify_batch(list(items)))
 
 
 def _client(url: str, token: str | None) -> Any:
     """One client (one connection pool, one view of the replicas) per URL list and token per process."""
-    from scalerl_env.client import RewardClient
+    from scalerl.env.client import RewardClient
 
     with _clients_lock:
         if (url, token) not in _clients:

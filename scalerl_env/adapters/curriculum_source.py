@@ -4,10 +4,10 @@ A source answers two calls: `draw(n)` (the next n prompt ids of the plan, for th
 trainer's driver process) and `report(groups, step=)` (each group's rewards, so the ledger's pass
 rates, retirements and the strategies' counts follow training). Two implementations:
 
-- `LocalCurriculum`: in this process, on a ledger file this process owns — `curriculum.sampler.Sampler`
+- `LocalCurriculum`: in this process, on a ledger file this process owns — `scalerl.curriculum.sampler.Sampler`
   with the `curriculum.*` strategies (`StrategyConfig`) as `scalerl train` runs them.
 - `ServiceCurriculum`: a set of the reward server's curriculum routes, through
-  `scalerl_env.curriculum_client.CurriculumClient` (one ledger shared by every trainer process that
+  `scalerl.env.curriculum_client.CurriculumClient` (one ledger shared by every trainer process that
   talks to the server; a restarted trainer resumes the set's plan).
 
 Guarantees (both): a prompt retired in the ledger before a `draw` is not in that draw's ids (the
@@ -25,14 +25,13 @@ from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 from pydantic import Field
-
-from curriculum.ledger.retirement import RetirementConfig
-from curriculum.ledger.store import Ledger
-from curriculum.policy import CurriculumPolicy
-from curriculum.sampler import Sampler
-from curriculum.strategy_config import StrategyConfig
-from scalerl_env.adapters import AdapterInputError, id_text, plain, reference_item
-from scalerl_env.contracts.records import DEFAULT_REWARDS, ProblemRecord, Status, Strict
+from scalerl.curriculum.ledger.retirement import RetirementConfig
+from scalerl.curriculum.ledger.store import Ledger
+from scalerl.curriculum.policy import CurriculumPolicy
+from scalerl.curriculum.sampler import Sampler
+from scalerl.curriculum.strategy_config import StrategyConfig
+from scalerl.env.adapters import AdapterInputError, id_text, plain, reference_item
+from scalerl.env.contracts.records import DEFAULT_REWARDS, ProblemRecord, Status, Strict
 
 CORRECT_AT = DEFAULT_REWARDS.reward(Status.correct)
 
@@ -97,7 +96,7 @@ class LocalCurriculum:
 
 
 class ServiceCurriculum:
-    """A set of the reward server's curriculum (`client`: a `scalerl_env.curriculum_client.CurriculumClient`
+    """A set of the reward server's curriculum (`client`: a `scalerl.env.curriculum_client.CurriculumClient`
     bound to the set, registered). Each `draw` is a new `draw_id`, counting on from the set's draws so far
     (a restarted trainer does not get old draws back). With `report=False` groups are not reported: use it
     when the rewards are scored by the same server with `prompt_id`, whose ledger already records them."""
@@ -132,7 +131,7 @@ class ServiceCurriculum:
 def problem_record(prompt_id: Any, prompt: Any, reference: Any, *, domain: str | None = None, source: str,
                    loc: tuple[str | int, ...]) -> ProblemRecord:
     """A trainer's dataset row as a problem record: `prompt` text or chat messages, the reference in any
-    form `scalerl_env.adapters.reference_item` reads; errors name the row (`loc`)."""
+    form `scalerl.env.adapters.reference_item` reads; errors name the row (`loc`)."""
     pid = id_text(prompt_id, (*loc, "prompt_id"))
     if not pid:
         raise AdapterInputError((*loc, "prompt_id"), "every row needs a prompt id")

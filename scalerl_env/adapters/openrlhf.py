@@ -10,7 +10,7 @@ Two ways to use it from OpenRLHF 0.11 (exact command lines in docs/server.md):
   `SCALERL_REWARD_TOKEN` as the bearer token, else in process. OpenRLHF's own remote client (the first
   way) sends no token, so a server started with `--token-file` needs this way (or a proxy adding it).
 (OpenRLHF before 0.11 spelled the flag `--remote_rm_url`.) Labels are normalized as dataset-column
-references (see `scalerl_env.adapters`).
+references (see `scalerl.env.adapters`).
 
 `query` is prompt + response: the prompt is stripped when the query starts with it. When it does not
 (e.g. the chat template was re-rendered differently), the whole query is scored and
@@ -22,9 +22,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from scalerl_env.adapters import reference_item, score_items
-from scalerl_env.contracts.records import Status, Verdict, VerifyItem
-from scalerl_env.server.models import RewardRequest, RewardResponse
+from scalerl.env.adapters import reference_item, score_items
+from scalerl.env.contracts.records import Status, Verdict, VerifyItem
+from scalerl.env.server.models import RewardRequest, RewardResponse
 
 
 def strip_prompt(query: str, prompt: str | None) -> tuple[str, bool]:

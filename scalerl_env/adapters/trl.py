@@ -1,11 +1,11 @@
 """TRL adapter: a reward function for `GRPOTrainer(reward_funcs=[...])`.
 
-    from scalerl_env.adapters.trl import ScaleRLReward
+    from scalerl.env.adapters.trl import ScaleRLReward
     trainer = GRPOTrainer(model=..., reward_funcs=[ScaleRLReward("http://127.0.0.1:8000")], ...)
 
 TRL calls `reward(prompts=..., completions=..., **columns)` with every other dataset column as a
 keyword list (plus `completion_ids`, `trainer_state`); the reference is read from the column named
-`reference_key` (default `answer`; a math answer or a code test spec, see `scalerl_env.adapters`).
+`reference_key` (default `answer`; a math answer or a code test spec, see `scalerl.env.adapters`).
 Completions may be plain text or conversational (a list of messages; their contents are joined).
 A `prompt_id` column (text or integers), when present, is passed on so an attached ledger records the
 verdicts. The URL may list several replicas (`"http://a:8000,http://b:8000"`); the bearer token is
@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from scalerl_env.adapters import id_text, reference_item, score_items
+from scalerl.env.adapters import id_text, reference_item, score_items
 
 
 class ScaleRLReward:

@@ -1,7 +1,7 @@
 """TRL drop-in: a `GRPOTrainer` whose prompts come from the scalerl curriculum, with DAPO dynamic sampling.
 
-    from scalerl_env.adapters.curriculum_source import LocalCurriculum
-    from scalerl_env.adapters.trl_curriculum import CurriculumGRPOTrainer, problems_from_dataset
+    from scalerl.env.adapters.curriculum_source import LocalCurriculum
+    from scalerl.env.adapters.trl_curriculum import CurriculumGRPOTrainer, problems_from_dataset
     source = LocalCurriculum(problems_from_dataset(dataset), ledger="runs/trl/ledger.duckdb", strategies=...)
     trainer = CurriculumGRPOTrainer(model=..., reward_funcs=[...], args=GRPOConfig(...), train_dataset=dataset,
                                     curriculum=source, zero_variance=ZeroVarianceConfig(mode="refill"))
@@ -34,13 +34,12 @@ from collections.abc import Sequence
 from typing import Any
 
 import torch
+from scalerl.curriculum.filters import RewardGroup, zero_variance_filter
+from scalerl.curriculum.strategy_config import ZeroVarianceConfig
+from scalerl.env.adapters import id_text
+from scalerl.env.adapters.curriculum_source import CurriculumSource, GroupOutcome, problem_record
+from scalerl.env.contracts.records import ProblemRecord
 from trl import GRPOTrainer
-
-from curriculum.filters import RewardGroup, zero_variance_filter
-from curriculum.strategy_config import ZeroVarianceConfig
-from scalerl_env.adapters import id_text
-from scalerl_env.adapters.curriculum_source import CurriculumSource, GroupOutcome, problem_record
-from scalerl_env.contracts.records import ProblemRecord
 
 # Output keys this drop-in knows how to select and concatenate (text models); anything else refuses refill.
 LEFT_PADDED = {"prompt_ids": "pad", "prompt_mask": 0}

@@ -2,7 +2,7 @@
 
 veRL 0.9 (its reward loop; the keys live under `reward.`):
 
-    reward.custom_reward_function.path=$(python -c "import scalerl_env.adapters.verl as m; print(m.__file__)")
+    reward.custom_reward_function.path=$(python -c "import scalerl.env.adapters.verl as m; print(m.__file__)")
     reward.custom_reward_function.name=compute_score
 
 The reward-loop workers call `compute_score` once per sample; veRL 0.9 has no batched reward-function
@@ -12,7 +12,7 @@ function with the whole batch.
 Scores over HTTP when `SCALERL_REWARD_URL` is set (e.g. `http://127.0.0.1:8000`, or several replicas
 separated by commas) in the reward workers' environment, else in process; `SCALERL_REWARD_TOKEN` there
 is the bearer token. `ground_truth` is the row's `reward_model.ground_truth`: a math answer or a
-code test spec, as text or as an object (see `scalerl_env.adapters`). A `prompt_id` in `extra_info`
+code test spec, as text or as an object (see `scalerl.env.adapters`). A `prompt_id` in `extra_info`
 (text or an integer) is passed on, so an attached ledger records it.
 
 Returns `{"score": reward, "acc": 1.0 | 0.0}`: veRL uses `score` as the reward and logs the other keys.
@@ -23,8 +23,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from scalerl_env.adapters import id_text, reference_item, score_items
-from scalerl_env.contracts.records import Status, Verdict, VerifyItem
+from scalerl.env.adapters import id_text, reference_item, score_items
+from scalerl.env.contracts.records import Status, Verdict, VerifyItem
 
 GROUND_TRUTH = ("reward_model", "ground_truth")
 

@@ -1,6 +1,6 @@
 """veRL drop-in: a dataset class (`data.custom_cls`) whose items are the prompts the curriculum plans.
 
-    data.custom_cls.path=$(python -c "import scalerl_env.adapters.verl_curriculum as m; print(m.__file__)")
+    data.custom_cls.path=$(python -c "import scalerl.env.adapters.verl_curriculum as m; print(m.__file__)")
     data.custom_cls.name=CurriculumRLHFDataset
     data.dataloader_num_workers=0
     +data.curriculum.ledger=runs/verl/curriculum.duckdb
@@ -38,19 +38,18 @@ from typing import Any
 
 from omegaconf import DictConfig, ListConfig, OmegaConf
 from pydantic import model_validator
-from verl.utils.dataset.rl_dataset import RLHFDataset
-
-from curriculum.strategy_config import StrategyConfig
-from scalerl_env.adapters import id_text
-from scalerl_env.adapters.curriculum_source import (
+from scalerl.curriculum.strategy_config import StrategyConfig
+from scalerl.env.adapters import id_text
+from scalerl.env.adapters.curriculum_source import (
     CurriculumSource,
     LocalCurriculum,
     ServiceCurriculum,
     problem_record,
     set_records,
 )
-from scalerl_env.contracts.domains import domain_for_ability
-from scalerl_env.contracts.records import ProblemRecord, Strict
+from scalerl.env.contracts.domains import domain_for_ability
+from scalerl.env.contracts.records import ProblemRecord, Strict
+from verl.utils.dataset.rl_dataset import RLHFDataset
 
 
 class VerlCurriculumSettings(Strict):
@@ -115,7 +114,7 @@ def build_source(settings: VerlCurriculumSettings, problems: list[ProblemRecord]
     if settings.ledger is not None:
         return LocalCurriculum(problems, ledger=settings.ledger, strategies=strategies,
                                weights=settings.domain_weights, seed=settings.seed)
-    from scalerl_env.curriculum_client import CurriculumClient
+    from scalerl.env.curriculum_client import CurriculumClient
 
     client = CurriculumClient(settings.url, settings.set)
     client.register(records=set_records(problems), seed=settings.seed, domain_weights=settings.domain_weights,

@@ -38,7 +38,7 @@ def sources() -> None:
 
     Example: scalerl-env data sources
     """
-    from scalerl_env.sources.manifest import list_sources, load_manifest
+    from scalerl.env.sources.manifest import list_sources, load_manifest
 
     for name in list_sources():
         m = load_manifest(name)
@@ -66,9 +66,9 @@ def prepare_cmd(
 
     Example: scalerl-env data prepare gsm8k --data-files gsm8k/test.jsonl --holdout 100 --out gsm8k.parquet
     """
-    from scalerl_env.sources import prepare as prep
-    from scalerl_env.sources.loading import DataLoadError
-    from scalerl_env.sources.manifest import ManifestError, fixture_path, load_manifest
+    from scalerl.env.sources import prepare as prep
+    from scalerl.env.sources.loading import DataLoadError
+    from scalerl.env.sources.manifest import ManifestError, fixture_path, load_manifest
 
     try:
         if source == "verl":
@@ -91,7 +91,7 @@ def prepare_cmd(
 
 
 def _write_outputs(result, out: Path, holdout_out: Path | None, errors_out: Path | None) -> None:
-    from scalerl_env.sources.verl import write_records
+    from scalerl.env.sources.verl import write_records
 
     write_records(result.records, out)
     typer.echo(f"read {result.rows_read} rows: {len(result.records)} records -> {out}, "
@@ -122,8 +122,8 @@ def generate_cmd(
 
     Example: scalerl-env data generate code --count 2000 --seed 1 --level 0 --out gen_code.parquet
     """
-    from scalerl_env.sources.generators import generate
-    from scalerl_env.sources.verl import write_records
+    from scalerl.env.sources.generators import generate
+    from scalerl.env.sources.verl import write_records
 
     try:
         records = generate(domain, seed=seed, count=count, level=level)
@@ -145,10 +145,10 @@ def check_cmd(
 
     Example: scalerl-env data check runs/data/gsm8k.parquet --drop-failing
     """
-    from scalerl_env.contracts.records import Limits
-    from scalerl_env.sources.prepare import check_records
-    from scalerl_env.sources.prepare import drop_failing as drop
-    from scalerl_env.sources.verl import read_records, write_records
+    from scalerl.env.contracts.records import Limits
+    from scalerl.env.sources.prepare import check_records
+    from scalerl.env.sources.prepare import drop_failing as drop
+    from scalerl.env.sources.verl import read_records, write_records
 
     if not file.is_file():
         typer.echo(f"error: no such file {file}", err=True)
@@ -156,7 +156,7 @@ def check_cmd(
     records, errors = read_records(file)
     for error in errors[:MAX_SHOWN]:
         typer.echo(f"unreadable: {error}", err=True)
-    from verifiers import close_default_pools
+    from scalerl.verifiers import close_default_pools
 
     try:
         result = check_records(records, limits=Limits(time_s=time_s) if time_s else None)

@@ -46,9 +46,8 @@ def filter_file(path: Path, ledger_path: Path, low: float, high: float, out: Pat
     """Write the rows of `path` whose prompt's pass rate in `ledger_path` lies in [low, high] to `out`."""
     import pyarrow as pa
     import pyarrow.parquet as pq
-
-    from curriculum.ledger.store import Ledger
-    from scalerl_env.sources.verl import load_record_file
+    from scalerl.curriculum.ledger.store import Ledger
+    from scalerl.env.sources.verl import load_record_file
 
     records = load_record_file(path)
     with Ledger(ledger_path, read_only=True) as ledger:
@@ -77,8 +76,8 @@ def filter_cmd(
 
     Example: scalerl-env data filter gsm8k.parquet --ledger profile.duckdb --pass-rate 0.01:0.99 --out band.parquet
     """
-    from curriculum.ledger.models import LedgerError
-    from scalerl_env.sources.verl import RecordFileError
+    from scalerl.curriculum.ledger.models import LedgerError
+    from scalerl.env.sources.verl import RecordFileError
 
     low, high = parse_band(pass_rate)
     try:
@@ -97,4 +96,4 @@ def register(app: typer.Typer) -> None:
         if group.name == "data" and group.typer_instance is not None:
             group.typer_instance.command("filter")(filter_cmd)
             return
-    raise RuntimeError("scalerl_env.commands.data_filter must be registered after the data group")
+    raise RuntimeError("scalerl.env.commands.data_filter must be registered after the data group")

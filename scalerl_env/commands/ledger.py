@@ -48,14 +48,13 @@ def _fail(message: str, code: int = 2) -> None:
 
 def run_query(sql: str, *, ledger: Path | None, url: str | None, timeout_s: float):
     """QueryResult from the owner at `url`, or from the file opened read-only."""
-    from curriculum.ledger.models import LedgerError, QueryResult
+    from scalerl.curriculum.ledger.models import LedgerError, QueryResult
 
     if (ledger is None) == (url is None):
         _fail("give exactly one of --ledger FILE or --url URL")
     if url is not None:
         import httpx
-
-        from scalerl_env.client import client_token
+        from scalerl.env.client import client_token
 
         token = client_token()  # $SCALERL_REWARD_TOKEN: a server with --token-file wants a read token
         headers = {"Authorization": f"Bearer {token}"} if token else {}
@@ -72,7 +71,7 @@ def run_query(sql: str, *, ledger: Path | None, url: str | None, timeout_s: floa
             _fail(f"owner answered {resp.status_code}: {detail}")
         body = resp.json()
         return QueryResult(columns=body["columns"], rows=body["rows"], truncated=body.get("truncated", False))
-    from curriculum.ledger.store import Ledger
+    from scalerl.curriculum.ledger.store import Ledger
 
     try:
         with Ledger(ledger, read_only=True) as led:
@@ -126,8 +125,8 @@ def snapshot(
 
     Example: scalerl-env ledger snapshot --ledger runs/ledger.duckdb --out runs/ledger_snapshots
     """
-    from curriculum.ledger.models import LedgerError
-    from curriculum.ledger.store import Ledger
+    from scalerl.curriculum.ledger.models import LedgerError
+    from scalerl.curriculum.ledger.store import Ledger
 
     try:
         with Ledger(ledger, read_only=True) as led:
@@ -150,8 +149,7 @@ def ingest(
         from concurrent.futures import ThreadPoolExecutor
 
         import pyarrow as pa
-
-        from curriculum.ledger.ingest_read import read_verdict_file
+        from scalerl.curriculum.ledger.ingest_read import read_verdict_file
 
         # The process's Arrow allocations are a few large buffers for one JSON read: the system allocator
         # parsed 200,000 lines in 0.16-0.19 s, pyarrow's default mimalloc pool in 0.28-0.41 s (first read
@@ -159,9 +157,9 @@ def ingest(
         pa.set_memory_pool(pa.system_memory_pool())
         with ThreadPoolExecutor(1) as pool:  # the file is read while DuckDB, pydantic and the ledger load
             reading = pool.submit(read_verdict_file, file)
-            from curriculum.ledger.ingest import ingest_file
-            from curriculum.ledger.models import LedgerError
-            from curriculum.ledger.store import Ledger
+            from scalerl.curriculum.ledger.ingest import ingest_file
+            from scalerl.curriculum.ledger.models import LedgerError
+            from scalerl.curriculum.ledger.store import Ledger
 
             try:
                 with Ledger(ledger) as led:

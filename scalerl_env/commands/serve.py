@@ -45,9 +45,9 @@ def register(app: typer.Typer) -> None:
         owner_token_file: Annotated[Path | None, typer.Option(
             help="file with the token presented to the ledger owner (default: $SCALERL_REWARD_TOKEN)")] = None,
     ) -> None:
-        from scalerl_env.contracts.config import ConfigError, load_config
-        from scalerl_env.server.auth import exposure_problem, load_tokens
-        from scalerl_env.server.config import ServerConfig
+        from scalerl.env.contracts.config import ConfigError, load_config
+        from scalerl.env.server.auth import exposure_problem, load_tokens
+        from scalerl.env.server.config import ServerConfig
 
         secured = {"token_file": token_file, "insecure": insecure or None, "ssl_certfile": ssl_certfile,
                    "ssl_keyfile": ssl_keyfile, "owner_token_file": owner_token_file}
@@ -71,6 +71,6 @@ def register(app: typer.Typer) -> None:
         except (ConfigError, ValueError) as exc:
             typer.echo(f"serve: {exc}", err=True)
             raise typer.Exit(2) from None
-        from scalerl_env.server.lifecycle import run_server
+        from scalerl.env.server.lifecycle import run_server
 
         run_server(cfg)

@@ -6,7 +6,7 @@ answers are results, not failures: the exit code is 0 whenever the file was scor
 verdict file is written atomically and a summary (counts by status, accuracy, throughput) is printed
 to stdout; without it verdicts go to stdout and the summary to stderr. `--audit` adds, on stderr, the
 items where the strict and default extractions or the fast path and sympy disagree
-(`verifiers.math_audit`).
+(`scalerl.verifiers.math_audit`).
 """
 
 from __future__ import annotations
@@ -36,9 +36,8 @@ def read_items(source: str) -> list:
 
 def _parse_lines(stream) -> list:
     from pydantic import ValidationError
-
-    from scalerl_env.contracts.config import validation_problems
-    from scalerl_env.contracts.records import VerifyItem
+    from scalerl.env.contracts.config import validation_problems
+    from scalerl.env.contracts.records import VerifyItem
 
     items = []
     for lineno, line in enumerate(stream, start=1):
@@ -122,8 +121,8 @@ def verdict_line(item, verdict) -> dict:
 
 
 def report_audit(items: list, math_config) -> int:
-    """Print the disputes of `verifiers.math_audit` to stderr, one JSON object a line; returns their count."""
-    from verifiers.math_audit import audit
+    """Print the disputes of `scalerl.verifiers.math_audit` to stderr, one JSON object a line; returns their count."""
+    from scalerl.verifiers.math_audit import audit
 
     disputes = audit(items, math_config)
     for dispute in disputes:
@@ -147,9 +146,9 @@ def register(app: typer.Typer) -> None:
         audit: bool = typer.Option(False, "--audit", help="also report items where strict and default "
                                    "extraction, or the fast path and sympy, disagree (stderr, JSON lines)"),
     ) -> None:
-        from scalerl_env.contracts.config import ConfigError, atomic_write_text, load_config
-        from verifiers.batch import VerifierPool
-        from verifiers.config import VerifierConfig
+        from scalerl.env.contracts.config import ConfigError, atomic_write_text, load_config
+        from scalerl.verifiers.batch import VerifierPool
+        from scalerl.verifiers.config import VerifierConfig
 
         extra = [f"math.workers={workers}"] if workers else []
         try:

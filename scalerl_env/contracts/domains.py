@@ -39,7 +39,7 @@ class UnknownDomainError(ValueError):
 
 
 class DomainVerifier(Protocol):
-    """What a domain's verifier gives the batch API (`verifiers.batch.VerifierPool`).
+    """What a domain's verifier gives the batch API (`scalerl.verifiers.batch.VerifierPool`).
 
     `submit` starts scoring `items` (all of this domain) and returns a function that waits for and
     returns one verdict per item, in order; the pool submits every domain of a batch before it

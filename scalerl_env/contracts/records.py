@@ -17,13 +17,12 @@ from enum import Enum
 from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
+from scalerl.env.contracts.domains import check_domain_name, domain
 
-from scalerl_env.contracts.domains import check_domain_name, domain
-
-# The name of an installed domain (scalerl_env.contracts.domains): math, code, if, or a plug-in's.
+# The name of an installed domain (scalerl.env.contracts.domains): math, code, if, or a plug-in's.
 # A domain is any installed spec's name (the built-ins and plug-ins), so the schema says string, not an enum.
 Domain = Annotated[str, AfterValidator(check_domain_name), Field(
-    description="an installed domain (scalerl_env.contracts.domains): math, code or a plug-in's", examples=["math"])]
+    description="an installed domain (scalerl.env.contracts.domains): math, code or a plug-in's", examples=["math"])]
 
 
 class Strict(BaseModel):

@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from scalerl_env.dashboard import models as m
+from scalerl.env.dashboard import models as m
 
 MAX_HIST_STEPS = 12
 MAX_HISTORY_STEPS = 1000

@@ -3,7 +3,7 @@
 Guaranteed: nothing is written; a file is parsed again only when its size or modification time changed
 (`JsonlCache`); every series a route returns has at most `MAX_POINTS` points (evenly thinned, the last
 point kept, `Series.total` says how many there were), and a page gets at most `MAX_SERIES` series.
-The fitted curve's band is the delta-method confidence band of `trainer.fit` (the same formula,
+The fitted curve's band is the delta-method confidence band of `scalerl.trainer.fit` (the same formula,
 recomputed here from the fit's covariance because this layer may not import the trainer; a test checks
 they agree). Not guaranteed: a half-written last line of a live run is skipped, not waited for; a run's
 files read at one moment may disagree with each other (the trainer writes them one after another).
@@ -18,15 +18,14 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-
-from scalerl_env.dashboard import models as m
+from scalerl.env.dashboard import models as m
 
 MAX_POINTS = 2000
 MAX_SERIES = 64
 STEP_KEYS = ("reward/mean", "effective_batch_fraction", "truncation_rate", "tokens_per_s")
 STEP_PREFIXES = ("reward/", "format_failure_rate/")
 CURRICULUM_PREFIXES = ("curriculum/", "draws/")
-FIT_PARAMS = ("A", "R0", "B", "C_mid")  # trainer.fit.model.PARAMS: the covariance's coordinate order
+FIT_PARAMS = ("A", "R0", "B", "C_mid")  # scalerl.trainer.fit.model.PARAMS: the covariance's coordinate order
 EXTRAPOLATE = 4.0  # the fitted curve is drawn to this multiple of the largest compute evaluated
 
 

@@ -15,7 +15,7 @@ import threading
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from scalerl_env.dashboard import models as m
+from scalerl.env.dashboard import models as m
 
 MAX_LIMIT = 200
 

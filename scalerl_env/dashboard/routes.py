@@ -20,11 +20,10 @@ from typing import Any
 
 from fastapi import APIRouter, HTTPException, Query
 from fastapi.responses import HTMLResponse, Response
-
-from curriculum.ledger.models import LedgerError
-from scalerl_env.dashboard import ledger_view, readers
-from scalerl_env.dashboard import models as m
-from scalerl_env.dashboard.rollouts import MAX_LIMIT, Filter, RolloutIndex, rollout
+from scalerl.curriculum.ledger.models import LedgerError
+from scalerl.env.dashboard import ledger_view, readers
+from scalerl.env.dashboard import models as m
+from scalerl.env.dashboard.rollouts import MAX_LIMIT, Filter, RolloutIndex, rollout
 
 PAGES = ("overview", "ledger", "rollouts", "curriculum", "compare")
 NO_RUN = {404: {"model": m.ErrorDetail, "description": "no run folder behind this dashboard (a reward server's)"}}
@@ -73,7 +72,7 @@ class DashSource:
         return self._opened, f"{copy} (the latest checkpoint's copy: the run holds {main.name})"
 
     def _try_open(self, path: Path) -> str | None:
-        from curriculum.ledger.store import Ledger
+        from scalerl.curriculum.ledger.store import Ledger
 
         try:
             led = Ledger(path, read_only=True)
@@ -108,7 +107,7 @@ def _latest_checkpoint_ledger(run: Path) -> Path | None:
 
 
 def _asset(name: str) -> str:
-    return resources.files("scalerl_env.dashboard").joinpath("static", name).read_text(encoding="utf-8")
+    return resources.files("scalerl.env.dashboard").joinpath("static", name).read_text(encoding="utf-8")
 
 
 def build_router(source: DashSource) -> APIRouter:

@@ -1,13 +1,13 @@
-"""The code domain: typed tests (stdio, functional, assert), run in the sandbox (`verifiers.code_batch`).
+"""The code domain: typed tests (stdio, functional, assert), run in the sandbox (`scalerl.verifiers.code_batch`).
 Hooks import their modules when called, so loading the registry imports no sandbox code."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from scalerl_env.contracts.domains import DomainSpec, PromptDefaults, deferred, section_verifier
+from scalerl.env.contracts.domains import DomainSpec, PromptDefaults, deferred, section_verifier
 
-_code_spec = deferred("scalerl_env.adapters:code_spec")
+_code_spec = deferred("scalerl.env.adapters:code_spec")
 
 
 def _claims(reference: Any) -> bool:
@@ -18,11 +18,11 @@ SPEC = DomainSpec(
     name="code",
     reference="tests",
     description="a Python program run against tests in the sandbox",
-    verifier=section_verifier("verifiers.code_batch:CodeBatchVerifier", "code"),
+    verifier=section_verifier("scalerl.verifiers.code_batch:CodeBatchVerifier", "code"),
     prompt=PromptDefaults(instruction="Answer with the complete code in a single ```python code block.",
                           marker="```python"),
-    generator_families=deferred("scalerl_env.sources.generators.code_tasks:CODE_FAMILIES", call=False),
-    row_reference=deferred("scalerl_env.sources.adapters:code_row_reference"),
+    generator_families=deferred("scalerl.env.sources.generators.code_tasks:CODE_FAMILIES", call=False),
+    row_reference=deferred("scalerl.env.sources.adapters:code_row_reference"),
     verl_abilities=("code", "coding"),
     claims_reference=_claims,
     rank=1,

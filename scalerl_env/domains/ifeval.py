@@ -3,7 +3,7 @@ list: word counts, keywords, letter case, JSON output, ...), the third RLVR doma
 
 The reference is the `answer` string: JSON naming the constraints and their arguments, in the RLVR
 (`ground_truth` with `func_name`) or the IFEval (`instruction_id_list` + `kwargs`) form
-(`verifiers.if_reference`); scored by `verifiers.if_batch` (strict or loose, all-must-pass or fraction:
+(`scalerl.verifiers.if_reference`); scored by `scalerl.verifiers.if_batch` (strict or loose, all-must-pass or fraction:
 `verifier.if.*`). The prompt already states its constraints, so the domain appends no instruction.
 Not trained by default: `scalerl train --domains math,code,if` adds it. Hooks import their modules when
 called, so loading the registry stays cheap.
@@ -14,9 +14,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from scalerl_env.contracts.domains import DomainSpec, PromptDefaults, RowReference, deferred, section_verifier
+from scalerl.env.contracts.domains import DomainSpec, PromptDefaults, RowReference, deferred, section_verifier
 
-_parse_reference = deferred("verifiers.if_reference:parse_reference")
+_parse_reference = deferred("scalerl.verifiers.if_reference:parse_reference")
 
 
 def _check(reference: Any) -> None:
@@ -27,8 +27,8 @@ def row_reference(manifest: Any, row: dict[str, Any], prompts: Any) -> RowRefere
     """A public row's reference: the manifest's `answer` column (RLVR's `ground_truth`: a JSON string, a
     list holding one, or the object itself), else IFEval's `instruction_id_list` + `kwargs` columns; the
     manifest's `solution` column, when the row has it, is a gold response for `data check`."""
-    from scalerl_env.sources.adapters import AdapterError
-    from verifiers.if_reference import canonical
+    from scalerl.env.sources.adapters import AdapterError
+    from scalerl.verifiers.if_reference import canonical
 
     value = row.get(manifest.answer) if manifest.answer else None
     if isinstance(value, list) and len(value) == 1 and isinstance(value[0], str):
@@ -50,14 +50,14 @@ SPEC = DomainSpec(
     name="if",
     reference="answer",
     description="a response checked against verifiable constraints (IFEval's list; strict or loose)",
-    verifier=section_verifier("verifiers.if_batch:IfBatchVerifier", "if"),
-    verifier_config=deferred("verifiers.if_batch:IfConfig", call=False),
+    verifier=section_verifier("scalerl.verifiers.if_batch:IfBatchVerifier", "if"),
+    verifier_config=deferred("scalerl.verifiers.if_batch:IfConfig", call=False),
     check_reference=_check,
     prompt=PromptDefaults(instruction="", marker=""),  # the prompt states its constraints itself
-    generator_families=deferred("scalerl_env.sources.generators.if_tasks:IF_FAMILIES", call=False),
+    generator_families=deferred("scalerl.env.sources.generators.if_tasks:IF_FAMILIES", call=False),
     row_reference=row_reference,
     verl_abilities=("ifeval", "instruction"),
-    claims_reference=deferred("verifiers.if_reference:claims"),
+    claims_reference=deferred("scalerl.verifiers.if_reference:claims"),
     rank=2,
     trains_by_default=False,
 )

@@ -2,7 +2,7 @@
 
 Modules: `config` (ServerConfig), `models` (HTTP models), `app` (create_app), `routes`, `state`
 (pool, ledger, scoring), `limits` (body guard, in-flight bound), `metrics`, `lifecycle` (run_server).
-Names are imported lazily so that `scalerl_env.client` can use the models without loading FastAPI.
+Names are imported lazily so that `scalerl.env.client` can use the models without loading FastAPI.
 """
 
 from __future__ import annotations
@@ -14,15 +14,15 @@ __all__ = ["ServerConfig", "create_app", "run_server"]
 
 def __getattr__(name: str) -> Any:
     if name == "ServerConfig":
-        from scalerl_env.server.config import ServerConfig
+        from scalerl.env.server.config import ServerConfig
 
         return ServerConfig
     if name == "create_app":
-        from scalerl_env.server.app import create_app
+        from scalerl.env.server.app import create_app
 
         return create_app
     if name == "run_server":
-        from scalerl_env.server.lifecycle import run_server
+        from scalerl.env.server.lifecycle import run_server
 
         return run_server
     raise AttributeError(name)

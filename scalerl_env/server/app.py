@@ -19,16 +19,15 @@ from typing import Any
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from scalerl.env.dashboard.routes import DashSource, build_router
+from scalerl.env.server.auth import BearerAuth, load_tokens, secure_openapi
+from scalerl.env.server.config import ServerConfig
+from scalerl.env.server.curriculum_routes import router as curriculum_router
+from scalerl.env.server.ledger_routes import ingest_router
+from scalerl.env.server.limits import BodyGuard
+from scalerl.env.server.routes import ROUTE_PATHS, HotRoutes, router
+from scalerl.env.server.state import Pool, ServerState, build_version
 from starlette.types import ASGIApp, Receive, Scope, Send
-
-from scalerl_env.dashboard.routes import DashSource, build_router
-from scalerl_env.server.auth import BearerAuth, load_tokens, secure_openapi
-from scalerl_env.server.config import ServerConfig
-from scalerl_env.server.curriculum_routes import router as curriculum_router
-from scalerl_env.server.ledger_routes import ingest_router
-from scalerl_env.server.limits import BodyGuard
-from scalerl_env.server.routes import ROUTE_PATHS, HotRoutes, router
-from scalerl_env.server.state import Pool, ServerState, build_version
 
 PROFILE_ENV = "SCALERL_SERVER_PROFILE"
 

@@ -37,11 +37,10 @@ from collections.abc import Callable
 from pathlib import Path
 
 from pydantic import Field, model_validator
+from scalerl.env.client import TOKEN_ENV
+from scalerl.env.contracts.records import Strict
 from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Receive, Scope, Send
-
-from scalerl_env.client import TOKEN_ENV
-from scalerl_env.contracts.records import Strict
 
 OPEN_PATHS = frozenset({"/healthz", "/readyz"})
 READ_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})

@@ -1,17 +1,16 @@
 """Reward-server settings: one pydantic model, the one source of truth for every server default.
 
-`ServerConfig` embeds the verifier settings (`verifiers.config.VerifierConfig`), so one YAML file
-configures the whole service. Load it with `scalerl_env.contracts.config.load_config(ServerConfig, path, overrides)`.
+`ServerConfig` embeds the verifier settings (`scalerl.verifiers.config.VerifierConfig`), so one YAML file
+configures the whole service. Load it with `scalerl.env.contracts.config.load_config(ServerConfig, path, overrides)`.
 """
 
 from __future__ import annotations
 
 from pydantic import Field, model_validator
-
-from curriculum.ledger.retirement import RetirementConfig
-from scalerl_env.contracts.records import Strict
-from scalerl_env.server.auth import SecurityConfig
-from verifiers.config import VerifierConfig
+from scalerl.curriculum.ledger.retirement import RetirementConfig
+from scalerl.env.contracts.records import Strict
+from scalerl.env.server.auth import SecurityConfig
+from scalerl.verifiers.config import VerifierConfig
 
 
 class ServerLimits(Strict):
@@ -41,7 +40,7 @@ class ServerLimits(Strict):
 
 
 class OwnerLinkConfig(Strict):
-    """Replica mode (`ledger_owner`): how verdict rows travel to the ledger owner (scalerl_env.server.owner_link)."""
+    """Replica mode (`ledger_owner`): how verdict rows travel to the ledger owner (scalerl.env.server.owner_link)."""
 
     max_buffered_rows: int = Field(
         default=65536, ge=1, description="rows waiting for the owner's commit; past it, scoring requests get 503")

@@ -1,4 +1,4 @@
-"""The curriculum routes of the reward server (`/v1/curriculum/*`): `curriculum.service` over HTTP.
+"""The curriculum routes of the reward server (`/v1/curriculum/*`): `scalerl.curriculum.service` over HTTP.
 
 The routes are always in the OpenAPI document; on a server without `--ledger` each answers 409 (the
 curriculum's state lives in the ledger). The service is built on the first curriculum request from
@@ -17,10 +17,9 @@ from typing import Any
 from fastapi import APIRouter, HTTPException, Request
 from fastapi.exceptions import RequestValidationError
 from pydantic import ValidationError
-
-from curriculum.ledger.models import LedgerError
-from curriculum.service import CurriculumService, Member, ServiceError, SetInputError
-from curriculum.service_models import (
+from scalerl.curriculum.ledger.models import LedgerError
+from scalerl.curriculum.service import CurriculumService, Member, ServiceError, SetInputError
+from scalerl.curriculum.service_models import (
     DrawRequest,
     DrawResponse,
     RegisterSetRequest,
@@ -30,8 +29,8 @@ from curriculum.service_models import (
     SetState,
     SetSummary,
 )
-from scalerl_env.contracts.records import ProblemRecord
-from scalerl_env.server.models import error_responses
+from scalerl.env.contracts.records import ProblemRecord
+from scalerl.env.server.models import error_responses
 
 router = APIRouter(prefix="/v1/curriculum", tags=["curriculum"])
 _BUILD_LOCK = threading.Lock()
@@ -81,7 +80,7 @@ def _field_error(field: str, msg: str) -> RequestValidationError:
 
 
 def _parquet_members(path: str, split: str, field: str) -> list[Member]:
-    from scalerl_env.sources.verl import read_records
+    from scalerl.env.sources.verl import read_records
 
     if not Path(path).is_file():
         raise SetInputError(field, f"no such file on the server: {path}")

@@ -1,7 +1,7 @@
 """The ledger owner's ingest route: replicas commit the verdict rows they scored here.
 
 `POST /v1/ledger/ingest` records each row once per (idempotency key, item index) in one transaction
-(`curriculum.ledger.store.Ledger.record_once`) and answers after the commit; rows whose pair was recorded
+(`scalerl.curriculum.ledger.store.Ledger.record_once`) and answers after the commit; rows whose pair was recorded
 before are not appended again and come back with the verdict recorded then. Answered by `HotRoutes`
 (one-pass validation of the raw body), like the scoring routes. It needs the `score` scope when tokens
 are configured (it writes).
@@ -13,9 +13,8 @@ import asyncio
 import logging
 
 from fastapi import APIRouter, HTTPException, Request, Response
-
-from scalerl_env.server.models import ErrorResponse, LedgerIngestRequest, LedgerIngestResponse, ReplayedRow
-from scalerl_env.server.owner_link import INGEST_PATH, commit_rows
+from scalerl.env.server.models import ErrorResponse, LedgerIngestRequest, LedgerIngestResponse, ReplayedRow
+from scalerl.env.server.owner_link import INGEST_PATH, commit_rows
 
 logger = logging.getLogger(__name__)
 ingest_router = APIRouter()
@@ -29,7 +28,7 @@ ingest_router = APIRouter()
     503: {"model": ErrorResponse, "description": "shutting down; re-send (same rows, same keys)"}})
 async def ledger_ingest(body: LedgerIngestRequest, request: Request) -> Response:
     """Commit verdict rows forwarded by a replica (`scalerl-env serve --ledger-owner URL`)."""
-    from curriculum.ledger.idempotency import IdempotencyConflict
+    from scalerl.curriculum.ledger.idempotency import IdempotencyConflict
 
     state = request.app.state.scalerl
     if state.ledger is None:

@@ -26,10 +26,9 @@ from collections.abc import Generator
 from typing import Any
 
 import uvicorn
-
-from scalerl_env.server.app import create_app
-from scalerl_env.server.auth import exposure_problem, is_loopback
-from scalerl_env.server.config import ServerConfig
+from scalerl.env.server.app import create_app
+from scalerl.env.server.auth import exposure_problem, is_loopback
+from scalerl.env.server.config import ServerConfig
 
 logger = logging.getLogger(__name__)
 HANDLED_SIGNALS = (signal.SIGINT, signal.SIGTERM)

@@ -9,9 +9,8 @@ from __future__ import annotations
 from typing import Any
 
 from pydantic import Field, model_validator
-
-from curriculum.ledger.models import MAX_KEY_CHARS
-from scalerl_env.contracts.records import Domain, Strict, Verdict, VerifyItem
+from scalerl.curriculum.ledger.models import MAX_KEY_CHARS
+from scalerl.env.contracts.records import Domain, Strict, Verdict, VerifyItem
 
 # Request header naming one scoring request; its items are identified by their index in the request, so a
 # server records each (key, index) once however often the request is re-sent (the client sets one always).
@@ -44,7 +43,7 @@ class LedgerQueryRequest(Strict):
 
 
 class LedgerQueryResponse(Strict):
-    """Same shape as `curriculum.ledger.models.QueryResult`."""
+    """Same shape as `scalerl.curriculum.ledger.models.QueryResult`."""
 
     columns: list[str]
     rows: list[list[Any]]

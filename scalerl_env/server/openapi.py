@@ -1,4 +1,4 @@
-"""Write the server's OpenAPI document: `python -m scalerl_env.server.openapi [openapi.json]`.
+"""Write the server's OpenAPI document: `python -m scalerl.env.server.openapi [openapi.json]`.
 
 The committed `openapi.json` is checked against the app by `tests/env/test_server_api.py`; rerun this
 after changing a route or model.
@@ -11,11 +11,11 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from scalerl_env.contracts.config import atomic_write_text
+from scalerl.env.contracts.config import atomic_write_text
 
 
 def openapi_document() -> dict[str, Any]:
-    from scalerl_env.server.app import create_app
+    from scalerl.env.server.app import create_app
 
     return create_app().openapi()
 

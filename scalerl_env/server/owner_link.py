@@ -37,10 +37,9 @@ from dataclasses import dataclass
 from typing import Any
 
 import httpx
-
-from scalerl_env.contracts.records import Verdict, VerifyItem
-from scalerl_env.server.config import OwnerLinkConfig
-from scalerl_env.server.models import IngestRow, LedgerIngestRequest, LedgerIngestResponse, RecordedItem
+from scalerl.env.contracts.records import Verdict, VerifyItem
+from scalerl.env.server.config import OwnerLinkConfig
+from scalerl.env.server.models import IngestRow, LedgerIngestRequest, LedgerIngestResponse, RecordedItem
 
 logger = logging.getLogger(__name__)
 INGEST_PATH = "/v1/ledger/ingest"
@@ -70,7 +69,7 @@ def ingest_rows(key: str, items: Sequence[VerifyItem], verdicts: Sequence[Verdic
 
 def commit_rows(ledger: Any, rows: Sequence[IngestRow]) -> dict[int, Verdict]:
     """Owner side: record `rows` once per (key, index); the verdicts recorded before, by row position."""
-    from curriculum.ledger.attempts import rows_from_verdicts
+    from scalerl.curriculum.ledger.attempts import rows_from_verdicts
 
     cols = rows_from_verdicts([r.item for r in rows], [r.verdict for r in rows], step=None, policy_version=None)
     replayed = ledger.record_once(cols, [(r.key, r.index, r.verdict.model_dump_json()) for r in rows])

@@ -17,15 +17,11 @@ from fastapi import APIRouter, HTTPException, Request, Response
 from fastapi.exceptions import RequestValidationError
 from fastapi.routing import APIRoute
 from pydantic import BaseModel, ValidationError
-from starlette.exceptions import HTTPException as StarletteHTTPException
-from starlette.routing import BaseRoute
-from starlette.types import ASGIApp, Receive, Scope, Send
-
-from curriculum.ledger.models import MAX_KEY_CHARS
-from scalerl_env.adapters import AdapterInputError, openrlhf
-from scalerl_env.contracts.records import VerifyItem
-from scalerl_env.server.limits import read_body, replay
-from scalerl_env.server.models import (
+from scalerl.curriculum.ledger.models import MAX_KEY_CHARS
+from scalerl.env.adapters import AdapterInputError, openrlhf
+from scalerl.env.contracts.records import VerifyItem
+from scalerl.env.server.limits import read_body, replay
+from scalerl.env.server.models import (
     IDEMPOTENCY_HEADER,
     Health,
     LedgerQueryRequest,
@@ -37,8 +33,11 @@ from scalerl_env.server.models import (
     VerifyResponse,
     error_responses,
 )
-from scalerl_env.server.owner_link import OwnerUnavailable
-from scalerl_env.server.state import ServerState
+from scalerl.env.server.owner_link import OwnerUnavailable
+from scalerl.env.server.state import ServerState
+from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.routing import BaseRoute
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 
 class HotRoutes:
@@ -228,7 +227,7 @@ async def ledger_query(body: LedgerQueryRequest, request: Request) -> LedgerQuer
             state.ledger.query, body.sql, timeout_s=timeout_s, max_rows=state.config.max_ledger_rows
         )
     except Exception as exc:  # noqa: BLE001 - read-only guard, SQL errors: the caller's mistake, not ours
-        from curriculum.ledger.models import QueryTimeoutError  # importable whenever a ledger is attached
+        from scalerl.curriculum.ledger.models import QueryTimeoutError  # importable whenever a ledger is attached
 
         status = 504 if isinstance(exc, QueryTimeoutError) else 400
         raise HTTPException(status, f"{type(exc).__name__}: {exc}") from None

@@ -5,7 +5,7 @@ Guarantees:
   so one slow item does not stall other requests, health checks or metrics.
 - Items that carry a `prompt_id` are committed to the attached ledger, or (replica mode, `ledger_owner`)
   at the ledger owner, before their request is answered: an acknowledged verdict is a committed one
-  (`scalerl_env.server.owner_link.record`). With an `Idempotency-Key` each (key, item index) is recorded
+  (`scalerl.env.server.owner_link.record`). With an `Idempotency-Key` each (key, item index) is recorded
   once, and a replay is answered with the verdicts recorded first.
 - Items count against `max_items_in_flight` from admission until the pool has finished with them, even
   when their request already got 504 for passing its deadline; the bound holds for work, not for replies.
@@ -25,12 +25,11 @@ from importlib import metadata
 from typing import Any, Protocol
 
 from fastapi import HTTPException
-
-from scalerl_env.contracts.records import Verdict, VerifyItem
-from scalerl_env.server.config import ServerConfig
-from scalerl_env.server.limits import InFlight
-from scalerl_env.server.metrics import ServerMetrics
-from scalerl_env.server.owner_link import LinkCollector, OwnerLink, OwnerRefused, OwnerUnavailable, record
+from scalerl.env.contracts.records import Verdict, VerifyItem
+from scalerl.env.server.config import ServerConfig
+from scalerl.env.server.limits import InFlight
+from scalerl.env.server.metrics import ServerMetrics
+from scalerl.env.server.owner_link import LinkCollector, OwnerLink, OwnerRefused, OwnerUnavailable, record
 
 logger = logging.getLogger(__name__)
 
@@ -53,7 +52,7 @@ def detect_sandbox_layers(code: Any) -> dict[str, Any]:
     """The host's sandbox layers (reported by /readyz) and whether they meet `code.sandbox`, the
     minimum level the code verifier insists on; the error text when detection itself fails."""
     try:
-        from verifiers.sandbox import SandboxUnavailable, detect_layers, enabled_layers
+        from scalerl.verifiers.sandbox import SandboxUnavailable, detect_layers, enabled_layers
 
         out = {**detect_layers(), "minimum": code.sandbox, "meets_minimum": True}
         try:
@@ -84,7 +83,7 @@ class ServerState:
         """Open the ledger first (it fails fast when another process owns it), then start the pool."""
         try:
             if self.ledger is None and self.config.ledger:
-                from curriculum.ledger.store import Ledger
+                from scalerl.curriculum.ledger.store import Ledger
 
                 self.ledger = await asyncio.to_thread(
                     Ledger, self.config.ledger, retirement=self.config.ledger_retirement)
@@ -92,7 +91,7 @@ class ServerState:
                 self.owner = self._owner_link()
                 self.metrics.registry.register(LinkCollector(self.owner))
             if self.pool is None:
-                from verifiers import VerifierPool
+                from scalerl.verifiers import VerifierPool
 
                 self.pool = await asyncio.to_thread(VerifierPool, self.config.verifier)
             self.sandbox_layers = await asyncio.to_thread(detect_sandbox_layers, self.config.verifier.code)
@@ -132,7 +131,7 @@ class ServerState:
                 pass
 
     def _owner_link(self) -> OwnerLink:
-        from scalerl_env.server.auth import bearer_headers, owner_token
+        from scalerl.env.server.auth import bearer_headers, owner_token
 
         return OwnerLink(self.config.ledger_owner, self.config.owner, bearer_headers(owner_token(self.config.security)),
                          query_timeout_s=self.config.max_ledger_query_timeout_s + 10)
@@ -177,7 +176,7 @@ class ServerState:
         except OwnerRefused as exc:
             raise HTTPException(exc.status, f"ledger owner: {exc.detail}") from None
         except Exception as exc:
-            if type(exc).__name__ == "IdempotencyConflict":  # curriculum.ledger is imported only with a ledger
+            if type(exc).__name__ == "IdempotencyConflict":  # scalerl.curriculum.ledger is imported only with a ledger
                 raise HTTPException(409, str(exc)) from None
             logger.exception("scoring a batch of %d items failed", n)
             self.metrics.rejected.labels(reason="internal").inc()

@@ -1,6 +1,6 @@
 """Problem sources: public dataset adapters, verl parquet import/export, procedural generators.
 
-See `scalerl_env.sources.generators` (built-in problems), `scalerl_env.sources.adapters` (rows of
-public datasets → `ProblemRecord`), `scalerl_env.sources.verl` (parquet in the verl schema) and
+See `scalerl.env.sources.generators` (built-in problems), `scalerl.env.sources.adapters` (rows of
+public datasets → `ProblemRecord`), `scalerl.env.sources.verl` (parquet in the verl schema) and
 docs/data.md. Importing this package is cheap: Hugging Face `datasets` loads only when a source does.
 """

@@ -3,7 +3,7 @@
 One adapter serves every source: the manifest names the columns; math answers are read as they are,
 after GSM8K's `####`, or from the last `\\boxed{}` of a worked solution (with the verifier's own
 extractor, so the answer is what the verifier would read); code tests come from the converters in
-`verifiers.converters` (never re-implemented here).
+`scalerl.verifiers.converters` (never re-implemented here).
 
 Guarantees
 - `prompt_id = make_prompt_id(source, problem text)`: the problem statement *before* the instruction
@@ -30,9 +30,8 @@ from collections.abc import Callable
 from typing import Any
 
 from pydantic import Field
-
-from scalerl_env.contracts.domains import RowReference, domain
-from scalerl_env.contracts.records import ChatMessage, ProblemRecord, Strict, make_prompt_id
+from scalerl.env.contracts.domains import RowReference, domain
+from scalerl.env.contracts.records import ChatMessage, ProblemRecord, Strict, make_prompt_id
 
 from .manifest import Difficulty, SourceManifest
 
@@ -189,21 +188,21 @@ def _math_reference(manifest: SourceManifest, row: dict[str, Any]) -> tuple[str,
 
 
 def _boxed(text: str) -> str | None:
-    from verifiers.extract import extract_answer
+    from scalerl.verifiers.extract import extract_answer
 
     found = extract_answer(text)
     return found.answer if found.kind == "answer" and found.method == "boxed" else None
 
 
 def converter(name: str) -> Callable[[dict[str, Any]], Any]:
-    """The converter `verifiers.converters.<name>` (raises LookupError when absent)."""
+    """The converter `scalerl.verifiers.converters.<name>` (raises LookupError when absent)."""
     try:
-        module = importlib.import_module("verifiers.converters")
+        module = importlib.import_module("scalerl.verifiers.converters")
     except ImportError as exc:
-        raise LookupError(f"verifiers.converters is not available ({exc})") from exc
+        raise LookupError(f"scalerl.verifiers.converters is not available ({exc})") from exc
     fn = getattr(module, name, None)
     if fn is None:
-        raise LookupError(f"verifiers.converters has no {name!r}")
+        raise LookupError(f"scalerl.verifiers.converters has no {name!r}")
     return fn
 
 

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from scalerl_env.contracts.records import Limits, ProblemRecord, VerifyItem
+from scalerl.env.contracts.records import Limits, ProblemRecord, VerifyItem
 
 from .adapters import AdapterError, PromptConfig, adapt_row, converter
 from .loading import DataLoadError, RowError, iter_rows
@@ -200,7 +200,7 @@ def check_records(records: list[ProblemRecord], *, config: Any = None, limits: L
     `limits` applies to code items (default: the verifier's); a reference program slower than the
     limit is reported as `timeout`, which is also what a model's equally slow program would get.
     """
-    from verifiers import verify_batch
+    from scalerl.verifiers import verify_batch
 
     items = [(i, item) for i, r in enumerate(records) if (item := gold_item(r, i, limits)) is not None]
     failures: list[CheckFailure] = []

@@ -9,7 +9,8 @@ difficulty_prior, metadata}. `ground_truth` is the math answer, or for code our 
 Guarantees: `read_records(write_records(rs))` gives back `rs` exactly; writes are atomic (temp file,
 then rename). Foreign verl files (e.g. verl's own `examples/data_preprocess/gsm8k.py` output) import:
 the domain comes from `ability`, the answer from `ground_truth`, `{"inputs", "outputs"}` code tests go
-through the APPS converter (`verifiers.converters`), and the id is recomputed from source + the last user message.
+through the APPS converter (`scalerl.verifiers.converters`), and the
+id is recomputed from source + the last user message.
 Rows that do not import are reported (`RowError`), never fatal.
 """
 
@@ -25,9 +26,8 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 from pydantic import TypeAdapter, ValidationError
-
-from scalerl_env.contracts.domains import domain_for_ability, domain_names
-from scalerl_env.contracts.records import CodeTests, ProblemRecord, make_prompt_id
+from scalerl.env.contracts.domains import domain_for_ability, domain_names
+from scalerl.env.contracts.records import CodeTests, ProblemRecord, make_prompt_id
 
 from .loading import RowError
 

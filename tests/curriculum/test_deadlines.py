@@ -5,7 +5,7 @@ from __future__ import annotations
 import threading
 import time
 
-from curriculum.ledger.deadlines import Deadlines
+from scalerl.curriculum.ledger.deadlines import Deadlines
 
 
 def test_a_passed_deadline_interrupts_once_and_a_disarmed_one_never():

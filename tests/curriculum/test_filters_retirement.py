@@ -5,9 +5,8 @@ from __future__ import annotations
 
 import pytest
 from pydantic import ValidationError
-
-from curriculum.ledger.retirement import RetirementConfig, passes
-from curriculum.ledger.store import Ledger
+from scalerl.curriculum.ledger.retirement import RetirementConfig, passes
+from scalerl.curriculum.ledger.store import Ledger
 
 
 def rows(pid: str, n_pass: int, n: int = 16, step: int = 1, reward: float | None = None) -> dict[str, list]:

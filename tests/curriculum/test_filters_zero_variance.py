@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 import pytest
-
-from curriculum.filters import RewardGroup, zero_variance_filter
+from scalerl.curriculum.filters import RewardGroup, zero_variance_filter
 
 
 def g(pid: str, rewards: list[float], domain: str = "math") -> RewardGroup:

@@ -14,10 +14,10 @@ import time
 
 import httpx
 import pytest
+from scalerl.curriculum.ledger.store import Ledger
+from scalerl.env.cli import build_app
 from typer.testing import CliRunner
 
-from curriculum.ledger.store import Ledger
-from scalerl_env.cli import build_app
 from tests.support.ledger_data import BATCH, batch_rows
 from tests.support.server_harness import shared_server
 
@@ -53,7 +53,7 @@ def test_queries_see_whole_batches_while_a_writer_thread_appends(tmp_path):
 
 KILL_SCRIPT = textwrap.dedent("""
     import sys
-    from curriculum.ledger.store import Ledger
+    from scalerl.curriculum.ledger.store import Ledger
     from tests.support.ledger_data import batch_rows
     ledger = Ledger(sys.argv[1])
     step = 0

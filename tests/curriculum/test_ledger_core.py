@@ -8,11 +8,10 @@ import sys
 
 import pyarrow as pa
 import pytest
-
-from curriculum.ledger.models import LedgerError, QueryTimeoutError, ReadOnlyQueryError
-from curriculum.ledger.retirement import RetirementConfig
-from curriculum.ledger.store import Ledger
-from scalerl_env.contracts.records import Verdict, VerifyItem
+from scalerl.curriculum.ledger.models import LedgerError, QueryTimeoutError, ReadOnlyQueryError
+from scalerl.curriculum.ledger.retirement import RetirementConfig
+from scalerl.curriculum.ledger.store import Ledger
+from scalerl.env.contracts.records import Verdict, VerifyItem
 
 VIEW_COLUMNS = ("prompt_id", "domain", "attempts", "scored", "correct", "pass_rate", "last_group_step",
                 "last_group_scored", "last_group_correct", "retired", "retired_step")
@@ -167,7 +166,7 @@ def test_one_owner_per_file_with_a_pointer_to_the_owner(tmp_path):
             Ledger(path)
         with pytest.raises(LedgerError, match="already open in this process"):
             Ledger(path, read_only=True)
-        code = f"from curriculum.ledger.store import Ledger; Ledger({str(path)!r}, read_only=True)"
+        code = f"from scalerl.curriculum.ledger.store import Ledger; Ledger({str(path)!r}, read_only=True)"
         other = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
         assert other.returncode != 0 and "held by another process" in other.stderr and "--url" in other.stderr
     Ledger(path).close()  # closing releases ownership

@@ -7,9 +7,9 @@ import re
 from pathlib import Path
 
 import pytest
+from scalerl.curriculum.ledger.store import Ledger
+from scalerl.curriculum.sampler import Sampler
 
-from curriculum.ledger.store import Ledger
-from curriculum.sampler import Sampler
 from tests.support.ledger_data import PROBLEMS
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "ledger.md"

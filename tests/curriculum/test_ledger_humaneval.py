@@ -5,12 +5,12 @@ from __future__ import annotations
 import json
 
 import pytest
+from scalerl.curriculum.ledger.ingest import ingest_file
+from scalerl.curriculum.ledger.models import mean_pass_at_k
+from scalerl.curriculum.ledger.store import Ledger
+from scalerl.env.cli import build_app
 from typer.testing import CliRunner
 
-from curriculum.ledger.ingest import ingest_file
-from curriculum.ledger.models import mean_pass_at_k
-from curriculum.ledger.store import Ledger
-from scalerl_env.cli import build_app
 from tests.support.ledger_data import humaneval_problems, write_verdicts
 
 # From datasets/reference/codet_humaneval_codegen16b/README.md (unbiased estimator, n = 100 per task).

@@ -6,10 +6,9 @@ import threading
 
 import duckdb
 import pytest
-
-from curriculum.ledger.idempotency import IdempotencyConflict
-from curriculum.ledger.schema import SCHEMA_VERSION, V1_DDL
-from curriculum.ledger.store import Ledger
+from scalerl.curriculum.ledger.idempotency import IdempotencyConflict
+from scalerl.curriculum.ledger.schema import SCHEMA_VERSION, V1_DDL
+from scalerl.curriculum.ledger.store import Ledger
 
 
 def rows(prompts: list[str], status: str = "correct") -> list[dict]:

@@ -7,13 +7,12 @@ import subprocess
 import sys
 
 import pytest
+from scalerl.curriculum.ledger.ingest import ingest_file
+from scalerl.curriculum.ledger.models import IngestError
+from scalerl.curriculum.ledger.store import Ledger
+from scalerl.env.cli import build_app
+from scalerl.env.contracts.records import ChatMessage, ProblemRecord
 from typer.testing import CliRunner
-
-from curriculum.ledger.ingest import ingest_file
-from curriculum.ledger.models import IngestError
-from curriculum.ledger.store import Ledger
-from scalerl_env.cli import build_app
-from scalerl_env.contracts.records import ChatMessage, ProblemRecord
 
 
 def problem(pid: str, domain: str = "math") -> ProblemRecord:
@@ -113,7 +112,7 @@ ROWS_SQL = ("SELECT prompt_id, domain, step, policy_version, sample_index, rewar
 
 
 def test_bulk_path_stores_what_the_per_line_path_stores(tmp_path, monkeypatch):
-    import curriculum.ledger.ingest as ingest
+    import scalerl.curriculum.ledger.ingest as ingest
 
     lines = verdict_lines(40)
     results = []
@@ -157,7 +156,7 @@ def test_two_objects_on_one_line_are_refused(ledger, tmp_path):
 
 INGEST_PROCESS = """
 import sys
-from scalerl_env.cli import main
+from scalerl.env.cli import main
 sys.argv = ["scalerl-env", "ledger", "ingest", "--ledger", sys.argv[1], "--file", sys.argv[2], "--allow-unknown"]
 try:
     main()

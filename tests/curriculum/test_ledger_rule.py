@@ -4,10 +4,9 @@ migrates with NULL rules for the rows it already had."""
 from __future__ import annotations
 
 import duckdb
-
-from curriculum.ledger.schema import MIGRATIONS, SCHEMA_VERSION, V1_DDL
-from curriculum.ledger.store import Ledger
-from scalerl_env.contracts.records import Status, Verdict, VerifyItem
+from scalerl.curriculum.ledger.schema import MIGRATIONS, SCHEMA_VERSION, V1_DDL
+from scalerl.curriculum.ledger.store import Ledger
+from scalerl.env.contracts.records import Status, Verdict, VerifyItem
 
 
 def verdict(status: Status, rule: str | None) -> Verdict:

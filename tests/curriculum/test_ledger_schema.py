@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import duckdb
 import pytest
-
-from curriculum.ledger.models import LedgerError
-from curriculum.ledger.schema import SCHEMA_VERSION, V1_DDL, LedgerSchemaError
-from curriculum.ledger.store import Ledger
+from scalerl.curriculum.ledger.models import LedgerError
+from scalerl.curriculum.ledger.schema import SCHEMA_VERSION, V1_DDL, LedgerSchemaError
+from scalerl.curriculum.ledger.store import Ledger
 
 
 def make_v1(path) -> None:

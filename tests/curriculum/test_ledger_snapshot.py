@@ -7,11 +7,11 @@ import sys
 import textwrap
 import time
 
+from scalerl.curriculum.ledger.snapshot import PeriodicSnapshotter
+from scalerl.curriculum.ledger.store import Ledger
+from scalerl.env.cli import build_app
 from typer.testing import CliRunner
 
-from curriculum.ledger.snapshot import PeriodicSnapshotter
-from curriculum.ledger.store import Ledger
-from scalerl_env.cli import build_app
 from tests.support.ledger_data import batch_rows
 
 READER = textwrap.dedent("""

@@ -9,11 +9,10 @@ import random
 
 import duckdb
 import pytest
-
-import curriculum.ledger.store as ledger_module
-from curriculum.ledger.retirement import RetirementConfig
-from curriculum.ledger.schema import NO_STEP, SCHEMA_VERSION, STATS_FROM_ATTEMPTS, V1_DDL, V2_DDL
-from curriculum.ledger.store import Ledger
+import scalerl.curriculum.ledger.store as ledger_module
+from scalerl.curriculum.ledger.retirement import RetirementConfig
+from scalerl.curriculum.ledger.schema import NO_STEP, SCHEMA_VERSION, STATS_FROM_ATTEMPTS, V1_DDL, V2_DDL
+from scalerl.curriculum.ledger.store import Ledger
 
 VIEW = ("prompt_id", "domain", "attempts", "scored", "correct", "truncated", "pass_rate", "reward_mean", "first_step",
         "last_step", "last_group_step", "last_group_scored", "last_group_correct", "last_group_pass_rate", "retired",

@@ -6,10 +6,10 @@ from __future__ import annotations
 from collections import Counter
 
 import pytest
+from scalerl.curriculum.ledger.store import Ledger
+from scalerl.curriculum.sampler import Sampler, SamplerExhausted, SamplerStateError
+from scalerl.env.contracts.records import Verdict, VerifyItem
 
-from curriculum.ledger.store import Ledger
-from curriculum.sampler import Sampler, SamplerExhausted, SamplerStateError
-from scalerl_env.contracts.records import Verdict, VerifyItem
 from tests.support.ledger_data import PROBLEMS
 
 

@@ -5,10 +5,9 @@ from __future__ import annotations
 import threading
 
 import pytest
-
-from curriculum.ledger.store import Ledger
-from curriculum.service import CurriculumService, Member, SetConflictError, SetInputError, UnknownSetError
-from curriculum.service_models import DrawRequest, ReportRequest
+from scalerl.curriculum.ledger.store import Ledger
+from scalerl.curriculum.service import CurriculumService, Member, SetConflictError, SetInputError, UnknownSetError
+from scalerl.curriculum.service_models import DrawRequest, ReportRequest
 
 EASY = {f"m{i}" for i in range(4)} | {"c0"}  # always solved: retired after their first group
 
@@ -175,7 +174,7 @@ def test_a_draw_that_fails_to_commit_changes_nothing(tmp_path, monkeypatch):
     """The draw row and the sampler state it leaves commit together: after a failed commit (here the draw
     row's write raises, as a full disk would) the same draw, asked again in the same process or after a
     restart, is the one the uninterrupted plan makes."""
-    from curriculum.ledger import sets
+    from scalerl.curriculum.ledger import sets
 
     def plan(path, fail_at=None, restart=False):
         ledger = Ledger(path)

@@ -8,12 +8,12 @@ import math
 from collections import Counter
 
 import pytest
+from scalerl.curriculum.ledger.store import Ledger
+from scalerl.curriculum.policy import CurriculumPolicy
+from scalerl.curriculum.sampler import Sampler, SamplerStateError
+from scalerl.curriculum.source_mix import SourceWalk, quotas
+from scalerl.curriculum.strategy_config import StrategyConfig
 
-from curriculum.ledger.store import Ledger
-from curriculum.policy import CurriculumPolicy
-from curriculum.sampler import Sampler, SamplerStateError
-from curriculum.source_mix import SourceWalk, quotas
-from curriculum.strategy_config import StrategyConfig
 from tests.support.ledger_data import problem
 
 # math: 40 problems of source "a" and 10 of source "b"; code: one source

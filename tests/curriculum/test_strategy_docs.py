@@ -8,11 +8,11 @@ import re
 from pathlib import Path
 
 import pytest
+from scalerl.curriculum.ledger.store import Ledger
+from scalerl.curriculum.policy import CurriculumPolicy
+from scalerl.curriculum.sampler import Sampler
+from scalerl.curriculum.strategy_config import StrategyConfig
 
-from curriculum.ledger.store import Ledger
-from curriculum.policy import CurriculumPolicy
-from curriculum.sampler import Sampler
-from curriculum.strategy_config import StrategyConfig
 from tests.support.ledger_data import PROBLEMS
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "curriculum.md"

@@ -6,12 +6,11 @@ from __future__ import annotations
 import random
 
 import pytest
-
-from curriculum import strategies as st
-from curriculum.ledger import counts as lc
-from curriculum.ledger.retirement import RetirementConfig
-from curriculum.ledger.store import Ledger
-from curriculum.strategy_config import (
+from scalerl.curriculum import strategies as st
+from scalerl.curriculum.ledger import counts as lc
+from scalerl.curriculum.ledger.retirement import RetirementConfig
+from scalerl.curriculum.ledger.store import Ledger
+from scalerl.curriculum.strategy_config import (
     BenchConfig,
     MixingConfig,
     PriorityConfig,

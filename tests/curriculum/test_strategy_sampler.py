@@ -6,11 +6,12 @@ from __future__ import annotations
 
 from collections import Counter
 
-from curriculum.ledger.retirement import RetirementConfig
-from curriculum.ledger.store import Ledger
-from curriculum.policy import CurriculumPolicy
-from curriculum.sampler import Sampler
-from curriculum.strategy_config import StrategyConfig
+from scalerl.curriculum.ledger.retirement import RetirementConfig
+from scalerl.curriculum.ledger.store import Ledger
+from scalerl.curriculum.policy import CurriculumPolicy
+from scalerl.curriculum.sampler import Sampler
+from scalerl.curriculum.strategy_config import StrategyConfig
+
 from tests.curriculum.test_strategy_functions import group
 from tests.support.ledger_data import PROBLEMS
 

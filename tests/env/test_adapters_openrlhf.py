@@ -14,9 +14,9 @@ import asyncio
 from types import SimpleNamespace
 
 import pytest
+import scalerl.env.adapters.openrlhf as adapter
+from scalerl.env.adapters import TOKEN_ENV, URL_ENV
 
-import scalerl_env.adapters.openrlhf as adapter
-from scalerl_env.adapters import TOKEN_ENV, URL_ENV
 from tests.env.rl_support import (
     EXPECTED_REWARD,
     PROBLEMS,

@@ -10,8 +10,8 @@ column in both, and the server's ledger must hold the verdicts under those ids.
 from __future__ import annotations
 
 import pytest
+from scalerl.env.client import TOKEN_ENV, RewardServerError
 
-from scalerl_env.client import TOKEN_ENV, RewardServerError
 from tests.env.rl_support import (
     EXPECTED_REWARD,
     PROBLEMS,
@@ -58,10 +58,9 @@ def plain_text(id_base: int):
 
 def train(url: str, dataset, out_dir) -> list[tuple[str, float]]:
     """Run GRPOTrainer for STEPS optimizer steps; return every (completion text, reward) TRL recorded."""
+    from scalerl.env.adapters.trl import ScaleRLReward, completion_text
     from transformers import TrainerCallback
     from trl import GRPOConfig, GRPOTrainer
-
-    from scalerl_env.adapters.trl import ScaleRLReward, completion_text
 
     class Record(TrainerCallback):
         def __init__(self) -> None:
@@ -88,7 +87,7 @@ def train(url: str, dataset, out_dir) -> list[tuple[str, float]]:
 
 
 def ledger_count(url: str, ids: list[int]) -> int:
-    from scalerl_env.client import RewardClient
+    from scalerl.env.client import RewardClient
 
     quoted = ", ".join(f"'{i}'" for i in ids)
     with RewardClient(url) as client:
@@ -118,7 +117,7 @@ def test_grpo_plain_prompts_text_references(server, tmp_path, monkeypatch):
     monkeypatch.setenv(TOKEN_ENV, RL_TOKEN)
     dead = dead_url()
     pairs = train(f"{dead},{server.url}", plain_text(3000), tmp_path)  # a dead replica first: failed over
-    from scalerl_env.adapters import _client
+    from scalerl.env.adapters import _client
 
     stats = _client(f"{dead},{server.url}", RL_TOKEN).stats()  # the adapter's client, as TRL's reward used it
     assert stats.failovers >= 1 and {r.url: r.failures >= 1 for r in stats.replicas}[dead]
@@ -127,7 +126,7 @@ def test_grpo_plain_prompts_text_references(server, tmp_path, monkeypatch):
 
 
 def test_reward_without_the_token_is_refused(server, monkeypatch):
-    from scalerl_env.adapters.trl import ScaleRLReward
+    from scalerl.env.adapters.trl import ScaleRLReward
 
     monkeypatch.delenv(TOKEN_ENV, raising=False)
     reward = ScaleRLReward(server.url)

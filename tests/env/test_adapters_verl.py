@@ -14,19 +14,19 @@ import re
 from pathlib import Path
 
 import pytest
+from scalerl.env.adapters import TOKEN_ENV, URL_ENV, AdapterInputError
 
-from scalerl_env.adapters import TOKEN_ENV, URL_ENV, AdapterInputError
 from tests.env.rl_support import PROBLEMS, RL_TOKEN, VOCAB, dead_url, doc_block, require, secured_args, tiny_tokenizer
 from tests.support.server_harness import shared_server
 
 require("verl")
 pytestmark = [pytest.mark.rl, pytest.mark.ray, pytest.mark.timeout(900)]
-ADAPTER_PATH = '$(python -c "import scalerl_env.adapters.verl as m; print(m.__file__)")'
+ADAPTER_PATH = '$(python -c "import scalerl.env.adapters.verl as m; print(m.__file__)")'
 
 
 def documented_overrides() -> list[str]:
     """The `key=value` overrides of docs/server.md's veRL command, the adapter path resolved."""
-    import scalerl_env.adapters.verl as adapter
+    import scalerl.env.adapters.verl as adapter
 
     block = doc_block("veRL (custom reward function)", "bash")
     pairs = re.findall(r"^\s*([a-z_][\w.]*)=(.+?)\s*\\?$", block, re.M)
@@ -118,7 +118,7 @@ def score(tmp_path: Path, data_file: Path):
 
 
 def ledger_count(url: str, ids: list) -> int:
-    from scalerl_env.client import RewardClient
+    from scalerl.env.client import RewardClient
 
     quoted = ", ".join(f"'{i}'" for i in ids)
     with RewardClient(url) as client:
@@ -147,9 +147,9 @@ def test_bad_ground_truth_reaches_the_trainer_named(server, cluster, tmp_path):
 
 
 def test_parquet_written_by_scalerl_env(server, cluster, tmp_path):
-    # `scalerl_env.sources.verl.write_records` (behind `scalerl-env data prepare`) writes the verl schema.
-    from scalerl_env.contracts.records import ProblemRecord
-    from scalerl_env.sources.verl import write_records
+    # `scalerl.env.sources.verl.write_records` (behind `scalerl-env data prepare`) writes the verl schema.
+    from scalerl.env.contracts.records import ProblemRecord
+    from scalerl.env.sources.verl import write_records
 
     records = [ProblemRecord(prompt_id=f"records-{i}", domain=p.domain, source="scalerl/test",
                              prompt=[{"role": "user", "content": f"solve {p.tag}"}],

@@ -10,14 +10,14 @@ import threading
 
 import httpx
 import pytest
+from scalerl.curriculum.ledger.store import Ledger
+from scalerl.curriculum.service import CurriculumService
+from scalerl.curriculum.service_models import DrawRequest, ReportRequest
+from scalerl.env.client import RewardServerError
+from scalerl.env.contracts.records import ProblemRecord
+from scalerl.env.curriculum_client import CurriculumClient
+from scalerl.env.sources.verl import write_records
 
-from curriculum.ledger.store import Ledger
-from curriculum.service import CurriculumService
-from curriculum.service_models import DrawRequest, ReportRequest
-from scalerl_env.client import RewardServerError
-from scalerl_env.contracts.records import ProblemRecord
-from scalerl_env.curriculum_client import CurriculumClient
-from scalerl_env.sources.verl import write_records
 from tests.support.server_harness import OVERLOAD, ServerProcess, alive, descendants, shared_server
 
 EASY = {f"q{i}" for i in range(0, 16, 4)}  # always answered right: retired after their first group
@@ -147,8 +147,8 @@ def test_two_ranks_through_retirement_and_a_server_restart(tmp_path, files, how)
 
 
 def service_members(ledger: Ledger):
-    from curriculum.ledger.sets import load_members
-    from curriculum.service import Member
+    from scalerl.curriculum.ledger.sets import load_members
+    from scalerl.curriculum.service import Member
 
     return [Member.from_row(row) for row in load_members(ledger, "sums")]
 

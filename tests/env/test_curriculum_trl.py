@@ -49,7 +49,7 @@ class Seen:
         self.source, self.calls, self.losses = source, [], []
 
     def reward(self):
-        from scalerl_env.adapters.trl import ScaleRLReward
+        from scalerl.env.adapters.trl import ScaleRLReward
 
         score = ScaleRLReward(None, reference_key="answer")
 
@@ -60,19 +60,18 @@ class Seen:
 
 
 def local_source(tmp_path, data, weights, strategies=None):
-    from curriculum.strategy_config import StrategyConfig
-    from scalerl_env.adapters.curriculum_source import LocalCurriculum
-    from scalerl_env.adapters.trl_curriculum import problems_from_dataset
+    from scalerl.curriculum.strategy_config import StrategyConfig
+    from scalerl.env.adapters.curriculum_source import LocalCurriculum
+    from scalerl.env.adapters.trl_curriculum import problems_from_dataset
 
     return LocalCurriculum(problems_from_dataset(data), ledger=tmp_path / "ledger.duckdb", weights=weights, seed=0,
                            strategies=StrategyConfig.model_validate(strategies or {}))
 
 
 def train(tmp_path, data, *, mode: str, rounds: int = 3, steps: int = 4, weights=None, source=None):
+    from scalerl.curriculum.strategy_config import ZeroVarianceConfig
+    from scalerl.env.adapters.trl_curriculum import CurriculumGRPOTrainer
     from trl import GRPOConfig
-
-    from curriculum.strategy_config import ZeroVarianceConfig
-    from scalerl_env.adapters.trl_curriculum import CurriculumGRPOTrainer
 
     source = source or local_source(tmp_path, data, weights)
     seen = Seen(source)
@@ -107,9 +106,9 @@ def logged(trainer, name: str) -> list[float]:
 
 def service_source(url: str, data, weights):
     """A set of the server's curriculum holding the dataset's problems (inline records)."""
-    from scalerl_env.adapters.curriculum_source import ServiceCurriculum, set_records
-    from scalerl_env.adapters.trl_curriculum import problems_from_dataset
-    from scalerl_env.curriculum_client import CurriculumClient
+    from scalerl.env.adapters.curriculum_source import ServiceCurriculum, set_records
+    from scalerl.env.adapters.trl_curriculum import problems_from_dataset
+    from scalerl.env.curriculum_client import CurriculumClient
 
     client = CurriculumClient(url, "trl-dropin")
     client.register(records=set_records(problems_from_dataset(data)), domain_weights=weights, seed=0)

@@ -27,7 +27,8 @@ RIGHT = {"<q0>": 4, "<q1>": 2, "<q2>": 0, "<q3>": 2}  # right answers of the fou
 
 def documented_overrides(ledger: Path) -> list[str]:
     """The `key=value` lines of docs/curriculum.md's veRL block, the module path and the ledger resolved."""
-    import scalerl_env.adapters.verl_curriculum as dropin
+    import scalerl.env.adapters.verl_curriculum as dropin
+
     from tests.support.server_harness import REPO
 
     doc = (REPO / "docs" / "curriculum.md").read_text()
@@ -74,8 +75,8 @@ def verl_loader(tmp_path: Path, extra: tuple[str, ...] = ()):
 
 def score_batch(batch, step: int, dataset) -> list[str]:
     """Four scored responses per prompt of a veRL batch, reported as groups; returns the batch's prompt ids."""
-    from scalerl_env.adapters.curriculum_source import GroupOutcome
-    from scalerl_env.adapters.verl import compute_score
+    from scalerl.env.adapters.curriculum_source import GroupOutcome
+    from scalerl.env.adapters.verl import compute_score
 
     ids, groups = [], []
     for messages, truth, info, source in zip(batch["raw_prompt"], batch["reward_model"], batch["extra_info"],

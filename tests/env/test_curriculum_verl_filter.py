@@ -58,10 +58,9 @@ class Rollout:
 
     def generate_sequences(self, batch) -> None:
         import torch
+        from scalerl.env.adapters.curriculum_source import GroupOutcome
+        from scalerl.env.adapters.verl import compute_score
         from verl.utils.tensordict_utils import list_of_dict_to_tensordict
-
-        from scalerl_env.adapters.curriculum_source import GroupOutcome
-        from scalerl_env.adapters.verl import compute_score
 
         ids, groups = [], []
         retired = self.dataset.curriculum.retired()

@@ -1,4 +1,4 @@
-"""The dashboard's JSON routes (`scalerl_env.dashboard`) on real run folders, through FastAPI's TestClient.
+"""The dashboard's JSON routes (`scalerl.env.dashboard`) on real run folders, through FastAPI's TestClient.
 
 Run folders: one short CPU run of the real trainer (`make_run`, shared with the browser test: it is made
 once per test session), and a synthetic "variant" written with the trainer's own writers (`RunLog`,
@@ -35,9 +35,9 @@ def make_run(tmp_path_factory) -> Path:
     """A short real CPU run (tiny model, real verifiers and sandbox), made once per session (~1 min)."""
     out = tmp_path_factory.getbasetemp() / "dash-real-run"
     if not (out / "summary.json").exists():
-        from scalerl_env.contracts.config import load_config
-        from trainer.config.train import TrainConfig
-        from trainer.run.loop import train
+        from scalerl.env.contracts.config import load_config
+        from scalerl.trainer.config.train import TrainConfig
+        from scalerl.trainer.run.loop import train
 
         shutil.rmtree(out, ignore_errors=True)
         train(load_config(TrainConfig, None, SHORT), out)
@@ -46,10 +46,10 @@ def make_run(tmp_path_factory) -> Path:
 
 def make_variant(tmp_path_factory) -> Path:
     """A run folder written by the trainer's writers: 20 evaluations on a sigmoid, step lines, curves/."""
-    from trainer.config.train import LoggingConfig
-    from trainer.fit.curves import write_curves
-    from trainer.fit.synthetic import CurveSpec
-    from trainer.run.log import RunLog
+    from scalerl.trainer.config.train import LoggingConfig
+    from scalerl.trainer.fit.curves import write_curves
+    from scalerl.trainer.fit.synthetic import CurveSpec
+    from scalerl.trainer.run.log import RunLog
 
     out = tmp_path_factory.getbasetemp() / "dash-variant"
     if (out / "curves" / "math.json").exists():
@@ -76,11 +76,12 @@ def make_variant(tmp_path_factory) -> Path:
 def write_code_rollout(out: Path) -> dict:
     """One code line in `out/rollouts.jsonl`, written by the trainer's `RolloutLog` from the real code verifier's
     verdict on a program that prints, then fails: its details carry the sandbox's stdout and stderr."""
-    from scalerl_env.contracts.records import ProblemRecord, VerifyItem
+    from scalerl.env.contracts.records import ProblemRecord, VerifyItem
+    from scalerl.trainer.config.data import RolloutLogConfig
+    from scalerl.trainer.rollout.sample_log import RolloutLog
+    from scalerl.verifiers.code import CodeVerifier
+
     from tests.trainer.rollout.test_sample_log import group
-    from trainer.config.data import RolloutLogConfig
-    from trainer.rollout.sample_log import RolloutLog
-    from verifiers.code import CodeVerifier
 
     with CodeVerifier() as v:
         (verdict,) = v.verify_many([VerifyItem(id="c", domain="code", completion=SANDBOX_PROGRAM, tests=SANDBOX_TESTS)])
@@ -102,7 +103,7 @@ def variant(tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="module")
 def client(run, variant):
-    from trainer.commands.dash import build_dash_app
+    from scalerl.trainer.commands.dash import build_dash_app
 
     with TestClient(build_dash_app(run, [variant])) as c:
         yield c
@@ -138,8 +139,8 @@ def test_overview_has_every_step_and_evaluation(client, run):
 
 def test_the_fitted_band_is_trainer_fits_band(client, variant):
     """The curve and band the page draws equal `SigmoidFit.predict` / `band` (recomputed without the trainer)."""
-    from trainer.commands.dash import build_dash_app
-    from trainer.fit.model import SigmoidFit
+    from scalerl.trainer.commands.dash import build_dash_app
+    from scalerl.trainer.fit.model import SigmoidFit
 
     with TestClient(build_dash_app(variant)) as c:
         (curve,) = c.get("/api/dash/overview").json()["curves"]
@@ -195,7 +196,7 @@ def test_rollout_filters_narrow_and_pages_are_bounded(client, run):
 
 
 def test_a_code_rollout_carries_the_sandbox_output(variant):
-    from trainer.commands.dash import build_dash_app
+    from scalerl.trainer.commands.dash import build_dash_app
 
     (line,) = lines(variant / "rollouts.jsonl")
     with TestClient(build_dash_app(variant)) as c:
@@ -206,7 +207,7 @@ def test_a_code_rollout_carries_the_sandbox_output(variant):
 
 
 def test_rollout_index_follows_a_growing_file(tmp_path):
-    from scalerl_env.dashboard.rollouts import Filter, RolloutIndex
+    from scalerl.env.dashboard.rollouts import Filter, RolloutIndex
 
     path = tmp_path / "rollouts.jsonl"
     row = {"kind": "train", "step": 1, "prompt_id": "p", "domain": "math", "status": "correct"}
@@ -250,7 +251,8 @@ def test_pages_and_assets_are_served_without_any_external_url(client):
 
 def big_ledger(path: Path) -> Path:
     """A ledger of BIG_PROMPTS prompts and BIG_ATTEMPTS attempts over 100 steps (real writer)."""
-    from curriculum.ledger.store import Ledger
+    from scalerl.curriculum.ledger.store import Ledger
+
     from tests.support.ledger_data import problem
 
     if path.exists():
@@ -273,9 +275,8 @@ def big(tmp_path_factory) -> Path:
 
 def test_a_200k_attempt_ledger_answers_bounded_lists_quickly(big):
     from fastapi import FastAPI
-
-    from curriculum.ledger.store import Ledger
-    from scalerl_env.dashboard.routes import DashSource, build_router
+    from scalerl.curriculum.ledger.store import Ledger
+    from scalerl.env.dashboard.routes import DashSource, build_router
 
     with Ledger(big, read_only=True) as led:
         app = FastAPI()
@@ -293,8 +294,8 @@ def test_a_200k_attempt_ledger_answers_bounded_lists_quickly(big):
 
 def test_the_reward_server_serves_the_dashboard_over_its_ledger(big):
     """`scalerl-env serve --ledger L`: the same pages; the JSON routes are in its OpenAPI, the pages are not."""
-    from curriculum.ledger.store import Ledger
-    from scalerl_env.server.app import create_app
+    from scalerl.curriculum.ledger.store import Ledger
+    from scalerl.env.server.app import create_app
 
     with Ledger(big, read_only=True) as led, TestClient(create_app(ledger=led)) as c:
         assert c.get("/").status_code == 200
@@ -307,8 +308,8 @@ def test_the_reward_server_serves_the_dashboard_over_its_ledger(big):
 
 def test_a_live_run_reads_the_latest_checkpoints_ledger(run, tmp_path):
     """While the trainer holds ledger.duckdb (here: this process's writer), the checkpoint's copy is read."""
-    from curriculum.ledger.store import Ledger
-    from scalerl_env.dashboard.routes import DashSource
+    from scalerl.curriculum.ledger.store import Ledger
+    from scalerl.env.dashboard.routes import DashSource
 
     live = tmp_path / "live"
     shutil.copytree(run, live, ignore=shutil.ignore_patterns("*.safetensors", "*.pt"))

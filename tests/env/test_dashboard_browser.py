@@ -46,7 +46,7 @@ class DashProcess:
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         args = [a for c in compare for a in ("--compare", str(c))]
-        cmd = [sys.executable, "-m", "trainer.cli", "dash", str(run), "--port", str(self.port), *args]
+        cmd = [sys.executable, "-m", "scalerl.trainer.cli", "dash", str(run), "--port", str(self.port), *args]
         self.proc = subprocess.Popen(cmd, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         deadline = time.monotonic() + 120
         while time.monotonic() < deadline and self.proc.poll() is None:

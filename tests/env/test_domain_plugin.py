@@ -21,8 +21,8 @@ from tests.support.server_harness import REPO, ServerProcess
 
 PLUGIN = '''
 from pydantic import BaseModel, ConfigDict
-from scalerl_env.contracts.domains import DomainSpec, PromptDefaults
-from scalerl_env.contracts.records import Status, Verdict
+from scalerl.env.contracts.domains import DomainSpec, PromptDefaults
+from scalerl.env.contracts.records import Status, Verdict
 
 
 class WordConfig(BaseModel):
@@ -92,7 +92,7 @@ ITEMS = [{"id": "a", "domain": "word", "completion": "the answer is Paris", "ans
 def _verify(plugin: Path, tmp_path: Path, *overrides: str) -> dict[str, str]:
     items = tmp_path / "items.jsonl"
     items.write_text("".join(json.dumps(i) + "\n" for i in ITEMS))
-    cmd = [sys.executable, "-m", "scalerl_env.cli", "verify", "-f", str(items), "-w", "1", *overrides]
+    cmd = [sys.executable, "-m", "scalerl.env.cli", "verify", "-f", str(items), "-w", "1", *overrides]
     done = subprocess.run(cmd, cwd=REPO, env=_env(plugin), capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]
     return {v["id"]: v["status"] for v in map(json.loads, done.stdout.splitlines())}
@@ -109,7 +109,7 @@ def test_the_plugin_reads_its_own_verifier_section(plugin_path, tmp_path):
 def test_an_unknown_setting_of_the_plugin_section_is_rejected(plugin_path, tmp_path):
     items = tmp_path / "items.jsonl"
     items.write_text(json.dumps(ITEMS[0]) + "\n")
-    cmd = [sys.executable, "-m", "scalerl_env.cli", "verify", "-f", str(items), "word.colour=red"]
+    cmd = [sys.executable, "-m", "scalerl.env.cli", "verify", "-f", str(items), "word.colour=red"]
     done = subprocess.run(cmd, cwd=REPO, env=_env(plugin_path), capture_output=True, text=True, timeout=300)
     assert done.returncode != 0 and "colour" in done.stderr + done.stdout
 

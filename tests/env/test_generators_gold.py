@@ -7,9 +7,8 @@ Default run: thousands of math problems and hundreds of code problems over many 
 from __future__ import annotations
 
 import pytest
-
-from scalerl_env.sources.generators import generate
-from scalerl_env.sources.prepare import check_records
+from scalerl.env.sources.generators import generate
+from scalerl.env.sources.prepare import check_records
 
 
 def _records(domain: str, seeds: range, per_seed: int, levels=range(6)):

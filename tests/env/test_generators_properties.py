@@ -5,9 +5,8 @@ from __future__ import annotations
 import re
 
 import pytest
-
-from scalerl_env.contracts.records import FunctionalTests, ProblemRecord, make_prompt_id
-from scalerl_env.sources.generators import families_at, generate, generators
+from scalerl.env.contracts.records import FunctionalTests, ProblemRecord, make_prompt_id
+from scalerl.env.sources.generators import families_at, generate, generators
 
 LEVELS = range(6)
 
@@ -73,7 +72,7 @@ def test_level0_math_is_two_digit_arithmetic_without_carries_or_borrows():
 
 
 def test_level0_code_is_a_string_function_from_two_examples_with_hidden_cases():
-    from scalerl_env.sources.generators.code_tasks import LEVEL0_STRING_OPS, STRING_OPS
+    from scalerl.env.sources.generators.code_tasks import LEVEL0_STRING_OPS, STRING_OPS
 
     pattern = re.compile(r'^g\("([A-Za-z]+)"\)=(\S+) g\("([A-Za-z]+)"\)=(\S+) g\(s\)=$')
     seen = set()
@@ -115,7 +114,7 @@ def test_every_family_is_reachable():
 
 def test_examples_identify_the_string_operation():
     """Two string operations never agree on all shown examples (else the prompt would be ambiguous)."""
-    from scalerl_env.sources.generators.code_tasks import STRING_OPS
+    from scalerl.env.sources.generators.code_tasks import STRING_OPS
 
     for record in generate("code", seed=9, count=600, level=3):
         if record.metadata["task"] != "string_function":

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import json
 
+from scalerl.env.cli import build_app
 from typer.testing import CliRunner
-
-from scalerl_env.cli import build_app
 
 
 def test_doctor_json_reports_layers_level_and_smoke_run() -> None:

@@ -6,8 +6,8 @@ import json
 
 import httpx
 import pytest
+from scalerl.env.adapters import URL_ENV, AdapterInputError, reference_item
 
-from scalerl_env.adapters import URL_ENV, AdapterInputError, reference_item
 from tests.support.server_harness import shared_server
 
 TEMPLATE = "<|im_start|>user\n{}<|im_end|>\n<|im_start|>assistant\n"
@@ -61,8 +61,7 @@ def test_openrlhf_length_mismatch_and_bad_label_are_422(server):
 
 def test_openrlhf_reward_func_file_mode(server, monkeypatch):
     import torch
-
-    from scalerl_env.adapters.openrlhf import reward_func
+    from scalerl.env.adapters.openrlhf import reward_func
 
     monkeypatch.setenv(URL_ENV, server.url)
     prompts = [TEMPLATE.format("2*3?"), TEMPLATE.format("2*4?")]
@@ -72,7 +71,7 @@ def test_openrlhf_reward_func_file_mode(server, monkeypatch):
 
 
 def test_verl_compute_score_over_http(server, monkeypatch):
-    from scalerl_env.adapters.verl import compute_score
+    from scalerl.env.adapters.verl import compute_score
 
     monkeypatch.setenv(URL_ENV, server.url)
     # NaiveRewardManager's call, keyword for keyword.
@@ -86,8 +85,8 @@ def test_verl_compute_score_over_http(server, monkeypatch):
 
 
 def test_verl_batch_records_prompt_ids(server, monkeypatch):
-    from scalerl_env.adapters.verl import compute_score_batch
-    from scalerl_env.client import RewardClient
+    from scalerl.env.adapters.verl import compute_score_batch
+    from scalerl.env.client import RewardClient
 
     monkeypatch.setenv(URL_ENV, server.url)
     scores = compute_score_batch(
@@ -101,8 +100,8 @@ def test_verl_batch_records_prompt_ids(server, monkeypatch):
 
 
 def test_verl_compute_score_in_process(monkeypatch):
-    from scalerl_env.adapters.verl import compute_score
-    from verifiers import close_default_pools
+    from scalerl.env.adapters.verl import compute_score
+    from scalerl.verifiers import close_default_pools
 
     monkeypatch.delenv(URL_ENV, raising=False)
     try:
@@ -112,7 +111,7 @@ def test_verl_compute_score_in_process(monkeypatch):
 
 
 def test_trl_reward_plain_and_conversational(server):
-    from scalerl_env.adapters.trl import ScaleRLReward
+    from scalerl.env.adapters.trl import ScaleRLReward
 
     reward = ScaleRLReward(server.url)
     assert reward.__name__ == "scalerl_reward"
@@ -127,7 +126,7 @@ def test_trl_reward_plain_and_conversational(server):
 
 
 def test_trl_missing_reference_column_names_it(server):
-    from scalerl_env.adapters.trl import ScaleRLReward
+    from scalerl.env.adapters.trl import ScaleRLReward
 
     with pytest.raises(KeyError, match="solution"):
         ScaleRLReward(server.url, reference_key="solution")(prompts=["p"], completions=["c"], answer=["1"])
@@ -151,7 +150,7 @@ def test_reference_errors_name_the_field():
 
 
 def test_get_reward_without_prompts_scores_the_whole_query(server):
-    from scalerl_env.client import RewardClient
+    from scalerl.env.client import RewardClient
 
     with RewardClient(server.url) as client:
         result = client.get_reward(query=["Q: 2+2? A: \\boxed{4}", "Q: 2+2? A: \\boxed{5}"], labels=["4", "4"])
@@ -181,7 +180,7 @@ def test_object_specs_from_a_mixed_column_gain_none_fields():
 
 
 def test_object_specs_from_a_dataset_column_score(server):
-    from scalerl_env.adapters.trl import ScaleRLReward
+    from scalerl.env.adapters.trl import ScaleRLReward
 
     stdio, func = column_rows([STDIO_OBJ, FUNC_OBJ])
     rewards = ScaleRLReward(server.url)(prompts=["p", "p", "p"], completions=[SUM_PROGRAM, ADD_PROGRAM, "nope"],
@@ -199,9 +198,8 @@ def test_unknown_fields_stay_errors_in_columns_and_over_http(server):
 
 def test_integer_and_numpy_ids_become_text(server):
     import numpy as np
-
-    from scalerl_env.adapters.trl import ScaleRLReward
-    from scalerl_env.adapters.verl import compute_score_batch
+    from scalerl.env.adapters.trl import ScaleRLReward
+    from scalerl.env.adapters.verl import compute_score_batch
 
     rewards = ScaleRLReward(server.url)(prompts=["p", "p"], completions=["\\boxed{5}", "\\boxed{6}"],
                                         answer=[5, np.int64(5)], prompt_id=[17, np.int64(17)])

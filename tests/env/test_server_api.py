@@ -7,9 +7,9 @@ from pathlib import Path
 
 import httpx
 import pytest
+from scalerl.env.client import RewardClient, RewardServerError
+from scalerl.env.contracts.records import Status
 
-from scalerl_env.client import RewardClient, RewardServerError
-from scalerl_env.contracts.records import Status
 from tests.support.server_harness import OVERLOAD, REPO, shared_server
 
 BOXED = "Reasoning... so the answer is \\boxed{{{}}}."
@@ -34,11 +34,11 @@ def math_item(i: int, answer: str, said: str, **extra) -> dict:
 
 
 def test_openapi_document_matches_committed_file():
-    from scalerl_env.server.openapi import render
+    from scalerl.env.server.openapi import render
 
     committed = (REPO / "openapi.json").read_text()
     assert json.loads(committed) == json.loads(render()), (
-        "the app's OpenAPI schema drifted from openapi.json; run `python -m scalerl_env.server.openapi`"
+        "the app's OpenAPI schema drifted from openapi.json; run `python -m scalerl.env.server.openapi`"
     )
 
 
@@ -196,7 +196,7 @@ def test_empty_batch_is_answered_empty(client):
 def test_async_client_batches_in_order(server):
     import asyncio
 
-    from scalerl_env.client import AsyncRewardClient
+    from scalerl.env.client import AsyncRewardClient
 
     async def run():
         async with AsyncRewardClient(server.url, batch_size=3, concurrency=4) as c:
@@ -213,7 +213,7 @@ def test_cli_rejects_bad_config_with_exit_2(tmp_path):
 
     bad = tmp_path / "server.yaml"
     bad.write_text("limits:\n  max_batch_items: 0\n")
-    proc = subprocess.run([sys.executable, "-m", "scalerl_env.cli", "serve", "--config", str(bad)],
+    proc = subprocess.run([sys.executable, "-m", "scalerl.env.cli", "serve", "--config", str(bad)],
                           cwd=REPO, capture_output=True, text=True, timeout=60, check=False)
     assert proc.returncode == 2
     assert "limits.max_batch_items" in proc.stderr
@@ -246,7 +246,7 @@ def test_ledger_cli_queries_through_the_server(server, client):
 
     client.verify([math_item(0, "3", "3", prompt_id="api-cli-p")])
     proc = subprocess.run(
-        [sys.executable, "-m", "scalerl_env.cli", "ledger", "query", "--url", server.url,
+        [sys.executable, "-m", "scalerl.env.cli", "ledger", "query", "--url", server.url,
          "SELECT count(*) AS n FROM attempts WHERE prompt_id = 'api-cli-p'"],
         cwd=REPO, capture_output=True, text=True, timeout=120, check=False,
     )
@@ -261,7 +261,7 @@ def test_second_server_on_an_owned_ledger_exits_with_a_clear_error(server):
     from tests.support.server_harness import free_port
 
     ledger = server.args[server.args.index("--ledger") + 1]
-    proc = subprocess.run([sys.executable, "-m", "scalerl_env.cli", "serve", "--port", str(free_port()),
+    proc = subprocess.run([sys.executable, "-m", "scalerl.env.cli", "serve", "--port", str(free_port()),
                            "--ledger", ledger], cwd=REPO, capture_output=True, text=True, timeout=120, check=False)
     assert proc.returncode != 0
     assert "start-up failed" in proc.stderr and ledger in proc.stderr

@@ -13,9 +13,8 @@ import time
 
 import httpx
 import pytest
-
-from scalerl_env.client import TOKEN_ENV, RewardClient, RewardServerError
-from scalerl_env.server.auth import (
+from scalerl.env.client import TOKEN_ENV, RewardClient, RewardServerError
+from scalerl.env.server.auth import (
     SecurityConfig,
     TokenFileError,
     exposure_problem,
@@ -23,6 +22,7 @@ from scalerl_env.server.auth import (
     owner_token,
     required_scope,
 )
+
 from tests.support.server_harness import REPO, ServerProcess, shared_server
 
 SCORE, READ = "score-token-0123456789abcdef", "read-token-0123456789abcdef"
@@ -115,7 +115,7 @@ def test_token_file_errors_name_the_line(tmp_path):
 @pytest.mark.parametrize("host", ["0.0.0.0", "::", "10.1.2.3", "node17.cluster"])
 def test_serve_refuses_a_routable_address_without_tokens(host):
     start = time.monotonic()
-    proc = subprocess.run([sys.executable, "-m", "scalerl_env.cli", "serve", "--host", host, "--port", "0"],
+    proc = subprocess.run([sys.executable, "-m", "scalerl.env.cli", "serve", "--host", host, "--port", "0"],
                           cwd=REPO, capture_output=True, text=True, timeout=60, check=False)
     assert proc.returncode == 2, proc.stderr
     assert f"refusing to bind {host!r}" in proc.stderr and "--token-file" in proc.stderr
@@ -128,7 +128,7 @@ def test_exposure_rules(tmp_path):
         assert exposure_problem(host, SecurityConfig()) is None, host
     assert exposure_problem("0.0.0.0", SecurityConfig(insecure=True)) is None
     assert exposure_problem("0.0.0.0", SecurityConfig(token_file="tokens")) is None
-    proc = subprocess.run([sys.executable, "-m", "scalerl_env.cli", "serve", "--host", "0.0.0.0",
+    proc = subprocess.run([sys.executable, "-m", "scalerl.env.cli", "serve", "--host", "0.0.0.0",
                            "--token-file", str(token_file(tmp_path / "t", "score x\n"))],
                           cwd=REPO, capture_output=True, text=True, timeout=60, check=False)
     assert proc.returncode == 2 and ":1: a token must be at least 16" in proc.stderr
@@ -198,7 +198,7 @@ def test_ledger_cli_sends_the_token_from_the_environment(server):
 
     with RewardClient(server.url, token=SCORE) as client:
         client.verify([{**ITEM, "prompt_id": "auth-cli"}])
-    query = [sys.executable, "-m", "scalerl_env.cli", "ledger", "query", "--url", server.url,
+    query = [sys.executable, "-m", "scalerl.env.cli", "ledger", "query", "--url", server.url,
              "SELECT count(*) AS n FROM attempts WHERE prompt_id = 'auth-cli'"]
     env = {k: v for k, v in os.environ.items() if k != TOKEN_ENV}
     refused = subprocess.run(query, cwd=REPO, capture_output=True, text=True, timeout=120, check=False, env=env)

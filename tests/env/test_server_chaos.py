@@ -13,8 +13,8 @@ import threading
 from dataclasses import dataclass, field
 
 import pytest
+from scalerl.env.client import RewardClient
 
-from scalerl_env.client import RewardClient
 from tests.support.server_harness import ServerProcess, free_port
 
 STATUS = ["wrong", "correct", "wrong"]  # \boxed{i % 3} against the answer 1
@@ -97,7 +97,7 @@ def run_chaos(tmp_path, replicas: int, clients: int, requests: int, items: int, 
 
 
 def owner_rows(owner: ServerProcess) -> dict:
-    from scalerl_env.client import RewardClient
+    from scalerl.env.client import RewardClient
 
     with RewardClient(owner.url) as client:
         [[attempts, distinct_items, pairs, keys, joined]] = client.ledger_query(

@@ -12,9 +12,9 @@ import signal
 import time
 
 import pytest
+from scalerl.env.client import TOKEN_ENV, URL_ENV, AsyncRewardClient, RewardClient, RewardServerError
+from scalerl.env.replicas import parse_urls
 
-from scalerl_env.client import TOKEN_ENV, URL_ENV, AsyncRewardClient, RewardClient, RewardServerError
-from scalerl_env.replicas import parse_urls
 from tests.support.fake_replica import FakeReplica
 from tests.support.server_harness import ServerProcess, free_port
 

@@ -8,9 +8,9 @@ import json
 
 import httpx
 import pytest
+from scalerl.env.adapters import URL_ENV, reference_item
+from scalerl.env.client import RewardClient
 
-from scalerl_env.adapters import URL_ENV, reference_item
-from scalerl_env.client import RewardClient
 from tests.support.server_harness import shared_server
 
 PAD = dict.fromkeys(("N", "quantifier", "end_phrase", "keyword_list", "word", "forbidden_words", "letter", "i",
@@ -67,7 +67,7 @@ def test_openrlhf_get_reward_with_rlvr_labels(server):
 
 
 def test_verl_compute_score_with_a_ground_truth_string_and_object(server, monkeypatch):
-    from scalerl_env.adapters.verl import compute_score
+    from scalerl.env.adapters.verl import compute_score
 
     monkeypatch.setenv(URL_ENV, server.url)
     good = compute_score(data_source="allenai/RLVR-IFeval", solution_str="quiet words", ground_truth=LOWERCASE,
@@ -77,7 +77,7 @@ def test_verl_compute_score_with_a_ground_truth_string_and_object(server, monkey
 
 
 def test_trl_reward_with_a_ground_truth_column(server):
-    from scalerl_env.adapters.trl import ScaleRLReward
+    from scalerl.env.adapters.trl import ScaleRLReward
 
     reward = ScaleRLReward(server.url, reference_key="ground_truth")
     scores = reward(prompts=[[{"role": "user", "content": "p"}]] * 2,
@@ -93,9 +93,8 @@ def test_a_bare_math_answer_is_still_math():
 
 
 def test_verify_cli_scores_if_items_with_the_verifier_section(tmp_path):
+    from scalerl.env.cli import build_app
     from typer.testing import CliRunner
-
-    from scalerl_env.cli import build_app
 
     end = json.dumps({"func_name": "validate_end", **PAD, "end_phrase": "Any other questions?"})
     items = tmp_path / "items.jsonl"

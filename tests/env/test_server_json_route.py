@@ -11,8 +11,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from pydantic import ValidationError
+from scalerl.env.server.models import RewardRequest, VerifyRequest
 
-from scalerl_env.server.models import RewardRequest, VerifyRequest
 from tests.support.server_harness import OVERLOAD, shared_server
 
 FAST = {"content-type": "application/json"}
@@ -69,8 +69,8 @@ def test_reward_route_takes_the_fast_path_with_the_same_answers(server):
 
 
 def test_only_endpoints_that_build_their_response_take_the_fast_path():
-    from scalerl_env.server.app import create_app
-    from scalerl_env.server.routes import HotRoutes, router
+    from scalerl.env.server.app import create_app
+    from scalerl.env.server.routes import HotRoutes, router
 
     assert set(HotRoutes(None, router.routes).hot) == {"/v1/verify", "/get_reward"}  # /v1/ledger/query
     # returns a model FastAPI serialises; GET routes take no body

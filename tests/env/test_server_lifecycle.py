@@ -8,8 +8,8 @@ import signal
 import time
 
 import httpx
+from scalerl.env.client import RewardClient
 
-from scalerl_env.client import RewardClient
 from tests.support.server_harness import ServerProcess, alive, descendants
 
 SUM_TESTS = {"kind": "stdio", "cases": [{"input": "", "output": "5\n"}]}
@@ -108,8 +108,8 @@ def test_a_started_server_freezes_its_start_up_objects_out_of_the_collector():
     import types
 
     import uvicorn
+    from scalerl.env.server.lifecycle import _Server
 
-    from scalerl_env.server.lifecycle import _Server
     from tests.support.server_harness import free_port
 
     async def app(scope, receive, send) -> None:  # a lifespan-only ASGI app: start-up is what is tested

@@ -7,9 +7,9 @@ import time
 
 import httpx
 import pytest
+from scalerl.env.client import AsyncRewardClient, RewardClient
+from scalerl.env.contracts.records import Status
 
-from scalerl_env.client import AsyncRewardClient, RewardClient
-from scalerl_env.contracts.records import Status
 from tests.support.server_harness import OVERLOAD, shared_server
 
 SUM_TESTS = {"kind": "stdio", "cases": [{"input": "2 3\n", "output": "5\n"}]}
@@ -149,7 +149,7 @@ def _rejected(url: str, reason: str) -> float:
 
 
 def test_client_without_idempotency_keys_does_not_retry_a_timeout(overloaded):
-    from scalerl_env.client import RewardServerError
+    from scalerl.env.client import RewardServerError
 
     with RewardClient(overloaded.url, timeout_s=0.5, max_retries=5, idempotent=False) as client:
         start = time.monotonic()
@@ -161,7 +161,8 @@ def test_client_without_idempotency_keys_does_not_retry_a_timeout(overloaded):
 
 
 def test_client_retries_refused_connections_then_gives_up():
-    from scalerl_env.client import RewardServerError
+    from scalerl.env.client import RewardServerError
+
     from tests.support.server_harness import free_port
 
     with RewardClient(f"http://127.0.0.1:{free_port()}", max_retries=2, backoff_s=0.01) as client, \

@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 from prometheus_client.parser import text_string_to_metric_families
-
-from scalerl_env.contracts.domains import domain_names
-from scalerl_env.contracts.records import Status, Verdict
-from scalerl_env.server.metrics import LATENCY_BUCKETS_S, ServerMetrics
+from scalerl.env.contracts.domains import domain_names
+from scalerl.env.contracts.records import Status, Verdict
+from scalerl.env.server.metrics import LATENCY_BUCKETS_S, ServerMetrics
 
 
 def samples(metrics: ServerMetrics) -> dict[tuple[str, tuple], float]:

@@ -7,8 +7,8 @@ import sys
 
 import httpx
 import pytest
+from scalerl.env.contracts.paths import REPO
 
-from scalerl_env.contracts.paths import REPO
 from tests.env.rl_support import require
 
 pytestmark = [pytest.mark.rl, pytest.mark.ray, pytest.mark.timeout(600)]

@@ -7,17 +7,16 @@ import random
 from pathlib import Path
 
 import pytest
-
-from scalerl_env.contracts.records import AssertTests, FunctionalTests, ProblemRecord, StdioTests
-from scalerl_env.sources.adapters import PromptConfig, adapt_row
-from scalerl_env.sources.manifest import (
+from scalerl.env.contracts.records import AssertTests, FunctionalTests, ProblemRecord, StdioTests
+from scalerl.env.sources.adapters import PromptConfig, adapt_row
+from scalerl.env.sources.manifest import (
     DATASETS_DIR,
     FIXTURE_DIR,
     fixture_path,
     list_sources,
     load_manifest,
 )
-from scalerl_env.sources.prepare import prepare
+from scalerl.env.sources.prepare import prepare
 
 MATH_SOURCES = ["polaris", "deepmath", "deepscaler", "openr1-math", "math", "math500", "gsm8k"]
 CODE_SOURCES = ["deepcoder", "taco", "apps", "codecontests", "livecodebench", "humaneval", "mbpp",
@@ -138,7 +137,7 @@ def test_limit_reads_at_most_n_rows():
 
 def test_fixture_gold_answers_score_correct_through_the_verifiers():
     """Every fixture row with a reference (answer, worked solution, reference program) checks `correct`."""
-    from scalerl_env.sources.prepare import check_records
+    from scalerl.env.sources.prepare import check_records
 
     records = [r for name in MATH_SOURCES + CODE_SOURCES for r in _prepare_fixture(name).records]
     report = check_records(records)

@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import json
 
+from scalerl.env.cli import build_app
+from scalerl.env.sources.verl import read_records, write_records
 from typer.testing import CliRunner
-
-from scalerl_env.cli import build_app
-from scalerl_env.sources.verl import read_records, write_records
 
 
 def _run(*args: str):

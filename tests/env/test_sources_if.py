@@ -5,12 +5,11 @@ from __future__ import annotations
 
 import json
 
+from scalerl.env.cli import build_app
+from scalerl.env.sources.manifest import FIXTURE_DIR, load_manifest
+from scalerl.env.sources.verl import read_records
+from scalerl.verifiers.if_reference import parse_reference
 from typer.testing import CliRunner
-
-from scalerl_env.cli import build_app
-from scalerl_env.sources.manifest import FIXTURE_DIR, load_manifest
-from scalerl_env.sources.verl import read_records
-from verifiers.if_reference import parse_reference
 
 
 def _run(*args: str):
@@ -97,9 +96,8 @@ def test_generated_if_problems_check(tmp_path):
 def test_if_records_round_trip_through_verl_parquet_and_a_foreign_row_imports(tmp_path):
     import pyarrow as pa
     import pyarrow.parquet as pq
-
-    from scalerl_env.sources.generators import generate
-    from scalerl_env.sources.verl import write_records
+    from scalerl.env.sources.generators import generate
+    from scalerl.env.sources.verl import write_records
 
     records = generate("if", seed=0, count=30, level=2)
     path = tmp_path / "if.parquet"

@@ -6,11 +6,10 @@ import json
 from pathlib import Path
 
 import pytest
+from scalerl.env.cli import build_app
+from scalerl.env.sources.manifest import load_manifest
+from scalerl.env.sources.prepare import prepare
 from typer.testing import CliRunner
-
-from scalerl_env.cli import build_app
-from scalerl_env.sources.manifest import load_manifest
-from scalerl_env.sources.prepare import prepare
 
 GOOD = {"problem": "What is $1+1$?", "answer": "2", "difficulty": "4/8"}
 
@@ -88,7 +87,7 @@ def test_cli_reports_unknown_source_and_missing_file(tmp_path):
 
 def test_hub_config_that_fails_is_reported_and_the_others_load(tmp_path):
     """A dataset directory loads like a hub name; a config it lacks is skipped and reported, not fatal."""
-    from scalerl_env.sources.loading import DataLoadError
+    from scalerl.env.sources.loading import DataLoadError
 
     repo = tmp_path / "fake_hub_dataset"
     repo.mkdir()

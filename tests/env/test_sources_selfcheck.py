@@ -10,10 +10,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from scalerl.env.contracts.records import Limits
+from scalerl.env.sources.manifest import load_manifest
+from scalerl.env.sources.prepare import check_records, prepare
 
-from scalerl_env.contracts.records import Limits
-from scalerl_env.sources.manifest import load_manifest
-from scalerl_env.sources.prepare import check_records, prepare
 from tests.support.reference import REFERENCE
 
 

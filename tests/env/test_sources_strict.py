@@ -6,12 +6,11 @@ from __future__ import annotations
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from scalerl.env.cli import build_app
+from scalerl.env.sources.generators import generate
+from scalerl.env.sources.prepare import holdout_count, prepare_verl, split_holdout
+from scalerl.env.sources.verl import SCHEMA, RecordFileError, load_record_file, read_records, to_verl_row, write_records
 from typer.testing import CliRunner
-
-from scalerl_env.cli import build_app
-from scalerl_env.sources.generators import generate
-from scalerl_env.sources.prepare import holdout_count, prepare_verl, split_holdout
-from scalerl_env.sources.verl import SCHEMA, RecordFileError, load_record_file, read_records, to_verl_row, write_records
 
 
 def test_cli_verl_import_is_the_sources_function(tmp_path):

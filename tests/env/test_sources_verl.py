@@ -6,12 +6,11 @@ import random
 
 import pyarrow as pa
 import pyarrow.parquet as pq
-
-from scalerl_env.contracts.records import make_prompt_id
-from scalerl_env.sources.generators import generate
-from scalerl_env.sources.manifest import fixture_path, load_manifest
-from scalerl_env.sources.prepare import prepare, split_holdout
-from scalerl_env.sources.verl import SCHEMA, read_records, write_records
+from scalerl.env.contracts.records import make_prompt_id
+from scalerl.env.sources.generators import generate
+from scalerl.env.sources.manifest import fixture_path, load_manifest
+from scalerl.env.sources.prepare import prepare, split_holdout
+from scalerl.env.sources.verl import SCHEMA, read_records, write_records
 
 
 def _mixed_records():

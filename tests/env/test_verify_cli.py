@@ -7,9 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from scalerl.env.cli import build_app
 from typer.testing import CliRunner
-
-from scalerl_env.cli import build_app
 
 ROOT = Path(__file__).resolve().parents[2]
 ITEMS = [

@@ -7,7 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-CLI = [sys.executable, "-m", "scalerl_env.cli"]
+CLI = [sys.executable, "-m", "scalerl.env.cli"]
 
 
 def test_verify_output_ingests_into_ledger(tmp_path: Path):

@@ -1,10 +1,10 @@
 """docs/configuration.md is generated from the configuration models and matches them."""
 
-from trainer.config.docs import DOC, render
+from scalerl.trainer.config.docs import DOC, render
 
 
 def test_the_configuration_reference_matches_the_models():
-    assert DOC.read_text() == render(), "the config models changed: run `python -m trainer.config.docs`"
+    assert DOC.read_text() == render(), "the config models changed: run `python -m scalerl.trainer.config.docs`"
 
 
 def test_every_trainer_default_is_in_the_reference():

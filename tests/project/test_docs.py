@@ -17,15 +17,19 @@ from functools import cache
 from pathlib import Path
 
 import pytest
-
-from scalerl_env.contracts.paths import REPO
+from scalerl.env.contracts.paths import REPO
 
 PACKAGES = ("scalerl_env", "verifiers", "curriculum", "trainer")
 CHECKED_DOCS = ("docs/design.md", "docs/modules.md", "docs/development.md", "README.md", "docs/train.md",
                 "docs/trainer_core.md", "docs/fit.md", "docs/vllm_ray.md", "docs/data.md")
 TOP = "scalerl_env|verifiers|curriculum|trainer|tests|benchmarks|examples|datasets"
 FILE_PATH = re.compile(rf"(?<![\w./-])((?:{TOP})/[\w./-]*\.(?:py|sh|yaml|jsonl|json))\b")
-DOTTED = re.compile(r"(?<![\w./-])((?:scalerl_env|verifiers|curriculum|trainer)(?:\.\w+)+)")
+DOTTED = re.compile(r"(?<![\w./-])((?:scalerl\.(?:env|verifiers|curriculum|trainer))(?:\.\w+)+)")
+# The folder each installed package lives in (pyproject's [tool.setuptools.package-dir]).
+FOLDER_OF = {"scalerl.env": "scalerl_env", "scalerl.verifiers": "verifiers", "scalerl.curriculum": "curriculum",
+             "scalerl.trainer": "trainer"}
+# A module named by its folder (`verifiers.batch`) is not importable once installed: the docs use `scalerl.*`.
+FOLDER_DOTTED = re.compile(r"(?<![\w./-])((?:scalerl_env|verifiers|curriculum|trainer)\.[a-z_]\w*(?:\.\w+)*)")
 FILE_SUFFIXES = {"md", "py", "yaml", "json", "jsonl", "sh", "png", "csv", "parquet", "toml"}
 MAP_LINE = re.compile(r"^- `([^`]+\.py)`", re.M)
 
@@ -54,9 +58,10 @@ def top_level_names(path: Path) -> frozenset[str]:
 
 
 def dotted_problem(name: str, root: Path = REPO) -> str | None:
-    """Why `name` (e.g. `trainer.core.update.PolicyTrainer`) names nothing, or None when it exists."""
+    """Why `name` (e.g. `scalerl.trainer.core.update.PolicyTrainer`) names nothing, or None when it exists."""
     parts = name.split(".")
-    path = root / parts[0]
+    parts = [".".join(parts[:2]), *parts[2:]]
+    path = root / FOLDER_OF[parts[0]]
     for i, part in enumerate(parts[1:], start=1):
         if path.is_dir() and (path / part).is_dir():
             path = path / part
@@ -66,7 +71,8 @@ def dotted_problem(name: str, root: Path = REPO) -> str | None:
             module = path / "__init__.py" if path.is_dir() else path
             if part in top_level_names(module):
                 return None
-            return f"{'.'.join(parts[:i + 1])}: no such module or top-level name in {module.relative_to(root)}"
+            return (f"{'.'.join(parts[:i + 1])}: no such module or top-level name in "
+                    f"{module.relative_to(root).as_posix()}")
     return None
 
 
@@ -85,7 +91,20 @@ def doc_problems(doc: str, root: Path = REPO) -> list[str]:
     text = (root / doc).read_text()
     bad = [f"{doc}: {p} does not exist" for p in sorted(named_paths(text)) if not (root / p).exists()]
     bad += [f"{doc}: {why}" for n in sorted(named_dotted(text)) if (why := dotted_problem(n, root))]
+    bad += [f"{doc}: {n} is a folder's name; the installed module is scalerl.{n.replace('scalerl_env', 'env')}"
+            for n in sorted(folder_dotted(text, root))]
     return bad
+
+
+def folder_dotted(text: str, root: Path = REPO) -> set[str]:
+    """Dotted names that start with a repository folder and resolve to a module file there."""
+    found = set()
+    for m in FOLDER_DOTTED.finditer(text):
+        top, _, rest = m.group(1).partition(".")
+        first = rest.split(".")[0]
+        if (root / top / first).is_dir() or (root / top / f"{first}.py").is_file():
+            found.add(m.group(1).rstrip("."))
+    return {n for n in found if n.rpartition(".")[2] not in FILE_SUFFIXES}
 
 
 def module_map_problems(root: Path = REPO) -> list[str]:
@@ -120,13 +139,13 @@ def test_the_checks_find_a_missing_module_and_a_missing_name(tmp_path):
     (tmp_path / "trainer" / "core" / "update.py").write_text("class PolicyTrainer:\n    pass\n")
     (tmp_path / "docs").mkdir()
     (tmp_path / "docs" / "design.md").write_text(
-        "`trainer/core/update.py`, `trainer.core.update.PolicyTrainer.step`, `trainer/core/policy.py`,\n"
-        "`trainer.core.losses`, `trainer.core.update.pack`; `trainer.pipeline.k=4` is an override.\n")
+        "`trainer/core/update.py`, `scalerl.trainer.core.update.PolicyTrainer.step`, `trainer/core/policy.py`,\n"
+        "`scalerl.trainer.core.losses`, `scalerl.trainer.core.update.pack`; `trainer.pipeline.k=4` is an override.\n")
     (tmp_path / "docs" / "modules.md").write_text("- `trainer/core/update.py` — x\n- `trainer/gone.py` — y\n")
     assert doc_problems("docs/design.md", tmp_path) == [
         "docs/design.md: trainer/core/policy.py does not exist",
-        "docs/design.md: trainer.core.losses: no such module or top-level name in trainer/core/__init__.py",
-        "docs/design.md: trainer.core.update.pack: no such module or top-level name in trainer/core/update.py",
+        "docs/design.md: scalerl.trainer.core.losses: no such module or top-level name in trainer/core/__init__.py",
+        "docs/design.md: scalerl.trainer.core.update.pack: no such module or top-level name in trainer/core/update.py",
     ]
     assert module_map_problems(tmp_path) == [
         "docs/modules.md has no line for trainer/__init__.py",

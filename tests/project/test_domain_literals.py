@@ -12,8 +12,8 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-from scalerl_env.contracts.domains import domain_names
-from scalerl_env.contracts.paths import REPO
+from scalerl.env.contracts.domains import domain_names
+from scalerl.env.contracts.paths import REPO
 
 ROOTS = ("scalerl_env", "verifiers", "curriculum", "trainer", "benchmarks", "examples")
 SPECS = REPO / "scalerl_env" / "domains"

@@ -21,31 +21,36 @@ import re
 from pathlib import Path
 
 import pytest
-
-from scalerl_env.contracts.paths import REPO
+from scalerl.env.contracts.paths import REPO
 
 ROOTS = ("scalerl_env", "verifiers", "curriculum", "trainer", "benchmarks", "examples", "tests/support")
 
 # (rank, group, module prefixes): lowest first. A module belongs to the group of its longest prefix.
 LAYERS: tuple[tuple[int, str, tuple[str, ...]], ...] = (
-    (0, "contracts", ("scalerl_env.contracts",)),
-    (1, "verifiers", ("verifiers",)),
-    (1, "curriculum", ("curriculum",)),
-    (2, "environment", ("scalerl_env",)),
-    (3, "trainer core", ("trainer.core", "trainer.tiny", "trainer.engines.base")),
-    (4, "trainer parts", ("trainer", "trainer.config", "trainer.engines", "trainer.rollout", "trainer.distributed",
-                          "trainer.memory")),
-    (5, "trainer run", ("trainer.run", "trainer.fit")),
-    (6, "trainer studies", ("trainer.ablate",)),
-    (7, "trainer commands", ("trainer.commands", "trainer.cli")),
+    (0, "contracts", ("scalerl.env.contracts",)),
+    (1, "verifiers", ("scalerl.verifiers",)),
+    (1, "curriculum", ("scalerl.curriculum",)),
+    (2, "environment", ("scalerl.env",)),
+    (3, "trainer core", ("scalerl.trainer.core", "scalerl.trainer.tiny", "scalerl.trainer.engines.base")),
+    (4, "trainer parts", ("scalerl.trainer", "scalerl.trainer.config", "scalerl.trainer.engines",
+                          "scalerl.trainer.rollout", "scalerl.trainer.distributed", "scalerl.trainer.memory")),
+    (5, "trainer run", ("scalerl.trainer.run", "scalerl.trainer.fit")),
+    (6, "trainer studies", ("scalerl.trainer.ablate",)),
+    (7, "trainer commands", ("scalerl.trainer.commands", "scalerl.trainer.cli")),
     (8, "tools", ("benchmarks", "examples", "tests.support")),
 )
 MODULE_STRING = re.compile(r"^[a-z_][a-z0-9_]*(\.[a-z_][a-z0-9_]*)*(:[A-Za-z_][A-Za-z0-9_]*)?$")
 
 
+# The repository's folders and the names they install under (pyproject's [tool.setuptools.package-dir]).
+INSTALLED_AS = {"scalerl_env": "scalerl.env", "verifiers": "scalerl.verifiers", "curriculum": "scalerl.curriculum",
+                "trainer": "scalerl.trainer"}
+
+
 def module_name(path: Path, root: Path) -> str:
     parts = list(path.relative_to(root).with_suffix("").parts)
-    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+    parts = parts[:-1] if parts[-1] == "__init__" else parts
+    return ".".join([INSTALLED_AS.get(parts[0], parts[0]), *parts[1:]])
 
 
 def project_modules(root: Path) -> dict[str, Path]:
@@ -172,19 +177,20 @@ def _tree(root: Path, files: dict[str, str]) -> Path:
 
 
 PLANTED = {
-    "scalerl_env/__init__.py": "import trainer\n",
+    "scalerl_env/__init__.py": "import scalerl.trainer\n",
     "scalerl_env/contracts/records.py": "",
-    "scalerl_env/server/app.py": 'BUILDER = "trainer.run.loop:train"\n',
-    "verifiers/__init__.py": "from verifiers.pool import Pool\n",
-    "verifiers/pool.py": "def Pool():\n    from verifiers import helpers\n",
-    "verifiers/dyn.py": 'import importlib\n\ndef f():\n    return importlib.import_module("trainer.run.loop")\n',
-    "verifiers/peer.py": "from curriculum import sampler\n",
+    "scalerl_env/server/app.py": 'BUILDER = "scalerl.trainer.run.loop:train"\n',
+    "verifiers/__init__.py": "from scalerl.verifiers.pool import Pool\n",
+    "verifiers/pool.py": "def Pool():\n    from scalerl.verifiers import helpers\n",
+    "verifiers/dyn.py": ('import importlib\n\ndef f():\n'
+                         '    return importlib.import_module("scalerl.trainer.run.loop")\n'),
+    "verifiers/peer.py": "from scalerl.curriculum import sampler\n",
     "curriculum/sampler.py": "",
-    "curriculum/spawn.py": 'import sys\nCMD = [sys.executable, "-m", "trainer.run.loop"]\n',
+    "curriculum/spawn.py": 'import sys\nCMD = [sys.executable, "-m", "scalerl.trainer.run.loop"]\n',
     "trainer/run/loop.py": "",
     "trainer/commands/train.py": "",
-    "trainer/ablate/study.py": "from trainer.commands.train import build_config\n",
-    "trainer/distributed/launch.py": "def go():\n    from trainer.run.loop import train\n",
+    "trainer/ablate/study.py": "from scalerl.trainer.commands.train import build_config\n",
+    "trainer/distributed/launch.py": "def go():\n    from scalerl.trainer.run.loop import train\n",
     "trainer/engines/load.py": "import benchmarks.bench\n",
     "benchmarks/bench.py": "",
     "tests/support/a.py": "from tests.support import b\n",
@@ -196,24 +202,38 @@ def test_every_planted_case_is_found(tmp_path):
     planted = import_graph(_tree(tmp_path, PLANTED))
     found = layering_violations(planted)
     expected = [
-        "curriculum.spawn (curriculum) imports the higher layer trainer.run.loop (trainer run)",
-        "scalerl_env (environment) imports the higher layer trainer (trainer parts)",
-        "scalerl_env.server.app (environment) imports the higher layer trainer.run.loop (trainer run)",
-        "trainer.ablate.study (trainer studies) imports the higher layer trainer.commands.train (trainer commands)",
-        "trainer.distributed.launch (trainer parts) imports the higher layer trainer.run.loop (trainer run)",
-        "trainer.engines.load (trainer parts) imports the higher layer benchmarks.bench (tools)",
-        "verifiers.dyn (verifiers) imports the higher layer trainer.run.loop (trainer run)",
-        "verifiers.peer (verifiers) imports its sibling curriculum.sampler (curriculum)",
+        "scalerl.curriculum.spawn (curriculum) imports the higher layer scalerl.trainer.run.loop (trainer run)",
+        "scalerl.env (environment) imports the higher layer scalerl.trainer (trainer parts)",
+        "scalerl.env.server.app (environment) imports the higher layer scalerl.trainer.run.loop (trainer run)",
+        "scalerl.trainer.ablate.study (trainer studies) imports the higher layer scalerl.trainer.commands.train"
+        " (trainer commands)",
+        "scalerl.trainer.distributed.launch (trainer parts) imports the higher layer scalerl.trainer.run.loop"
+        " (trainer run)",
+        "scalerl.trainer.engines.load (trainer parts) imports the higher layer benchmarks.bench (tools)",
+        "scalerl.verifiers.dyn (verifiers) imports the higher layer scalerl.trainer.run.loop (trainer run)",
+        "scalerl.verifiers.peer (verifiers) imports its sibling scalerl.curriculum.sampler (curriculum)",
     ]
     assert found == expected
     cycle = find_cycle(planted)
-    assert set(cycle or []) in ({"verifiers", "verifiers.pool"}, {"tests.support.a", "tests.support.b"})
-    del planted["verifiers"]  # the other planted cycle is found too
+    assert set(cycle or []) in ({"scalerl.verifiers", "scalerl.verifiers.pool"}, {"tests.support.a", "tests.support.b"})
+    del planted["scalerl.verifiers"]  # the other planted cycle is found too
     assert set(find_cycle(planted) or []) == {"tests.support.a", "tests.support.b"}
 
 
 def test_prose_naming_a_module_is_not_an_import(tmp_path):
     planted = import_graph(_tree(tmp_path, {
-        "verifiers/x.py": '"""Scored by trainer.run.loop (see there)."""\nMSG = "see trainer.run.loop for why"\n',
+        "verifiers/x.py": ('"""Scored by scalerl.trainer.run.loop (see there)."""\n'
+                           'MSG = "see scalerl.trainer.run.loop for why"\n'),
         "trainer/run/loop.py": ""}))
-    assert planted["verifiers.x"] == set()
+    assert planted["scalerl.verifiers.x"] == set()
+
+
+OLD_TOP_LEVEL = re.compile(r"^\s*(?:from|import)\s+(" + "|".join(INSTALLED_AS) + r")\b", re.MULTILINE)
+
+
+def test_no_module_imports_a_folder_name_instead_of_its_installed_name():
+    """`verifiers` and `trainer` are other projects' import names: the project imports only `scalerl.*`."""
+    tops = (*ROOTS, "tests")
+    bad = [f"{p.relative_to(REPO)}: {m.group(0).strip()}" for top in tops for p in sorted((REPO / top).rglob("*.py"))
+           for m in OLD_TOP_LEVEL.finditer(p.read_text())]
+    assert bad == []

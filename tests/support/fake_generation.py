@@ -1,12 +1,12 @@
-"""Fakes for the two sides of `trainer.rollout.runtime.LocalRuntime`: a generation engine and a rollout worker.
+"""Fakes for the two sides of `scalerl.trainer.rollout.runtime.LocalRuntime`: a generation engine and a rollout worker.
 
-`FakeEngine` implements `trainer.engines.base.GenerationEngine`. Each request finishes after a seeded
+`FakeEngine` implements `scalerl.trainer.engines.base.GenerationEngine`. Each request finishes after a seeded
 number of `poll` calls (one "tick" per call, long-tailed so stragglers exist); every token records the
 engine's version when the request was submitted (first token) and when it finished (second token), so
 a group's lag is measured as the engine would report it. It logs every submission with the engine's
 version at that moment, can hold all requests (nothing finishes) and can fail in `poll`.
 
-`FakeWorker` implements `trainer.rollout.runtime.RolloutWorker` without a sampler, codec or verifier;
+`FakeWorker` implements `scalerl.trainer.rollout.runtime.RolloutWorker` without a sampler, codec or verifier;
 it can fail in `score`.
 """
 
@@ -18,9 +18,15 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from scalerl_env.contracts.records import ChatMessage, ProblemRecord, Verdict
-from trainer.engines.base import EngineStats, GeneratedGroup, GeneratedSample, GenerationEngine, GenerationRequest
-from trainer.rollout.messages import RolloutGroup
+from scalerl.env.contracts.records import ChatMessage, ProblemRecord, Verdict
+from scalerl.trainer.engines.base import (
+    EngineStats,
+    GeneratedGroup,
+    GeneratedSample,
+    GenerationEngine,
+    GenerationRequest,
+)
+from scalerl.trainer.rollout.messages import RolloutGroup
 
 PROBLEM = ProblemRecord(prompt_id="fake-1", domain="math", source="fake",
                         prompt=[ChatMessage(role="user", content="1+1=")], answer="2")

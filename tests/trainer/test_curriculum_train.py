@@ -6,10 +6,9 @@ from __future__ import annotations
 
 import duckdb
 import pytest
-
-from scalerl_env.contracts.config import load_config
-from trainer.config.train import TrainConfig
-from trainer.run.log import read_metrics
+from scalerl.env.contracts.config import load_config
+from scalerl.trainer.config.train import TrainConfig
+from scalerl.trainer.run.log import read_metrics
 
 P, N, STEPS = 8, 8, 5
 SHORT = [f"pipeline.max_steps={STEPS}", "pipeline.k=2", f"pipeline.prompts_per_step={P}",
@@ -25,7 +24,7 @@ pytestmark = pytest.mark.timeout(2400)
 
 
 def run(tmp_path, name: str, overrides: list[str]):
-    from trainer.run.loop import train
+    from scalerl.trainer.run.loop import train
 
     out = tmp_path / name
     train(load_config(TrainConfig, None, SHORT + overrides), out)

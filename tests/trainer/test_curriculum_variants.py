@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+from scalerl.trainer.ablate.study import StudySpec, build_run_config
+from scalerl.trainer.ablate.variants import BASELINE, CURRICULUM_VARIANTS, PAPER_VARIANTS, overrides_for, resolve
+
 from tests.support.config_diff import changed_keys
-from trainer.ablate.study import StudySpec, build_run_config
-from trainer.ablate.variants import BASELINE, CURRICULUM_VARIANTS, PAPER_VARIANTS, overrides_for, resolve
 
 
 def test_curriculum_variants_resolve_and_change_only_the_curriculum() -> None:

@@ -10,17 +10,16 @@ import re
 from collections import Counter
 
 import pytest
+from scalerl.env.contracts.config import ConfigError, load_config
+from scalerl.env.sources.generators import generate
+from scalerl.env.sources.verl import write_records
+from scalerl.trainer.cli import build_app
+from scalerl.trainer.config.data_flags import data_overrides
+from scalerl.trainer.config.presets import PRESETS
+from scalerl.trainer.config.train import TrainConfig
+from scalerl.trainer.run.data_sources import build_data, domain_weights, source_labels
+from scalerl.trainer.run.resolve_config import build_config
 from typer.testing import CliRunner
-
-from scalerl_env.contracts.config import ConfigError, load_config
-from scalerl_env.sources.generators import generate
-from scalerl_env.sources.verl import write_records
-from trainer.cli import build_app
-from trainer.config.data_flags import data_overrides
-from trainer.config.presets import PRESETS
-from trainer.config.train import TrainConfig
-from trainer.run.data_sources import build_data, domain_weights, source_labels
-from trainer.run.resolve_config import build_config
 
 
 @pytest.fixture
@@ -84,7 +83,7 @@ def test_data_flag_weights_reach_the_sources_and_the_dry_run(files):
 def test_a_run_logs_the_mix_per_step_and_per_sample(files, tmp_path):
     """The tiny model (no warm start) for 6 steps on two math files weighted 1 : 3: the step records count
     the draws per source and the rollout lines name each sample's source."""
-    from trainer.run.log import read_metrics
+    from scalerl.trainer.run.log import read_metrics
 
     paths, _ = files
     out = tmp_path / "run"
@@ -125,7 +124,7 @@ def test_model_alone_on_cpu_takes_the_small_cpu_values(tmp_path, caplog):
 
 
 def test_the_cpu_default_draws_and_stores_exactly_what_it_did_without_sources():
-    from curriculum.sampler import Sampler
+    from scalerl.curriculum.sampler import Sampler
 
     cfg = TrainConfig()
     pools = build_data(cfg)

@@ -8,17 +8,16 @@ import logging
 from types import SimpleNamespace
 
 import pytest
+from scalerl.env.contracts.config import ConfigError, load_config
+from scalerl.env.contracts.records import Verdict
+from scalerl.env.sources.generators import generate
+from scalerl.env.sources.prepare import holdout_count, split_holdout
+from scalerl.env.sources.verl import write_records
+from scalerl.trainer.cli import build_app
+from scalerl.trainer.config.presets import PRESETS, preset_values
+from scalerl.trainer.config.train import TrainConfig
+from scalerl.trainer.run.data_sources import DataFileError, build_data, domain_weights
 from typer.testing import CliRunner
-
-from scalerl_env.contracts.config import ConfigError, load_config
-from scalerl_env.contracts.records import Verdict
-from scalerl_env.sources.generators import generate
-from scalerl_env.sources.prepare import holdout_count, split_holdout
-from scalerl_env.sources.verl import write_records
-from trainer.cli import build_app
-from trainer.config.presets import PRESETS, preset_values
-from trainer.config.train import TrainConfig
-from trainer.run.data_sources import DataFileError, build_data, domain_weights
 
 
 def _files(tmp_path):
@@ -89,8 +88,8 @@ def test_preset_sits_between_defaults_and_file(tmp_path):
 
 
 def test_malformed_file_stops_the_run_before_the_model_loads(tmp_path, monkeypatch):
-    import trainer.run.setup as run_setup
-    from trainer.run.loop import train
+    import scalerl.trainer.run.setup as run_setup
+    from scalerl.trainer.run.loop import train
 
     p = _files(tmp_path)
     bad = tmp_path / "bad.parquet"
@@ -118,8 +117,8 @@ def test_cli_data_flags_and_dry_run(tmp_path):
 
 
 def test_too_long_prompts_are_skipped_and_counted():
-    from trainer.rollout.prompts import completion_budget, prepare_prompts
-    from trainer.tiny.model import CharTokenizer
+    from scalerl.trainer.rollout.prompts import completion_budget, prepare_prompts
+    from scalerl.trainer.tiny.model import CharTokenizer
 
     cfg = _cfg("data.generated_per_domain=300", "engine.max_seq_len=120")
     codec, pools, skipped = prepare_prompts(cfg, CharTokenizer(), build_data(cfg))
@@ -139,8 +138,8 @@ def _group(domain, statuses, truncated):
 def test_rollout_log_bounds_lines_and_names_the_likely_cause(tmp_path, caplog):
     import json
 
-    from trainer.config.data import RolloutLogConfig
-    from trainer.rollout.sample_log import RolloutLog
+    from scalerl.trainer.config.data import RolloutLogConfig
+    from scalerl.trainer.rollout.sample_log import RolloutLog
 
     log = RolloutLog(tmp_path, RolloutLogConfig(samples_per_step=3, warn_after_steps=2), skipped={"math": 4})
     caplog.set_level(logging.WARNING)
@@ -158,10 +157,10 @@ def test_tiny_model_trains_on_prepared_real_files(tmp_path):
     """The built-in model (no warm start: it has never seen GSM8K) through 2 steps on GSM8K + MBPP prepared
     by the data layer: ledger rows of both domains with the files' ids; prompts too long are counted."""
     import duckdb
+    from scalerl.env.sources.verl import read_records
+    from scalerl.trainer.run.log import read_metrics
 
-    from scalerl_env.sources.verl import read_records
     from tests.support.real_model import prepared_files
-    from trainer.run.log import read_metrics
 
     files = prepared_files(tmp_path, limit=30)
     out = tmp_path / "run"

@@ -5,17 +5,16 @@ from __future__ import annotations
 
 import pyarrow.parquet as pq
 import pytest
+from scalerl.curriculum.ledger.retirement import RetirementConfig
+from scalerl.curriculum.ledger.store import Ledger
+from scalerl.env.cli import build_app as env_app
+from scalerl.env.contracts.config import load_config
+from scalerl.env.sources.generators import generate
+from scalerl.env.sources.verl import load_record_file, write_records
+from scalerl.trainer.config.data_flags import data_overrides
+from scalerl.trainer.config.train import TrainConfig
+from scalerl.trainer.run.profile import profile
 from typer.testing import CliRunner
-
-from curriculum.ledger.retirement import RetirementConfig
-from curriculum.ledger.store import Ledger
-from scalerl_env.cli import build_app as env_app
-from scalerl_env.contracts.config import load_config
-from scalerl_env.sources.generators import generate
-from scalerl_env.sources.verl import load_record_file, write_records
-from trainer.config.data_flags import data_overrides
-from trainer.config.train import TrainConfig
-from trainer.run.profile import profile
 
 pytestmark = pytest.mark.timeout(900)
 

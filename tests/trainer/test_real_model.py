@@ -15,12 +15,12 @@ from pathlib import Path
 import duckdb
 import pytest
 import torch
+from scalerl.env.sources.verl import read_records
+from scalerl.trainer.cli import build_app
+from scalerl.trainer.run.log import read_metrics
 from typer.testing import CliRunner
 
-from scalerl_env.sources.verl import read_records
 from tests.support.real_model import prepared_files, require_model
-from trainer.cli import build_app
-from trainer.run.log import read_metrics
 
 pytestmark = pytest.mark.timeout(900)
 LOGPROB_TOL = 2e-3  # fp32 KV-cache decoding vs one packed forward: measured max |diff| 2.7e-5 (2 x 16 tokens)
@@ -79,10 +79,9 @@ def test_rollouts_jsonl_holds_decoded_completions(real_run):
 
 
 def test_checkpoint_reloads_as_an_hf_folder_with_identical_logits(real_run):
+    from scalerl.trainer.core.checkpoint import latest_checkpoint, load_model_weights
+    from scalerl.trainer.engines.model_loading import load_hf_policy
     from transformers import AutoModelForCausalLM
-
-    from trainer.core.checkpoint import latest_checkpoint, load_model_weights
-    from trainer.engines.model_loading import load_hf_policy
 
     out, _ = real_run
     ckpt = latest_checkpoint(out / "checkpoints")
@@ -95,12 +94,12 @@ def test_checkpoint_reloads_as_an_hf_folder_with_identical_logits(real_run):
 
 
 def test_chat_template_and_instruction_are_applied(tmp_path):
-    from scalerl_env.contracts.config import load_config
-    from trainer.config.presets import preset_values
-    from trainer.config.train import TrainConfig
-    from trainer.engines.model_loading import load_tokenizer
-    from trainer.rollout.prompts import prepare_prompts
-    from trainer.run.data_sources import build_data
+    from scalerl.env.contracts.config import load_config
+    from scalerl.trainer.config.presets import preset_values
+    from scalerl.trainer.config.train import TrainConfig
+    from scalerl.trainer.engines.model_loading import load_tokenizer
+    from scalerl.trainer.rollout.prompts import prepare_prompts
+    from scalerl.trainer.run.data_sources import build_data
 
     files = prepared_files(tmp_path, limit=8)
     cfg = load_config(TrainConfig, None, [f"data.sources=[{{domain: math, files: [{files['math']}]}}]",
@@ -117,13 +116,13 @@ def test_chat_template_and_instruction_are_applied(tmp_path):
 def test_generator_and_trainer_logprobs_agree(tmp_path):
     """The torch engine's sampled-token logprobs (KV cache, FP32 head) equal the trainer's recomputation
     (one packed forward, FP32 head) within LOGPROB_TOL at the sampling temperature."""
-    from scalerl_env.contracts.config import load_config
-    from trainer.config.presets import preset_values
-    from trainer.config.train import TrainConfig
-    from trainer.core.fp32_head import token_logprobs
-    from trainer.engines.base import GenerationRequest, SamplingParams
-    from trainer.engines.factory import build_torch_engine
-    from trainer.engines.model_loading import load_hf_policy
+    from scalerl.env.contracts.config import load_config
+    from scalerl.trainer.config.presets import preset_values
+    from scalerl.trainer.config.train import TrainConfig
+    from scalerl.trainer.core.fp32_head import token_logprobs
+    from scalerl.trainer.engines.base import GenerationRequest, SamplingParams
+    from scalerl.trainer.engines.factory import build_torch_engine
+    from scalerl.trainer.engines.model_loading import load_hf_policy
 
     cfg = load_config(TrainConfig, None, [], base=preset_values("small-cpu"))
     model, tok = load_hf_policy(require_model())
@@ -150,9 +149,9 @@ def test_generator_and_trainer_logprobs_agree(tmp_path):
 
 
 def test_gguf_file_alias_and_folder_resolve_to_one_plain_hf_folder(tmp_path):
-    from scalerl_env.contracts.config import ConfigError
-    from trainer.engines.model_loading import alias_file, resolve_model
-    from trainer.run.setup import check_model_path
+    from scalerl.env.contracts.config import ConfigError
+    from scalerl.trainer.engines.model_loading import alias_file, resolve_model
+    from scalerl.trainer.run.setup import check_model_path
 
     folder = resolve_model(require_model())
     assert resolve_model(str(alias_file(require_model()))) == folder  # the .gguf path: same cached conversion

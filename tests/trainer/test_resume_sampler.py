@@ -1,13 +1,13 @@
 """A resumed run draws exactly the prompts the interrupted one would have drawn next: the checkpoint's
-sampler state (and the prompts of the batch it had begun) is restored by `trainer.run.setup.setup_run`.
+sampler state (and the prompts of the batch it had begun) is restored by `scalerl.trainer.run.setup.setup_run`.
 Real run folders, checkpoints and ledgers of the tiny CPU model (no warm start: only the draws matter)."""
 
 from __future__ import annotations
 
-from scalerl_env.contracts.config import load_config
-from trainer.config.train import TrainConfig
-from trainer.run.loop import checkpoint
-from trainer.run.setup import setup_run
+from scalerl.env.contracts.config import load_config
+from scalerl.trainer.config.train import TrainConfig
+from scalerl.trainer.run.loop import checkpoint
+from scalerl.trainer.run.setup import setup_run
 
 OVERRIDES = ["warm_start.enabled=false", "validation.enabled=false", "pipeline.prompts_per_step=8"]
 

@@ -1,4 +1,4 @@
-"""`trainer.run.setup` fail-fast checks: a folder that holds a run, `--resume` without a checkpoint,
+"""`scalerl.trainer.run.setup` fail-fast checks: a folder that holds a run, `--resume` without a checkpoint,
 and a `--model` that is not here (refused without touching the network)."""
 
 from __future__ import annotations
@@ -6,10 +6,9 @@ from __future__ import annotations
 import socket
 
 import pytest
-
-from scalerl_env.contracts.config import ConfigError, load_config
-from trainer.config.train import TrainConfig
-from trainer.run.setup import LEDGER, check_model_path, prepare_folder
+from scalerl.env.contracts.config import ConfigError, load_config
+from scalerl.trainer.config.train import TrainConfig
+from scalerl.trainer.run.setup import LEDGER, check_model_path, prepare_folder
 
 
 @pytest.fixture

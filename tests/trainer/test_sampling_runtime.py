@@ -6,15 +6,15 @@ from __future__ import annotations
 from types import SimpleNamespace
 
 import pytest
+from scalerl.curriculum.filters import zero_variance_filter
+from scalerl.env.contracts.config import ConfigError, load_config
+from scalerl.env.contracts.records import Verdict
+from scalerl.trainer.config.train import TrainConfig
+from scalerl.trainer.engines.base import GeneratedSample
+from scalerl.trainer.rollout.messages import RolloutGroup
+from scalerl.trainer.run.sampling import build_policy, curriculum_metrics, plan_zero_variance, refill_groups
 
-from curriculum.filters import zero_variance_filter
-from scalerl_env.contracts.config import ConfigError, load_config
-from scalerl_env.contracts.records import Verdict
 from tests.support.ledger_data import problem
-from trainer.config.train import TrainConfig
-from trainer.engines.base import GeneratedSample
-from trainer.rollout.messages import RolloutGroup
-from trainer.run.sampling import build_policy, curriculum_metrics, plan_zero_variance, refill_groups
 
 P = 4
 
@@ -95,7 +95,7 @@ class _Engine:
     def poll(self, timeout_s: float = 0.0) -> list:
         import time
 
-        from trainer.engines.base import GeneratedGroup
+        from scalerl.trainer.engines.base import GeneratedGroup
 
         out, self.queue = self.queue, []
         if not out:
@@ -111,7 +111,7 @@ class _Engine:
 
 class _Worker:
     def make_request(self, gid: int):
-        from trainer.engines.base import GenerationRequest
+        from scalerl.trainer.engines.base import GenerationRequest
 
         return GenerationRequest(request_id=f"g{gid}", prompt_token_ids=[1], samples_per_prompt=1)
 
@@ -123,8 +123,8 @@ class _Worker:
 def test_refill_on_the_in_process_runtime_keeps_the_pipeline_fed():
     """take_extra + credit_admission on a real LocalRuntime (PipelineRL-2): every step still gets its
     share, the extra groups are the oldest scored ones, and the generator replaces them."""
-    from trainer.rollout.runtime import LocalRuntime
-    from trainer.run.sampling import credit_admission, take_extra
+    from scalerl.trainer.rollout.runtime import LocalRuntime
+    from scalerl.trainer.run.sampling import credit_admission, take_extra
 
     runtime = LocalRuntime(_Engine(), _Worker(), mode="pipeline", k=2, prompts_per_step=P)
     runtime.start(0)
@@ -141,8 +141,8 @@ def test_refill_on_the_in_process_runtime_keeps_the_pipeline_fed():
 
 
 def test_a_profile_ledger_becomes_the_samplers_prior(tmp_path):
-    from curriculum.ledger.retirement import RetirementConfig
-    from curriculum.ledger.store import Ledger
+    from scalerl.curriculum.ledger.retirement import RetirementConfig
+    from scalerl.curriculum.ledger.store import Ledger
 
     path = tmp_path / "profile.duckdb"
     with Ledger(path, retirement=RetirementConfig(enabled=False)) as led:

@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import pytest
+from scalerl.trainer.cli import build_app
 from typer.testing import CliRunner
-
-from trainer.cli import build_app
 
 runner = CliRunner()
 

@@ -6,10 +6,10 @@ tests/trainer/test_train_e2e.py (2 standard errors of a difference); `slow` (sev
 from __future__ import annotations
 
 import pytest
+from scalerl.env.contracts.config import load_config
+from scalerl.trainer.config.train import TrainConfig
 
-from scalerl_env.contracts.config import load_config
 from tests.trainer.test_train_e2e import MIN_HELDOUT_RISE, SHORT
-from trainer.config.train import TrainConfig
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(3600)]
 VARIANTS = {
@@ -21,7 +21,7 @@ VARIANTS = {
 
 @pytest.mark.parametrize("variant", list(VARIANTS))
 def test_the_short_cpu_default_learns(tmp_path, variant):
-    from trainer.run.loop import train
+    from scalerl.trainer.run.loop import train
 
     summary = train(load_config(TrainConfig, None, [*SHORT, *VARIANTS[variant]]), tmp_path / "run")
     rates = summary["heldout_pass_rate"]

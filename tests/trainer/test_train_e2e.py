@@ -13,10 +13,9 @@ import json
 
 import duckdb
 import pytest
-
-from scalerl_env.contracts.config import load_config
-from trainer.config.train import TrainConfig
-from trainer.run.log import read_metrics
+from scalerl.env.contracts.config import load_config
+from scalerl.trainer.config.train import TrainConfig
+from scalerl.trainer.run.log import read_metrics
 
 K = 4
 P, STEPS = 16, 90
@@ -39,7 +38,7 @@ pytestmark = pytest.mark.timeout(2400)
 
 @pytest.fixture(scope="module")
 def short_run(tmp_path_factory):
-    from trainer.run.loop import train
+    from scalerl.trainer.run.loop import train
 
     out = tmp_path_factory.mktemp("e2e") / "run"
     summary = train(load_config(TrainConfig, None, SHORT), out)
@@ -106,7 +105,7 @@ def test_metrics_and_curves_are_written(short_run):
 @pytest.mark.slow
 def test_cpu_default_full_length_learns_in_both_domains(tmp_path):
     """What `make demo` runs (the TrainConfig defaults), end to end."""
-    from trainer.run.loop import train
+    from scalerl.trainer.run.loop import train
 
     summary = train(TrainConfig(), tmp_path / "run")
     for domain, rise in MIN_HELDOUT_RISE.items():

@@ -8,10 +8,9 @@ import json
 
 import duckdb
 import pytest
+from scalerl.trainer.cli import build_app
+from scalerl.trainer.run.log import read_metrics
 from typer.testing import CliRunner
-
-from trainer.cli import build_app
-from trainer.run.log import read_metrics
 
 pytestmark = pytest.mark.timeout(600)
 

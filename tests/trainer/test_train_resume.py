@@ -11,8 +11,7 @@ from pathlib import Path
 
 import duckdb
 import pytest
-
-from trainer.run.log import read_metrics
+from scalerl.trainer.run.log import read_metrics
 
 pytestmark = pytest.mark.timeout(2400)
 P, N = 8, 8
@@ -21,7 +20,7 @@ ARGS = [f"pipeline.prompts_per_step={P}", f"pipeline.samples_per_prompt={N}", "c
 
 
 def scalerl(*args: str) -> list[str]:
-    return [sys.executable, "-c", "from trainer.cli import main; main()", *args]
+    return [sys.executable, "-c", "from scalerl.trainer.cli import main; main()", *args]
 
 
 # A cold warm-start cache costs the first run ~6-10 min on 2 cores before any RL step, so the wait is long.

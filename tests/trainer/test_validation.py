@@ -1,4 +1,4 @@
-"""`trainer.run.validation.evaluate` on the built-in tiny model with the real verifier pool: its keys, its
+"""`scalerl.trainer.run.validation.evaluate` on the built-in tiny model with the real verifier pool: its keys, its
 sample counts, greedy keys only when asked, and a pass rate equal to correct/total on a handmade case."""
 
 from __future__ import annotations
@@ -6,15 +6,15 @@ from __future__ import annotations
 import math
 
 import pytest
+from scalerl.env.contracts.records import ChatMessage, ProblemRecord, make_prompt_id
+from scalerl.trainer.config.train import TrainConfig
+from scalerl.trainer.rollout.problems import PromptCodec
+from scalerl.trainer.run.data_sources import build_data
+from scalerl.trainer.run.validation import evaluate
+from scalerl.trainer.tiny.model import CharTokenizer, build_tiny_model
+from scalerl.verifiers import VerifierPool
 
-from scalerl_env.contracts.records import ChatMessage, ProblemRecord, make_prompt_id
 from tests.support.tiny_policy import SMALL_MODEL, scripted_tiny_model, small_train_config
-from trainer.config.train import TrainConfig
-from trainer.rollout.problems import PromptCodec
-from trainer.run.data_sources import build_data
-from trainer.run.validation import evaluate
-from trainer.tiny.model import CharTokenizer, build_tiny_model
-from verifiers import VerifierPool
 
 ANSWER = "\\boxed{7}"
 
@@ -28,7 +28,7 @@ def verifier():
 
 @pytest.fixture(scope="module")
 def holdout():
-    """Three procedural held-out problems per domain (`trainer.run.data_sources.build_data`)."""
+    """Three procedural held-out problems per domain (`scalerl.trainer.run.data_sources.build_data`)."""
     pools = build_data(TrainConfig.model_validate({"data": {"generated_per_domain": 40, "holdout_fraction": 0.1,
                                                             "holdout_max_prompts": 3}}))
     return {d: pool.holdout for d, pool in pools.items()}

@@ -16,16 +16,15 @@ pytest.importorskip("vllm", reason="the vLLM tests run in .venv-vllm (make test-
 
 import torch
 from safetensors.torch import load_file
+from scalerl.trainer.cli import build_app
+from scalerl.trainer.run.log import read_metrics
 from typer.testing import CliRunner
-
-from trainer.cli import build_app
-from trainer.run.log import read_metrics
 
 pytestmark = [pytest.mark.vllm, pytest.mark.timeout(900)]  # 60 s measured on 2 cores (load 1.4-3.3)
 
 
 def test_a_lora_run_pushes_adapters_to_vllm_and_trains_on_policy(tmp_path):
-    from trainer.core.lora import ADAPTER_FILE
+    from scalerl.trainer.core.lora import ADAPTER_FILE
 
     out = tmp_path / "run"
     args = ["train", "--engine", "vllm", "--out", str(out), "--max-steps", "3", "lora.enabled=true",

@@ -11,13 +11,13 @@ import pytest
 
 pytest.importorskip("vllm", reason="the vLLM tests run in .venv-vllm (make test-vllm)")
 
+from scalerl.env.sources.verl import read_records
+from scalerl.trainer.cli import build_app
+from scalerl.trainer.run.log import read_metrics
 from typer.testing import CliRunner
 
-from scalerl_env.sources.verl import read_records
 from tests.support.real_model import prepared_files, require_model
 from tests.trainer.test_real_model import short_args
-from trainer.cli import build_app
-from trainer.run.log import read_metrics
 
 pytestmark = [pytest.mark.vllm, pytest.mark.timeout(1200)]
 

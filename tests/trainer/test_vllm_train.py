@@ -14,10 +14,9 @@ import pytest
 
 pytest.importorskip("vllm", reason="the vLLM tests run in .venv-vllm (make test-vllm)")
 
+from scalerl.trainer.cli import build_app
+from scalerl.trainer.run.log import read_metrics
 from typer.testing import CliRunner
-
-from trainer.cli import build_app
-from trainer.run.log import read_metrics
 
 pytestmark = [pytest.mark.vllm, pytest.mark.timeout(2400)]
 K, STEPS, N_EVAL = 2, 60, 1024

@@ -1,6 +1,6 @@
 """Validation with `engine.name=vllm` runs on the run's vLLM engine (real vLLM, CPU build), beside training.
 
-`trainer.run.validation.validation_engine` gives `evaluate` the runtime's side channel of that engine
+`scalerl.trainer.run.validation.validation_engine` gives `evaluate` the runtime's side channel of that engine
 (no second vLLM instance, no torch engine): the scripted model's pass rate comes back exactly (2 of 3
 problems), in groups of at most the engine's slots, with every sampled token at the run's policy
 version, while the runtime's training groups keep flowing; the memory plan has no validation term.
@@ -13,17 +13,18 @@ import pytest
 
 pytest.importorskip("vllm", reason="the vLLM tests run in .venv-vllm (make test-vllm)")
 
+from scalerl.trainer.engines.config import VLLMOptions
+from scalerl.trainer.engines.vllm_engine import VLLMEngine
+from scalerl.trainer.memory.plan import build_plan
+from scalerl.trainer.memory.shapes import ModelShape
+from scalerl.trainer.rollout.problems import PromptCodec
+from scalerl.trainer.rollout.runtime import LocalRuntime
+from scalerl.trainer.run.validation import evaluate, validation_engine
+from scalerl.trainer.tiny.model import CharTokenizer, save_tiny
+from scalerl.verifiers import VerifierPool
+
 from tests.support.tiny_policy import scripted_tiny_model, small_train_config
 from tests.trainer.rollout.test_side_channel import ANSWER, ShortWorker, math_problem
-from trainer.engines.config import VLLMOptions
-from trainer.engines.vllm_engine import VLLMEngine
-from trainer.memory.plan import build_plan
-from trainer.memory.shapes import ModelShape
-from trainer.rollout.problems import PromptCodec
-from trainer.rollout.runtime import LocalRuntime
-from trainer.run.validation import evaluate, validation_engine
-from trainer.tiny.model import CharTokenizer, save_tiny
-from verifiers import VerifierPool
 
 pytestmark = [pytest.mark.vllm, pytest.mark.timeout(600)]
 SLOTS = 4

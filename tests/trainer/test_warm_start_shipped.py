@@ -5,9 +5,9 @@ from __future__ import annotations
 import importlib.util
 import logging
 
-from scalerl_env.contracts.paths import DATASETS
-from trainer.config.train import TrainConfig
-from trainer.tiny import warm_start as ws
+from scalerl.env.contracts.paths import DATASETS
+from scalerl.trainer.config.train import TrainConfig
+from scalerl.trainer.tiny import warm_start as ws
 
 
 def _build_module():
@@ -25,8 +25,8 @@ def test_the_shipped_folder_is_the_default_runs_key():
 
 
 def test_an_empty_cache_reuses_the_shipped_folder(tmp_path, monkeypatch, caplog):
-    from trainer.core.checkpoint import load_model_weights
-    from trainer.tiny.model import CharTokenizer, build_tiny_model
+    from scalerl.trainer.core.checkpoint import load_model_weights
+    from scalerl.trainer.tiny.model import CharTokenizer, build_tiny_model
 
     monkeypatch.setenv("SCALERL_CACHE_DIR", str(tmp_path))
     key, problems = _build_module().default_key_and_problems()

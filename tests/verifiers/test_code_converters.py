@@ -9,11 +9,10 @@ import pickle
 import zlib
 
 import pytest
-
-from scalerl_env.contracts.paths import reference_dir
-from scalerl_env.contracts.records import AssertTests, FunctionalTests, Status, StdioTests, VerifyItem
-from verifiers import converters as cv
-from verifiers.code import CodeVerifier
+from scalerl.env.contracts.paths import reference_dir
+from scalerl.env.contracts.records import AssertTests, FunctionalTests, Status, StdioTests, VerifyItem
+from scalerl.verifiers import converters as cv
+from scalerl.verifiers.code import CodeVerifier
 
 CONTESTS = os.path.join(reference_dir(), "sandboxfusion_code_contests", "code_eval_code_contests.jsonl")
 

@@ -12,11 +12,10 @@ import os
 import warnings
 
 import pytest
-
-from scalerl_env.contracts.paths import reference_dir
-from scalerl_env.contracts.records import Status, VerifyItem
-from verifiers.code import CodeVerifier
-from verifiers.converters import from_mbpp
+from scalerl.env.contracts.paths import reference_dir
+from scalerl.env.contracts.records import Status, VerifyItem
+from scalerl.verifiers.code import CodeVerifier
+from scalerl.verifiers.converters import from_mbpp
 
 MBPP = os.path.join(reference_dir(), "mbpp_sanitized_prime", "new_mbpp.json")
 LIMITS = {"time_s": 10.0}

@@ -6,13 +6,12 @@ import os
 import threading
 
 import pytest
-
-from scalerl_env.contracts.records import Status, VerifyItem
-from verifiers.code import CodeVerifier
-from verifiers.code_compare import compare_output, functional_equal
-from verifiers.code_extract import extract_code
-from verifiers.config import CodeConfig
-from verifiers.sandbox._canon import canon
+from scalerl.env.contracts.records import Status, VerifyItem
+from scalerl.verifiers.code import CodeVerifier
+from scalerl.verifiers.code_compare import compare_output, functional_equal
+from scalerl.verifiers.code_extract import extract_code
+from scalerl.verifiers.config import CodeConfig
+from scalerl.verifiers.sandbox._canon import canon
 
 
 def item(completion: str, tests: dict, id: str = "x", **kw) -> VerifyItem:

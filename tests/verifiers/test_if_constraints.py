@@ -7,8 +7,7 @@ from __future__ import annotations
 import sys
 
 import pytest
-
-from verifiers.if_constraints import (
+from scalerl.verifiers.if_constraints import (
     CONSTRAINTS,
     ConstraintUnavailable,
     arguments,

@@ -7,12 +7,11 @@ import sys
 
 import pytest
 from pydantic import ValidationError
-
-from scalerl_env.contracts.records import RewardTable, VerifyItem
-from verifiers import VerifierPool
-from verifiers.config import VerifierConfig
-from verifiers.if_batch import IfBatchVerifier, IfConfig, response_text
-from verifiers.if_reference import RLVR_FUNCTIONS, canonical, claims, parse_reference
+from scalerl.env.contracts.records import RewardTable, VerifyItem
+from scalerl.verifiers import VerifierPool
+from scalerl.verifiers.config import VerifierConfig
+from scalerl.verifiers.if_batch import IfBatchVerifier, IfConfig, response_text
+from scalerl.verifiers.if_reference import RLVR_FUNCTIONS, canonical, claims, parse_reference
 
 PAD = {k: None for k in ("N", "quantifier", "end_phrase", "keyword_list", "word", "forbidden_words", "letter", "i",
                          "first_word", "postscript_marker", "options", "section_splitter", "original_prompt")}

@@ -1,15 +1,14 @@
-"""`verifiers.math_audit` and `scalerl-env verify --audit`: disputes between strict and default
+"""`scalerl.verifiers.math_audit` and `scalerl-env verify --audit`: disputes between strict and default
 extraction, and between the fast path and sympy, reported per item; agreeing items report nothing."""
 
 from __future__ import annotations
 
 import json
 
+from scalerl.env.contracts.records import VerifyItem
+from scalerl.verifiers.config import MathConfig
+from scalerl.verifiers.math_audit import audit
 from typer.testing import CliRunner
-
-from scalerl_env.contracts.records import VerifyItem
-from verifiers.config import MathConfig
-from verifiers.math_audit import audit
 
 
 def item(i: str, completion: str, answer: str) -> VerifyItem:
@@ -29,7 +28,7 @@ def test_fast_path_against_sympy_is_checked_per_item():
 
 
 def test_cli_audit_prints_disputes(tmp_path):
-    from scalerl_env.cli import build_app
+    from scalerl.env.cli import build_app
 
     path = tmp_path / "items.jsonl"
     path.write_text(json.dumps({"id": "a", "domain": "math", "completion": "#### 42", "answer": "42"}) + "\n")

@@ -11,9 +11,9 @@ import json
 
 import pytest
 from math_verify import parse, verify
+from scalerl.verifiers.math import CompareSettings, compare_texts, equivalent, judge
 
 from tests.support.reference import REFERENCE
-from verifiers.math import CompareSettings, compare_texts, equivalent, judge
 
 CASES = REFERENCE / "math_verify_cases" / "math_verify_cases.jsonl"
 ROWS = [json.loads(line) for line in CASES.read_text().splitlines()] if CASES.exists() else []

@@ -11,10 +11,10 @@ import json
 import random
 
 import pytest
+from scalerl.verifiers import VerifierPool
+from scalerl.verifiers.extract import clean_answer
 
 from tests.support.reference import REFERENCE
-from verifiers import VerifierPool
-from verifiers.extract import clean_answer
 
 REF = REFERENCE
 MATH500 = [json.loads(x) for x in (REF / "math500" / "test.jsonl").read_text().splitlines()]

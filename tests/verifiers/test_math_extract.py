@@ -5,8 +5,7 @@ from __future__ import annotations
 import time
 
 import pytest
-
-from verifiers.extract import extract_answer
+from scalerl.verifiers.extract import extract_answer
 
 
 def answer(text: str, **kw) -> str | None:

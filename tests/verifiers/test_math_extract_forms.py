@@ -5,8 +5,7 @@ stays that wrong answer (never a number found elsewhere in the text)."""
 from __future__ import annotations
 
 import pytest
-
-from verifiers.extract import extract_answer
+from scalerl.verifiers.extract import extract_answer
 
 
 def answer(text: str, **kw) -> str:
@@ -53,7 +52,7 @@ def test_sign_and_unit_outside_the_delimiters_stay(text, expected):
 
 
 def test_a_minus_outside_turns_a_matching_number_wrong():
-    from verifiers.math import judge
+    from scalerl.verifiers.math import judge
 
     assert judge("\\frac{\\pi}{6}", answer("so it is -$\\frac{\\pi}{6}$.")).status == "wrong"
 
@@ -98,7 +97,7 @@ def test_words_or_the_same_answer_after_a_box_leave_the_box():
 
 
 def test_both_roots_under_answer_after_two_boxes_match_a_plus_minus_reference():
-    from verifiers.math import judge
+    from scalerl.verifiers.math import judge
 
     text = ("So the two solutions are $\\boxed{2\\sqrt{2} + 3}$ and $\\boxed{3 - 2\\sqrt{2}}$.\n\n"
             "# Answer\n\n3 - 2\\sqrt{2}, 2\\sqrt{2} + 3")

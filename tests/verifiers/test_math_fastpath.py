@@ -15,10 +15,10 @@ import random
 from fractions import Fraction
 
 import pytest
+from scalerl.verifiers.math import judge
+from scalerl.verifiers.math_fast import fast_verdict, parse_simple_number, read_answer
 
 from tests.support.reference import REFERENCE
-from verifiers.math import judge
-from verifiers.math_fast import fast_verdict, parse_simple_number, read_answer
 
 REF = REFERENCE
 

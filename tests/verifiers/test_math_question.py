@@ -9,12 +9,11 @@ from pathlib import Path
 
 import pytest
 from pydantic import ValidationError
-
-from scalerl_env.contracts.records import QUESTION_MAX_CHARS, VerifyItem
-from verifiers import VerifierPool
-from verifiers.config import MathConfig, VerifierConfig
-from verifiers.extract import clean_answer
-from verifiers.math_question import check_forms, required_forms
+from scalerl.env.contracts.records import QUESTION_MAX_CHARS, VerifyItem
+from scalerl.verifiers import VerifierPool
+from scalerl.verifiers.config import MathConfig, VerifierConfig
+from scalerl.verifiers.extract import clean_answer
+from scalerl.verifiers.math_question import check_forms, required_forms
 
 ROOT = Path(__file__).resolve().parents[2]
 PLANE = ("Find the equation of the plane containing the points $(0,-1,-1),$ $(-4,4,4),$ and $(4,5,1).$  "
@@ -155,7 +154,7 @@ def test_verify_batch_required_form_passes_and_copies_follow_their_own_question(
 
 
 def test_a_problem_record_sends_its_question_so_training_rewards_respect_the_form(pool):
-    from scalerl_env.contracts.records import ProblemRecord
+    from scalerl.env.contracts.records import ProblemRecord
 
     prompt = [{"role": "system", "content": "Be brief."},
               {"role": "user", "content": "What is $1 \\div 2$? Express your answer as a common fraction.\n"

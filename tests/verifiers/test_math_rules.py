@@ -4,8 +4,7 @@ equivalent forms are accepted, the nearest wrong forms rejected, and the rule th
 from __future__ import annotations
 
 import pytest
-
-from verifiers.math import CompareSettings, judge
+from scalerl.verifiers.math import CompareSettings, judge
 
 ACCEPT = [  # (reference, answer, rule)
     ("16,3,1,1", "w=16, d=3, a=1, b=1", "parts"), ("a=2, b=-3", "b=-3, a=2", "parts"),

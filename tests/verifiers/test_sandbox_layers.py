@@ -8,11 +8,10 @@ import os
 import time
 
 import pytest
-
-from scalerl_env.contracts.records import Status, VerifyItem
-from verifiers.code import CodeVerifier
-from verifiers.config import CodeConfig
-from verifiers.sandbox import LEVELS, SandboxUnavailable, best_level, detect_layers, enabled_layers
+from scalerl.env.contracts.records import Status, VerifyItem
+from scalerl.verifiers.code import CodeVerifier
+from scalerl.verifiers.config import CodeConfig
+from scalerl.verifiers.sandbox import LEVELS, SandboxUnavailable, best_level, detect_layers, enabled_layers
 
 STRICT_ONLY = sorted(LEVELS["strict"] - LEVELS["standard"])
 

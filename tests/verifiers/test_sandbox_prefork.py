@@ -9,8 +9,7 @@ import signal
 import time
 
 import pytest
-
-from verifiers.sandbox import RunRequest, Sandbox, enabled_layers
+from scalerl.verifiers.sandbox import RunRequest, Sandbox, enabled_layers
 
 SHM_KEY = 0x5CA1E
 

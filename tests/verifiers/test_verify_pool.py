@@ -12,10 +12,9 @@ import threading
 import time
 
 import pytest
-
-import verifiers
-from verifiers import VerifierPool
-from verifiers.config import MathConfig, VerifierConfig
+from scalerl import verifiers
+from scalerl.verifiers import VerifierPool
+from scalerl.verifiers.config import MathConfig, VerifierConfig
 
 TIMEOUT_S = 3.0  # generous: a cold sympy parse on a loaded 2-core host can take over 1 s
 TOWER = "10^{10^{10^{10}}}"
@@ -176,7 +175,7 @@ def test_code_items_route_to_the_code_verifier(pool):
     verdicts = pool.verify_batch([m("m1", "\\boxed{3}"), code, m("m2", "\\boxed{x+1}", "1+x")])
     assert [v.id for v in verdicts] == ["m1", "c", "m2"]
     assert verdicts[0].status.value == verdicts[2].status.value == "correct"
-    if importlib.util.find_spec("verifiers.code") is None:
+    if importlib.util.find_spec("scalerl.verifiers.code") is None:
         assert verdicts[1].status.value == "error" and "code verifier unavailable" in verdicts[1].details["reason"]
     else:
         assert verdicts[1].status.value == "correct", verdicts[1].details
@@ -184,7 +183,7 @@ def test_code_items_route_to_the_code_verifier(pool):
 
 
 def test_reward_table_applies_to_every_domain():
-    from scalerl_env.contracts.records import RewardTable
+    from scalerl.env.contracts.records import RewardTable
 
     cfg = VerifierConfig(math=MathConfig(workers=1), rewards=RewardTable(correct=2.0, wrong=-1.0))
     code = {"id": "c", "domain": "code", "completion": "```python\nprint(4)\n```",
@@ -196,7 +195,7 @@ def test_reward_table_applies_to_every_domain():
 
 
 def test_importing_verifiers_starts_nothing():
-    code = ("import sys, verifiers, verifiers.batch; assert not verifiers.batch._DEFAULT_POOLS; "
+    code = ("import sys, scalerl.verifiers.batch; assert not scalerl.verifiers.batch._DEFAULT_POOLS; "
             "assert 'sympy' not in sys.modules and 'math_verify' not in sys.modules")
     subprocess.run([sys.executable, "-c", code], check=True, timeout=60)
 
@@ -207,7 +206,7 @@ def test_module_level_verify_batch_uses_one_default_pool():
         first = verifiers.verify_batch([m(0, "\\boxed{3}")], config=cfg)
         second = verifiers.verify_batch([VerifierPool.__module__ and m(1, "\\boxed{2+1}")], config=cfg)
         assert first[0].status.value == second[0].status.value == "correct"
-        from verifiers.batch import _DEFAULT_POOLS
+        from scalerl.verifiers.batch import _DEFAULT_POOLS
 
         assert len([k for k in _DEFAULT_POOLS if k == cfg.model_dump_json()]) == 1
     finally:

@@ -3,7 +3,7 @@
 Method (arXiv 2510.13786, §4 and Appendix A.5-A.7), on each run's held-out pass rate against compute
 on the study's compute axis (`--compute`: `compute_device_s`, wall seconds x devices in use, the
 paper's GPU-hours in seconds; or `compute_samples`, `compute_tokens`, `compute_flops`, which do not
-follow the machine's load, `trainer.run.compute`):
+follow the machine's load, `scalerl.trainer.run.compute`):
 - R0 is handled one way for every run: fixed at the mean pass rate of the compute-0 evaluations of
   all runs (every run starts from the same cached policy and held-out set), so B and C_mid of
   different runs are measured from the same start; fitted only when no run has a compute-0 point.
@@ -31,11 +31,10 @@ from pathlib import Path
 
 import numpy as np
 from pydantic import Field
-
-from scalerl_env.contracts.records import Strict
-from trainer.ablate.resolution import Resolution, baseline_resolution, compute_to_target, difference_se
-from trainer.ablate.study import Manifest
-from trainer.ablate.variants import BASELINE
+from scalerl.env.contracts.records import Strict
+from scalerl.trainer.ablate.resolution import Resolution, baseline_resolution, compute_to_target, difference_se
+from scalerl.trainer.ablate.study import Manifest
+from scalerl.trainer.ablate.variants import BASELINE
 
 PAPER_MARGIN = 0.02
 """The paper's ±0.02 on A (three runs of the same recipe); the floor of the margin here."""
@@ -144,7 +143,7 @@ class AnalysisResult:
 
 def load_curves(folder: Path, variant: str, seed: int, domains: list[str], axis: str = "device_s") -> list[Curve]:
     """The validation points of one run folder, per domain, in step order, against `compute_<axis>`."""
-    from trainer.run.log import read_metrics
+    from scalerl.trainer.run.log import read_metrics
 
     rows = read_metrics(folder / "metrics.jsonl", "validation")
     out = []
@@ -175,7 +174,7 @@ def shared_r0(curves: list[Curve], domain: str) -> float | None:
 def fit_run(curve: Curve, r0: float | None, fit_until: float, burn_in: float | None,
             late_from: float = math.inf) -> tuple[RunFit, object]:
     """The half-budget fit of one curve, scored on the points after the fit window."""
-    from trainer.fit.sigmoid import fit_sigmoid
+    from scalerl.trainer.fit.sigmoid import fit_sigmoid
 
     late = curve.rate[curve.compute >= late_from]
     rec = RunFit(variant=curve.variant, seed=curve.seed, domain=curve.domain, n_points=int(curve.compute.size),
@@ -266,7 +265,7 @@ def compare_to_baseline(rows: list[VariantDomain], runs_d: list[RunFit], curves:
 
 def domain_resolution(result: AnalysisResult, domain: str, r0: float | None, seeds: int,
                       samples: int) -> Resolution:
-    """`trainer.ablate.resolution.baseline_resolution` over the baseline's runs of `domain`."""
+    """`scalerl.trainer.ablate.resolution.baseline_resolution` over the baseline's runs of `domain`."""
     base = [c for c in result.curves if c.domain == domain and c.variant == BASELINE]
     recs = [r for r in result.report.runs if r.domain == domain and r.variant == BASELINE]
     return baseline_resolution([(c.compute, c.rate) for c in base], [r.fit["A"] for r in recs if r.fit],
@@ -277,7 +276,7 @@ def domain_resolution(result: AnalysisResult, domain: str, r0: float | None, see
 def refit_fixed_a(result: AnalysisResult, summary: DomainSummary, rows: list[VariantDomain], fit_until: float,
                   burn_in: float | None) -> None:
     """A fixed to the mean A of the variants within the margin; B and C_mid refitted for their runs."""
-    from trainer.fit.sigmoid import fit_fixed_A
+    from scalerl.trainer.fit.sigmoid import fit_fixed_A
 
     within = [r for r in rows if r.A is not None and (r.variant == BASELINE or r.beyond_margin is False)]
     if len(within) < 2 or not any(r.variant == BASELINE for r in within):

@@ -13,9 +13,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
-
-from trainer.ablate.analysis import AnalysisResult
-from trainer.fit.data import COMPUTE_LABELS
+from scalerl.trainer.ablate.analysis import AnalysisResult
+from scalerl.trainer.fit.data import COMPUTE_LABELS
 
 COLORS = ("#222222", "#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#17becf")
 

@@ -6,7 +6,7 @@ spreads, ΔA and ΔB against the baseline, whether ΔA exceeds the margin, B wit
 error, final pass rate; the differences in last-third pass rate, A and compute to the target pass rate
 with their standard errors; per run x domain: the fits themselves or why there is none).
 report.md: the same as tables, with the command that reproduces the study; per domain first the
-resolution (the smallest differences the seeds resolve, `trainer.ablate.resolution`) and beside every
+resolution (the smallest differences the seeds resolve, `scalerl.trainer.ablate.resolution`) and beside every
 Δ whether it is above it; the extrapolation check over all runs; per fit whether A and B are
 determined or pinned at a bound. Numbers are printed at
 3 decimals; read them with the intervals and spreads next to them.
@@ -18,11 +18,11 @@ import json
 import shlex
 from pathlib import Path
 
-from scalerl_env.contracts.config import atomic_write_text
-from trainer.ablate.analysis import POINT_SE_TARGET, Analysis, AnalysisResult, DomainSummary, VariantDomain
-from trainer.ablate.figures import plot_fixed_a, plot_heldout
-from trainer.ablate.resolution import Resolution, fit_status
-from trainer.ablate.study import Manifest
+from scalerl.env.contracts.config import atomic_write_text
+from scalerl.trainer.ablate.analysis import POINT_SE_TARGET, Analysis, AnalysisResult, DomainSummary, VariantDomain
+from scalerl.trainer.ablate.figures import plot_fixed_a, plot_heldout
+from scalerl.trainer.ablate.resolution import Resolution, fit_status
+from scalerl.trainer.ablate.study import Manifest
 
 
 def command_line(manifest: Manifest) -> str:

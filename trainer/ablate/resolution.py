@@ -22,8 +22,7 @@ import math
 
 import numpy as np
 from pydantic import Field
-
-from scalerl_env.contracts.records import Strict
+from scalerl.env.contracts.records import Strict
 
 
 class Resolution(Strict):

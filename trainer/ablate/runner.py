@@ -1,6 +1,6 @@
 """Execute the planned runs: one after another in this process (default), or as Ray tasks.
 
-Each run is the real `scalerl train` loop (`trainer.run.loop.train`) into its own folder. A run that
+Each run is the real `scalerl train` loop (`scalerl.trainer.run.loop.train`) into its own folder. A run that
 raises is recorded as `failed` with the error and the study goes on; the next invocation tries it
 again. With Ray (`--ray-address`: `auto` or an address joins a cluster, `local` starts one on this
 machine and stops it at the end), every pending run becomes one task (2 CPUs, the CPU default's
@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from trainer.ablate.study import Manifest, RunEntry, build_run_config, prepare_folder, run_state, write_manifest
+from scalerl.trainer.ablate.study import Manifest, RunEntry, build_run_config, prepare_folder, run_state, write_manifest
 
 log = logging.getLogger(__name__)
 
@@ -38,8 +38,8 @@ def train_run(config_json: dict[str, Any], folder: str) -> RunResult:
 
     Returns (wall seconds, mean of the 1-minute load average at start and end, optimizer steps,
     `host:pid` of this process)."""
-    from trainer.config.train import TrainConfig
-    from trainer.run.loop import train
+    from scalerl.trainer.config.train import TrainConfig
+    from scalerl.trainer.run.loop import train
 
     cfg = TrainConfig.model_validate(config_json)
     t0, load0 = time.perf_counter(), os.getloadavg()[0]

@@ -1,6 +1,6 @@
 """The study plan: one run per variant x seed, each with the same compute budget, and its manifest.
 
-A run's configuration is `TrainConfig` defaults -> the `study` preset (`trainer.config.presets`: no
+A run's configuration is `TrainConfig` defaults -> the `study` preset (`scalerl.trainer.config.presets`: no
 wall-time stop, a step limit out of reach, 2,500 held-out samples per evaluation) -> `--config` -> the
 train flags -> the study's shared overrides -> the variant's overrides -> the study's own keys (seed,
 budget), so a variant always wins over a shared override and every run stops at the same compute.
@@ -12,7 +12,7 @@ The study's own keys:
   no reachable step limit): the RL phase stops at the first step whose compute reaches the budget, so
   runs of one study have equal compute to within one step. On `samples` (or `tokens`, `flops`) that
   holds whatever the machine's load; on `device_s` (wall x devices, the paper's axis, where
-  PipelineRL's overlap shows) a busier machine buys fewer steps (`trainer.run.compute`).
+  PipelineRL's overlap shows) a busier machine buys fewer steps (`scalerl.trainer.run.compute`).
 - `validation.min_evaluations_per_domain=<eval_samples>` when `--eval-samples` is given (the preset's
   2,500 otherwise): the binomial standard error
   of one evaluation is then at most sqrt(0.25 / 2500) = 0.01, half the paper's ±0.02 margin on A, so
@@ -32,12 +32,11 @@ from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import Field, model_validator
-
-from scalerl_env.contracts.config import ConfigError, atomic_write_text
-from scalerl_env.contracts.records import Strict
-from trainer.ablate.variants import Variant, load_user_variants, overrides_for, resolve
-from trainer.config.presets import PRESETS
-from trainer.config.train import ComputeAxis
+from scalerl.env.contracts.config import ConfigError, atomic_write_text
+from scalerl.env.contracts.records import Strict
+from scalerl.trainer.ablate.variants import Variant, load_user_variants, overrides_for, resolve
+from scalerl.trainer.config.presets import PRESETS
+from scalerl.trainer.config.train import ComputeAxis
 
 MANIFEST = "manifest.json"
 STUDY_PRESET = "study"
@@ -106,7 +105,7 @@ def study_overrides(seed: int, spec: StudySpec) -> list[str]:
 
 def build_run_config(spec: StudySpec, overrides: list[str]):
     """The resolved TrainConfig of one run (the same checks as `scalerl train`)."""
-    from trainer.run.resolve_config import build_config
+    from scalerl.trainer.run.resolve_config import build_config
 
     return build_config(Path(spec.config) if spec.config else None, overrides, domains=spec.domains,
                         model=spec.model, engine=spec.engine, max_steps=None, resume=None, study_preset=STUDY_PRESET)

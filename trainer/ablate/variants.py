@@ -12,7 +12,7 @@ reverting one component (`loo-lp`'s penalty budgets follow the run's `engine.max
 
 Guarantees: names are unique across built-in and user variants (a user variant may not shadow a
 built-in); every run's overrides are validated against `TrainConfig` before any run starts
-(`trainer.ablate.study.plan`). Not guaranteed: that a variant changes behaviour on every setup — e.g. `loo-fp32`
+(`scalerl.trainer.ablate.study.plan`). Not guaranteed: that a variant changes behaviour on every setup — e.g. `loo-fp32`
 is numerically a no-op when the whole model already runs in float32 (the CPU default).
 """
 
@@ -22,10 +22,9 @@ from pathlib import Path
 
 import yaml
 from pydantic import Field
-
-from curriculum.strategy_config import ABLATE_VARIANTS as CURRICULUM_TABLE
-from scalerl_env.contracts.config import ConfigError
-from scalerl_env.contracts.records import Strict
+from scalerl.curriculum.strategy_config import ABLATE_VARIANTS as CURRICULUM_TABLE
+from scalerl.env.contracts.config import ConfigError
+from scalerl.env.contracts.records import Strict
 
 BASELINE = "baseline"
 

@@ -1,7 +1,7 @@
 """`scalerl ablate`: the ScaleRL leave-one-out study (variants x seeds, equal compute, fits, report).
 
-Plans one run per variant and seed (`trainer.ablate.study`), trains the unfinished ones with the real
-trainer (`trainer.ablate.runner`), fits and compares them (`trainer.ablate.analysis`) and writes
+Plans one run per variant and seed (`scalerl.trainer.ablate.study`), trains the unfinished ones with the real
+trainer (`scalerl.trainer.ablate.runner`), fits and compares them (`scalerl.trainer.ablate.analysis`) and writes
 `DIR/report.md`, `DIR/report.json` and `DIR/figures/`. Invoking it again on the same `--out` skips
 finished runs, resumes interrupted ones from their checkpoint and rewrites the report. Bad variants,
 overrides or a conflicting earlier study stop before any training with exit code 2.
@@ -69,8 +69,8 @@ def register(app: typer.Typer) -> None:
             "--plan-only", help="run only the baseline's seeds and print the resolution the study would have "
             "(the full study in the same --out reuses those runs)")] = False,
     ) -> None:
-        from scalerl_env.contracts.config import ConfigError
-        from trainer.ablate.study import StudySpec, build_run_config, merge_previous, plan, write_manifest
+        from scalerl.env.contracts.config import ConfigError
+        from scalerl.trainer.ablate.study import StudySpec, build_run_config, merge_previous, plan, write_manifest
 
         folder = out or Path("runs") / time.strftime("ablate-%Y%m%d-%H%M%S")
         try:
@@ -82,7 +82,7 @@ def register(app: typer.Typer) -> None:
                              ray_address=ray_address, eval_samples=eval_samples, burn_in=burn_in,
                              fit_fraction=fit_fraction)
             if plan_only:
-                from trainer.ablate.variants import BASELINE
+                from scalerl.trainer.ablate.variants import BASELINE
 
                 spec = spec.model_copy(update={"variants": [BASELINE]})
             manifest = merge_previous(plan(spec), folder)
@@ -91,12 +91,12 @@ def register(app: typer.Typer) -> None:
             raise typer.Exit(2) from None
         folder.mkdir(parents=True, exist_ok=True)
         if not report_only:  # a report-only call leaves the manifest to the invocation that trains
-            from trainer.ablate.runner import execute
+            from scalerl.trainer.ablate.runner import execute
 
             write_manifest(manifest, folder)
             execute(manifest, folder)
-        from trainer.ablate.analysis import analyze
-        from trainer.ablate.report import write_report
+        from scalerl.trainer.ablate.analysis import analyze
+        from scalerl.trainer.ablate.report import write_report
 
         result = analyze(manifest, folder, build_run_config(spec, spec.overrides).domains)
         paths = write_report(manifest, result, folder)
@@ -104,7 +104,7 @@ def register(app: typer.Typer) -> None:
         typer.echo(f"study folder: {folder}  ({len(manifest.runs)} runs"
                    + (f", failed: {', '.join(failed)}" if failed else "") + ")")
         typer.echo(f"  report: {paths['report_md']}   json: {paths['report_json']}   figures: {folder / 'figures'}")
-        from trainer.ablate.report import resolution_line
+        from scalerl.trainer.ablate.report import resolution_line
 
         for d in result.report.domains:
             typer.echo(f"  {d.domain}: {resolution_line(d)}")

@@ -1,6 +1,6 @@
 """`scalerl dash RUN_DIR`: the read-only dashboard of one run folder (live or finished), no reward server.
 
-Serves the pages and typed JSON routes of `scalerl_env.dashboard` over RUN_DIR (docs/dashboard.md).
+Serves the pages and typed JSON routes of `scalerl.env.dashboard` over RUN_DIR (docs/dashboard.md).
 Its ledger is opened read-only; while a run is training (the trainer holds the file), the latest
 checkpoint's ledger copy is read instead; metrics, curves and rollouts are read live. `--compare DIR`
 adds run folders to the Compare page. Binds loopback by default. Not guaranteed: a run can be resumed
@@ -28,8 +28,7 @@ def register(app: typer.Typer) -> None:
 def build_dash_app(run: Path, compare: list[Path] | None = None) -> Any:
     """The FastAPI app of the dashboard over `run` (no reward routes); closes the ledger on shutdown."""
     from fastapi import FastAPI
-
-    from scalerl_env.dashboard.routes import DashSource, build_router
+    from scalerl.env.dashboard.routes import DashSource, build_router
 
     source = DashSource(run=run, compare=list(compare or []))
     app = FastAPI(title="scalerl dashboard", description="Read-only views of a run folder (docs/dashboard.md).")

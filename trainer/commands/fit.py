@@ -1,6 +1,6 @@
 """`scalerl fit`: fit ScaleRL sigmoid curves to validation reward vs compute; print, JSON, plot.
 
-Input is a run's metrics.jsonl (keys documented in `trainer.fit.data`) or any CSV. One fit per
+Input is a run's metrics.jsonl (keys documented in `scalerl.trainer.fit.data`) or any CSV. One fit per
 series (per domain, per run, per reward column); series overlay in one `--plot`. Heavy imports
 (numpy, scipy, matplotlib) happen inside the command.
 """
@@ -39,7 +39,7 @@ def _floats(values: list[str]) -> list[float]:
 
 
 def _load(metrics, domain, compute, metric, csv_file, compute_col, reward_cols):
-    from trainer.fit.data import load_csv, load_metrics
+    from scalerl.trainer.fit.data import load_csv, load_metrics
 
     if bool(metrics) == bool(csv_file):
         raise typer.BadParameter("give either --metrics (one or more) or --csv", param_hint="--metrics/--csv")
@@ -94,8 +94,8 @@ def register(app: typer.Typer) -> None:
         plot: Path | None = typer.Option(None, help="write a figure (PNG/PDF/SVG by suffix)"),
         as_json: bool = typer.Option(False, "--json", help="print a JSON object instead of text"),
     ) -> None:
-        from trainer.fit.data import COMPUTE_LABELS
-        from trainer.fit.sigmoid import FitError
+        from scalerl.trainer.fit.data import COMPUTE_LABELS
+        from scalerl.trainer.fit.sigmoid import FitError
 
         compute = compute.replace("-", "_")
         if compute not in COMPUTE_LABELS:
@@ -114,7 +114,7 @@ def register(app: typer.Typer) -> None:
             raise typer.Exit(2) from None
         _emit(results, as_json)
         if plot is not None:
-            from trainer.fit.data import COMPUTE_LABELS
+            from scalerl.trainer.fit.data import COMPUTE_LABELS
 
             x_label = compute_col if csv_file is not None else COMPUTE_LABELS[compute]
             _plot(results, plot, x_label, predict_at=_floats(predict_at), y_lim=(0.0, 1.0) if pass_rate else None)
@@ -123,7 +123,7 @@ def register(app: typer.Typer) -> None:
 
 
 def _fit_one(s, *, r0, burn_in, fit_until, method, fixed_a, power_law, level, predict_at, a_max=None) -> dict:
-    from trainer.fit.sigmoid import FitError, fit_fixed_A, fit_power_law, fit_sigmoid
+    from scalerl.trainer.fit.sigmoid import FitError, fit_fixed_A, fit_power_law, fit_sigmoid
 
     try:
         if fixed_a is not None:
@@ -160,7 +160,7 @@ def _emit(results: list[dict], as_json: bool) -> None:
 
 def _plot(results: list[dict], out: Path, x_label: str, predict_at: list[float],
           y_lim: tuple[float, float] | None = None) -> None:
-    from trainer.fit.plot import PlotSeries, plot_fits
+    from scalerl.trainer.fit.plot import PlotSeries, plot_fits
 
     series = [PlotSeries(label=r["series"].label, compute=r["series"].compute, reward=r["series"].reward,
                          fit=r["fit"], power_law=r["power_law"], predict_at=predict_at) for r in results]

@@ -1,5 +1,5 @@
 """`scalerl profile`: sample every prompt N times with the trainer's engine and verifiers,
-attempts into a ledger (`trainer.run.profile`).
+attempts into a ledger (`scalerl.trainer.run.profile`).
 
 A `scalerl` command, not a `scalerl-env` one: it needs the trainer's engines and prompt template, and
 `scalerl_env` never imports the trainer. Filtering a file by the profile needs only the ledger:
@@ -46,9 +46,9 @@ def profile_cmd(
     config: Annotated[Path | None, typer.Option("--config", help="YAML file of TrainConfig values")] = None,
     preset: Annotated[str | None, typer.Option(help="tiny-cpu (default) | small-cpu | paper")] = None,
 ) -> None:
-    from scalerl_env.contracts.config import ConfigError
-    from trainer.run.profile import profile
-    from trainer.run.resolve_config import build_config
+    from scalerl.env.contracts.config import ConfigError
+    from scalerl.trainer.run.profile import profile
+    from scalerl.trainer.run.resolve_config import build_config
 
     try:
         cfg = build_config(config, overrides or [], domains=domains, model=model, engine=engine, max_steps=None,

@@ -80,19 +80,19 @@ def register(app: typer.Typer) -> None:
         device_memory: Annotated[str | None, typer.Option(
             help="memory per GPU for the memory plan, e.g. 80GiB (default: the device's own)")] = None,
     ) -> None:
-        from scalerl_env.contracts.config import ConfigError
-        from trainer.run.resolve_config import resolve_layers
+        from scalerl.env.contracts.config import ConfigError
+        from scalerl.trainer.run.resolve_config import resolve_layers
 
         try:
             if device_memory is not None:
-                from trainer.memory.preflight import parse_memory_gib
+                from scalerl.trainer.memory.preflight import parse_memory_gib
 
                 overrides = [*(overrides or []), f"engine.device_memory_gib={parse_memory_gib(device_memory)}"]
             cfg, layers = resolve_layers(config, overrides or [], domains=domains, model=model, engine=engine,
                                          max_steps=max_steps, resume=resume, ray=ray, ray_address=ray_address,
                                          trainer_ranks=trainer_ranks, preset=preset, data=data, heldout=heldout)
             if dry_run:
-                from trainer.run.dry_run import dry_run_report
+                from scalerl.trainer.run.dry_run import dry_run_report
 
                 typer.echo(dry_run_report(cfg))
                 return
@@ -103,12 +103,12 @@ def register(app: typer.Typer) -> None:
             typer.echo(print_config_text(cfg, layers), nl=False)
             return
         folder = resume or out or Path("runs") / time.strftime("train-%Y%m%d-%H%M%S")
-        from trainer.run.loop import train as run_training
+        from scalerl.trainer.run.loop import train as run_training
 
         if cfg.ray.enabled:  # the same loop inside a trainer actor
-            from trainer.run.ray_launch import run_in_ray as run_training
+            from scalerl.trainer.run.ray_launch import run_in_ray as run_training
         try:
-            from trainer.memory.preflight import preflight
+            from scalerl.trainer.memory.preflight import preflight
 
             preflight(cfg)  # here, not in setup: under Ray an error inside the actor would not exit with 2
             summary = run_training(cfg, folder, resume=resume is not None)
@@ -120,7 +120,7 @@ def register(app: typer.Typer) -> None:
 
 def print_config_text(cfg, layers) -> str:
     """The resolved configuration with the layer that set each value beside it (none: the class default)."""
-    from scalerl_env.contracts.config import annotated_yaml, layer_of_keys
+    from scalerl.env.contracts.config import annotated_yaml, layer_of_keys
 
     applied = [layer.name for layer in layers if layer.values]
     head = ("# class defaults, then (each later one wins): " + ", ".join(applied)) if applied else "# class defaults"

@@ -1,1 +1,1 @@
-"""The trainer's configuration: `TrainConfig` (`trainer.config.train`), its presets, data sections and docs."""
+"""The trainer's configuration: `TrainConfig` (`scalerl.trainer.config.train`), its presets, data sections and docs."""

@@ -12,9 +12,8 @@ import dataclasses
 from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
-
-from scalerl_env.contracts.domains import check_domain_name, domain, domains
-from scalerl_env.contracts.records import Domain, Strict
+from scalerl.env.contracts.domains import check_domain_name, domain, domains
+from scalerl.env.contracts.records import Domain, Strict
 
 
 class SourceConfig(Strict):

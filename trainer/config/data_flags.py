@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import json
 
-from scalerl_env.contracts.config import ConfigError
-from scalerl_env.contracts.domains import domain_names
+from scalerl.env.contracts.config import ConfigError
+from scalerl.env.contracts.domains import domain_names
 
 
 def _split(flag: str, text: str) -> tuple[str, list[str]]:

@@ -1,6 +1,6 @@
 """Render `docs/configuration.md` from the configuration models (the one source of every default).
 
-`python -m trainer.config.docs` rewrites the file; a test fails when the committed file differs from
+`python -m scalerl.trainer.config.docs` rewrites the file; a test fails when the committed file differs from
 what the models say, so the reference can never drift from the code.
 """
 
@@ -8,13 +8,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from scalerl_env.contracts.config import atomic_write_text, reference_markdown
-from scalerl_env.contracts.paths import REPO
+from scalerl.env.contracts.config import atomic_write_text, reference_markdown
+from scalerl.env.contracts.paths import REPO
 
 DOC = REPO / "docs" / "configuration.md"
 HEADER = """# Configuration reference
 
-Generated from the pydantic models by `python -m trainer.config.docs` (do not edit by hand; a test
+Generated from the pydantic models by `python -m scalerl.trainer.config.docs` (do not edit by hand; a test
 compares this file with the models). Precedence everywhere: model default → preset (`scalerl train
 --preset`, table at the end) → `--config FILE.yaml` → command-line flags → dotted overrides such as
 `loss.eps_max=4`. `scalerl train --print-config [overrides]` prints the resolved result with the layer
@@ -25,8 +25,8 @@ CPU default; which depart from the paper, and why, is said in `trainer/config/tr
 
 def sections() -> list[tuple[str, str, type]]:
     """(title, what uses it, model) for each configuration the project reads."""
-    from scalerl_env.server.config import ServerConfig
-    from trainer.config.train import TrainConfig
+    from scalerl.env.server.config import ServerConfig
+    from scalerl.trainer.config.train import TrainConfig
 
     return [("`scalerl train`", "`TrainConfig` (`trainer/config/train.py`); `verifier.*` is the verifier pool's",
              TrainConfig),
@@ -38,9 +38,9 @@ def presets_table() -> list[str]:
     """`scalerl train`'s presets as layers over the class defaults: one row per key any preset sets."""
     import json
 
-    from scalerl_env.contracts.config import leaf_paths
-    from trainer.config.presets import PRESETS
-    from trainer.config.train import TrainConfig
+    from scalerl.env.contracts.config import leaf_paths
+    from scalerl.trainer.config.presets import PRESETS
+    from scalerl.trainer.config.train import TrainConfig
 
     defaults = dict(leaf_paths(TrainConfig().model_dump(mode="json")))
     named = {name: dict(leaf_paths(values)) for name, values in PRESETS.items() if values}

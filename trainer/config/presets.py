@@ -26,8 +26,8 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from scalerl_env.contracts.config import ConfigError
-from trainer.core.config import DEFAULT_PHRASE
+from scalerl.env.contracts.config import ConfigError
+from scalerl.trainer.core.config import DEFAULT_PHRASE
 
 PRESETS: dict[str, dict[str, Any]] = {
     "tiny-cpu": {},
@@ -57,7 +57,7 @@ PRESETS: dict[str, dict[str, Any]] = {
         "pipeline": {"prompts_per_step": 48, "samples_per_prompt": 16, "max_time_s": None,
                      "max_steps": 10_000, "torch_threads": 4},
         # Activation checkpointing and a 2 GiB KV budget: what a 1.5B model at 16k tokens needs to fit one
-        # 80 GB GPU with the torch engine (trainer.memory plans 78.2 GiB; few decode slots, so vLLM is faster).
+        # 80 GB GPU with the torch engine (scalerl.trainer.memory plans 78.2 GiB; few decode slots, so vLLM is faster).
         "optim": {"lr": 5e-7, "warmup_steps": 100, "precision": "bf16", "activation_checkpointing": True},
         "engine": {"device": "cuda", "dtype": "bfloat16", "max_seq_len": 16_384, "max_new_tokens": 14_000,
                    "kv_cache_gib": 2},
@@ -77,7 +77,8 @@ PRESETS: dict[str, dict[str, Any]] = {
 
 
 IMPLIED_BY_MODEL = "small-cpu"
-"""The preset whose values `--model` alone implies on a cpu engine (`trainer.run.resolve_config.build_config`)."""
+"""The preset whose values `--model` alone implies on a cpu engine
+(`scalerl.trainer.run.resolve_config.build_config`)."""
 
 
 def model_preset_values() -> dict[str, Any]:

@@ -1,13 +1,13 @@
 """`TrainConfig`: the one source of truth for every default of `scalerl train`.
 
 It composes the trainer-core configs (`LossConfig`, `AdvantageConfig`, `OptimConfig`, `LengthConfig`
-from `trainer.core.config`), the verifier config (`verifiers.config`) and the pieces this module
+from `scalerl.trainer.core.config`), the verifier config (`scalerl.verifiers.config`) and the pieces this module
 owns (pipeline, engine, data, validation, warm start, checkpoints). Load with
-`scalerl_env.contracts.config.load_config(TrainConfig, yaml, overrides)`; unknown keys are errors
+`scalerl.env.contracts.config.load_config(TrainConfig, yaml, overrides)`; unknown keys are errors
 naming the dotted path.
 
 Departures from the paper's defaults, all because the class defaults *are* the built-in CPU default
-(a ~0.8 M-parameter character model on 2 cores); `--preset paper` (`trainer.config.presets`) sets them
+(a ~0.8 M-parameter character model on 2 cores); `--preset paper` (`scalerl.trainer.config.presets`) sets them
 back, and every preset says only what it changes:
 - 16 prompts x 8 samples per step (paper 48 x 16): more updates per CPU-second; AdamW lr 1e-4 with
   20 warm-up steps (paper 5e-7, 100): the tiny model needs a far larger step and the run is short.
@@ -24,22 +24,21 @@ from __future__ import annotations
 from typing import Literal
 
 from pydantic import Field, field_validator, model_validator
-
-from curriculum.ledger.retirement import RetirementConfig
-from curriculum.strategy_config import StageConfig, StrategyConfig
-from scalerl_env.contracts.domains import default_domains, domain_names
-from scalerl_env.contracts.records import Strict
-from trainer.config.data import PromptsConfig, RolloutLogConfig, SourceConfig
-from trainer.core.config import AdvantageConfig, LengthConfig, LossConfig, OptimConfig
-from trainer.core.length_control import output_budget, stage_length
-from trainer.core.lora_config import LoraConfig
-from trainer.distributed.config import RayConfig, TrainerRanksConfig
-from trainer.engines.config import EngineConfig
-from trainer.tiny.config import TinyModelConfig, WarmStartConfig
-from verifiers.config import VerifierConfig
+from scalerl.curriculum.ledger.retirement import RetirementConfig
+from scalerl.curriculum.strategy_config import StageConfig, StrategyConfig
+from scalerl.env.contracts.domains import default_domains, domain_names
+from scalerl.env.contracts.records import Strict
+from scalerl.trainer.config.data import PromptsConfig, RolloutLogConfig, SourceConfig
+from scalerl.trainer.core.config import AdvantageConfig, LengthConfig, LossConfig, OptimConfig
+from scalerl.trainer.core.length_control import output_budget, stage_length
+from scalerl.trainer.core.lora_config import LoraConfig
+from scalerl.trainer.distributed.config import RayConfig, TrainerRanksConfig
+from scalerl.trainer.engines.config import EngineConfig
+from scalerl.trainer.tiny.config import TinyModelConfig, WarmStartConfig
+from scalerl.verifiers.config import VerifierConfig
 
 ComputeAxis = Literal["device_s", "samples", "tokens", "flops"]
-"""The compute axes a budget and a fit can use (counted by `trainer.run.compute.ComputeClock`)."""
+"""The compute axes a budget and a fit can use (counted by `scalerl.trainer.run.compute.ComputeClock`)."""
 
 
 class PipelineConfig(Strict):
@@ -61,7 +60,7 @@ class PipelineConfig(Strict):
     budget_axis: ComputeAxis = Field(
         default="device_s", description="device_s: wall s x devices in use (validation, checkpoints excluded; "
         "follows the load); samples / tokens: taken samples / their generated tokens; flops: generation + "
-        "training (trainer.run.compute)")
+        "training (scalerl.trainer.run.compute)")
     seed: int = 0
     torch_threads: int = Field(default=1, ge=1, description="intra-op threads per torch thread (engine, trainer)")
 
@@ -80,7 +79,7 @@ class PipelineConfig(Strict):
 
 
 class DataConfig(Strict):
-    """Procedural problems (`scalerl_env.sources.generators`): a training pool and a disjoint held-out set
+    """Procedural problems (`scalerl.env.sources.generators`): a training pool and a disjoint held-out set
     per domain."""
 
     level: int = Field(default=0, ge=0)
@@ -90,7 +89,7 @@ class DataConfig(Strict):
     domain_weights: dict[str, float] = Field(default_factory=dict, description="mixing weights; empty = equal")
     seed: int = 0
     sources: list[SourceConfig] = Field(
-        default_factory=list, description="problem files or generators per domain (trainer.run.data_sources); "
+        default_factory=list, description="problem files or generators per domain (scalerl.trainer.run.data_sources); "
         "empty = the generator for every domain with level/generated_per_domain/seed above")
     heldout: dict[str, list[str]] = Field(
         default_factory=dict, description="held-out files per domain; a domain without = split from its training data")
@@ -98,7 +97,7 @@ class DataConfig(Strict):
 
 class CurriculumConfig(StrategyConfig):
     """ScaleRL's curriculum (zero-variance filtering, retirement in the ledger) and the switchable
-    strategies of `curriculum.strategy_config` (docs/curriculum.md)."""
+    strategies of `scalerl.curriculum.strategy_config` (docs/curriculum.md)."""
 
     # One switch per behaviour: filtering is `zero_variance.mode` (keep = the paper's ablation).
     GONE = {"zero_variance_filter": "use curriculum.zero_variance.mode=keep (no filtering) or =shrink (the default)"}
@@ -150,7 +149,7 @@ class TrainConfig(Strict):
     trainer_ranks: TrainerRanksConfig = Field(
         default_factory=TrainerRanksConfig, description="data-parallel trainer ranks (FSDP2), 1 = one process")
     lora: LoraConfig = Field(default_factory=LoraConfig,
-                             description="LoRA adapters (trainer.core.lora); off by default")
+                             description="LoRA adapters (scalerl.trainer.core.lora); off by default")
 
     @field_validator("domains")
     @classmethod
@@ -185,7 +184,7 @@ class TrainConfig(Strict):
 
     def _stage_budgets(self, i: int, stage: StageConfig) -> None:
         """A stage's resolved budgets are ordered and leave room for a prompt in `engine.max_seq_len` (the
-        phrase counted as one token; `trainer.rollout.prompts` checks again with the tokenizer's lengths)."""
+        phrase counted as one token; `scalerl.trainer.rollout.prompts` checks again with the tokenizer's lengths)."""
         length, max_new = stage_length(self.length, self.engine.max_new_tokens, stage)
 
         def src(name: str) -> str:

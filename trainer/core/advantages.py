@@ -8,7 +8,7 @@ For sample i of prompt group g with reward r_i:
     none   (Dr. GRPO): Â_i = A_i
 
 A group whose rewards are all equal ("zero-variance") has A_i = 0 for all its samples; it is flagged
-so the zero-variance filter (`curriculum.filters`) can drop it. The "effective batch" of the `batch` std is
+so the zero-variance filter (`scalerl.curriculum.filters`) can drop it. The "effective batch" of the `batch` std is
 the samples of the groups that are *not* zero-variance (they are what remains after the filter);
 set `std_includes_zero_variance=True` to take the std over every sample instead (the filter-off
 ablation). Standard deviations are population (ddof 0) ones.
@@ -27,9 +27,8 @@ from __future__ import annotations
 from typing import NamedTuple
 
 import torch
+from scalerl.trainer.core.config import AdvantageConfig
 from torch import Tensor
-
-from trainer.core.config import AdvantageConfig
 
 
 class AdvantageResult(NamedTuple):

@@ -5,12 +5,12 @@ Layout of a checkpoint folder `<root>/<name>/`:
     trainer_state.pt     optimizer + scheduler state dicts, RNG states (torch CPU/CUDA, python, numpy),
                          step, policy_version (torch.save; loaded with weights_only=True)
     trainer_state.json   step, policy_version and `extra` for humans and tools
-    adapter_model.safetensors   only for a LoRA trainer (`trainer.core.lora`): its adapters; the HF files
+    adapter_model.safetensors   only for a LoRA trainer (`scalerl.trainer.core.lora`): its adapters; the HF files
                          then hold the merged policy, and a resume reloads the base from the run's
                          model source and the adapters from here
     sharded/             only when written by several trainer ranks: model and optimizer state in
                          torch.distributed.checkpoint format (then not in trainer_state.pt), which any
-                         number of ranks, one included, reads (`trainer.core.sharded_checkpoint`)
+                         number of ranks, one included, reads (`scalerl.trainer.core.sharded_checkpoint`)
 
 Atomicity: everything is written into `<root>/~<name>` and renamed to `<name>` at the end; a crash
 leaves at most a `~name` folder (ignored and replaced next time), never a half checkpoint under its
@@ -35,10 +35,9 @@ from typing import Any
 import numpy as np
 import torch
 from safetensors.torch import load_file
+from scalerl.env.contracts.config import atomic_write_text
+from scalerl.trainer.core.update import PolicyTrainer
 from torch import nn
-
-from scalerl_env.contracts.config import atomic_write_text
-from trainer.core.update import PolicyTrainer
 
 STATE_PT = "trainer_state.pt"
 STATE_JSON = "trainer_state.json"
@@ -72,7 +71,7 @@ def save_checkpoint(
     the model only. `files` (name → source path) are moved into the folder before it is renamed into
     place, so a checkpoint that `latest` names always holds them. `path.parent/latest` then names it.
     `sharded(tmp_folder)`, when given, writes the model and optimizer state of several trainer ranks
-    (`trainer.core.sharded_checkpoint`); `trainer_state.pt` then holds no optimizer state."""
+    (`scalerl.trainer.core.sharded_checkpoint`); `trainer_state.pt` then holds no optimizer state."""
     final = Path(path)
     root = final.parent
     root.mkdir(parents=True, exist_ok=True)
@@ -97,7 +96,7 @@ def save_checkpoint(
 
 
 def _save_adapters(model: nn.Module, folder: Path) -> None:
-    from trainer.core.lora import ADAPTER_FILE, adapter_state_dict, has_lora
+    from scalerl.trainer.core.lora import ADAPTER_FILE, adapter_state_dict, has_lora
 
     if has_lora(model):
         from safetensors.torch import save_file
@@ -107,7 +106,7 @@ def _save_adapters(model: nn.Module, folder: Path) -> None:
 
 def _load_adapters(model: nn.Module, folder: Path) -> None:
     """A LoRA trainer's adapters from `folder`; a LoRA trainer without them, or the reverse, is an error."""
-    from trainer.core.lora import ADAPTER_FILE, has_lora, load_adapters
+    from scalerl.trainer.core.lora import ADAPTER_FILE, has_lora, load_adapters
 
     saved = (folder / ADAPTER_FILE).is_file()
     if has_lora(model) != saved:
@@ -203,7 +202,7 @@ def load_checkpoint(
     if "optimizer" in state:
         trainer.optimizer.load_state_dict(state["optimizer"])
     else:  # written by several trainer ranks: sharded optimizer state, readable with any number of ranks
-        from trainer.core.sharded_checkpoint import load_sharded
+        from scalerl.trainer.core.sharded_checkpoint import load_sharded
 
         load_sharded(path, trainer)
     trainer.scheduler.load_state_dict(state["scheduler"])

@@ -1,10 +1,10 @@
 """The settings of the trainer core: loss, advantages, optimizer/update step, length control.
 
-Config only (pydantic, no torch), so `trainer.config.train` can compose them without importing tensor code.
+Config only (pydantic, no torch), so `scalerl.trainer.config.train` can compose them without importing tensor code.
 Defaults are the paper's, except the step size and the length budgets: those are the built-in CPU
 default's (AdamW lr 1e-4 with 20 warm-up steps, 40-48 + 16 tokens after a short phrase; the paper's
-5e-7 / 100 and 10k-12k + 2k are `--preset paper`, `trainer.config.presets`). The formulas each
-setting selects are documented in the module that uses it (`trainer.core.losses`, `.advantages`,
+5e-7 / 100 and 10k-12k + 2k are `--preset paper`, `scalerl.trainer.config.presets`). The formulas each
+setting selects are documented in the module that uses it (`scalerl.trainer.core.losses`, `.advantages`,
 `.update`, `.length_control`).
 """
 
@@ -13,8 +13,7 @@ from __future__ import annotations
 from typing import Literal
 
 from pydantic import Field, model_validator
-
-from scalerl_env.contracts.records import Strict
+from scalerl.env.contracts.records import Strict
 
 Aggregation = Literal["prompt", "sample", "token"]
 DEFAULT_PHRASE = "Okay, time is up. Let me stop thinking and formulate a final answer now. </think>"
@@ -76,11 +75,12 @@ class OptimConfig(Strict):
         default=True, description="LM head + log-softmax in fp32 (ScaleRL); off = ablation"
     )
     attention_layout: Literal["auto", "packed", "padded"] = Field(
-        default="auto", description="how the decoder sees packed sequences (trainer.core.fp32_head); same result"
+        default="auto", description="how the decoder sees packed sequences (scalerl.trainer.core.fp32_head); "
+        "same result"
     )
     activation_checkpointing: bool = Field(
         default=False, description="recompute each decoder layer in backward (keeps only layer inputs; "
-        "trainer.memory.plan counts both)"
+        "scalerl.trainer.memory.plan counts both)"
     )
 
 

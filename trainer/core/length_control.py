@@ -38,9 +38,9 @@ import random
 from collections.abc import Sequence
 from typing import Any
 
-from curriculum.strategy_config import StageConfig
-from trainer.core.config import LengthConfig
-from trainer.engines.base import GeneratedSample, InterruptionPlan
+from scalerl.curriculum.strategy_config import StageConfig
+from scalerl.trainer.core.config import LengthConfig
+from scalerl.trainer.engines.base import GeneratedSample, InterruptionPlan
 
 STAGE_LENGTH_FIELDS = ("think_budget_min_tokens", "think_budget_max_tokens", "answer_budget_tokens")
 """The `length.*` budgets a curriculum stage may override (`max_new_tokens` overrides `engine.*`)."""

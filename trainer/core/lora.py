@@ -3,7 +3,7 @@
 - `apply_lora(model, cfg)`: the modules named by `cfg.target_modules` become PEFT `lora.Linear` layers
   (the base weight under `<name>.base_layer.weight`, adapters `lora_A`/`lora_B`, B initialised to zero so
   the policy is unchanged); every other parameter is frozen. The model keeps its class, decoder and LM
-  head, so `trainer.core.fp32_head` and the update step run on it unchanged, and AdamW sees the adapters
+  head, so `scalerl.trainer.core.fp32_head` and the update step run on it unchanged, and AdamW sees the adapters
   only (`build_optimizer` takes the parameters that require gradients).
 - `merged_state_dict(model)`: the policy the adapters define, under the plain Hugging Face names
   (W + alpha/r · B A for each adapted layer, every other weight as is): what the torch engine (and vLLM
@@ -30,9 +30,8 @@ from collections.abc import Mapping
 from pathlib import Path
 
 import torch
+from scalerl.trainer.core.lora_config import LoraConfig
 from torch import Tensor, nn
-
-from trainer.core.lora_config import LoraConfig
 
 ADAPTER = "default"
 ADAPTER_FILE = "adapter_model.safetensors"

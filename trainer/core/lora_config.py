@@ -1,6 +1,6 @@
 """The `lora` section of `TrainConfig`: low-rank adapters on the policy's linear layers (config only, no torch).
 
-Off by default (the ScaleRL recipe trains every parameter). With `enabled`, `trainer.core.lora` injects
+Off by default (the ScaleRL recipe trains every parameter). With `enabled`, `scalerl.trainer.core.lora` injects
 PEFT LoRA adapters into the modules named by `target_modules` (matched by name suffix, as PEFT does),
 freezes everything else and the update trains the adapters only.
 
@@ -16,8 +16,7 @@ from __future__ import annotations
 from typing import Any
 
 from pydantic import Field, field_validator
-
-from scalerl_env.contracts.records import Strict
+from scalerl.env.contracts.records import Strict
 
 ALL_PROJECTIONS = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
 NOT_TARGETS = {"lm_head", "embed_tokens"}  # the FP32 head reads lm_head.weight directly: no adapter there

@@ -39,9 +39,8 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import torch
+from scalerl.trainer.core.config import Aggregation, LossConfig
 from torch import Tensor
-
-from trainer.core.config import Aggregation, LossConfig
 
 TokenLossFn = Callable[[Tensor, Tensor, Tensor, Tensor, Tensor, LossConfig], tuple[Tensor, Tensor]]
 """(logprobs, log_ratio, advantages, sample_ids, mask, cfg) -> (per-token loss, clipped-token flags)."""

@@ -2,12 +2,12 @@
 (DCP) format, readable with any number of ranks.
 
 A checkpoint written by N > 1 ranks holds, besides the Hugging Face weights rank 0 writes
-(`trainer.core.checkpoint`), `sharded/`: every rank's shard of the model and of the AdamW state,
+(`scalerl.trainer.core.checkpoint`), `sharded/`: every rank's shard of the model and of the AdamW state,
 keyed by parameter name (`policy.<HF name>`), so DCP reshards on load to the reader's world size,
 one rank included (no process group needed). Its `trainer_state.pt` then has no `optimizer` entry;
 scheduler, RNG (rank 0's), step and policy version stay there.
 
-A checkpoint written by one rank (the format `trainer.core.checkpoint` always wrote) resumes on N
+A checkpoint written by one rank (the format `scalerl.trainer.core.checkpoint` always wrote) resumes on N
 ranks through `load_full_optimizer`: rank 0 reads the full optimizer state, names its entries, and
 `set_optimizer_state_dict(..., broadcast_from_rank0=True)` hands each rank its shard.
 
@@ -22,7 +22,7 @@ import warnings
 from pathlib import Path
 from typing import Any
 
-from trainer.core.update import PolicyTrainer
+from scalerl.trainer.core.update import PolicyTrainer
 
 SHARDED = "sharded"
 

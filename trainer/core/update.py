@@ -5,9 +5,9 @@ One step = `accumulate(batch)` (forward/backward over token-budget micro-batches
 
 - Packing: `pack_samples` concatenates prompt + completion of every sample into one row with
   per-sequence position ids, so the loss tensors carry no padding; the decoder sees the row packed
-  or padded per sequence (`attention_layout`, see `trainer.core.fp32_head`), and either way each token is
+  or padded per sequence (`attention_layout`, see `scalerl.trainer.core.fp32_head`), and either way each token is
   in exactly the sampler's context.
-- Exact accumulation: the aggregation weights (`trainer.core.losses.aggregation_weights`) are computed on
+- Exact accumulation: the aggregation weights (`scalerl.trainer.core.losses.aggregation_weights`) are computed on
   the whole batch and sliced per micro-batch, so the summed micro-batch gradients equal the gradient of
   the whole-batch loss (micro-batch 1 × accumulation 4 ≡ 4 × 1, up to float summation order).
   Micro-batches are cut at sample boundaries (a sample never spans two, GSPO needs that) and hold at
@@ -29,13 +29,13 @@ One step = `accumulate(batch)` (forward/backward over token-budget micro-batches
 - Shards: `accumulate_shard` runs one data-parallel rank's part of a batch (`Shard`: whole samples,
   the whole batch's aggregation weights, the micro-batch count every rank runs, padded with
   zero-weight micro-batches); `accumulate(batch)` is the one-rank case. The logprobs are the forward
-  of the root module `logprob_model`, which `trainer.distributed.sharding` shards with FSDP2.
+  of the root module `logprob_model`, which `scalerl.trainer.distributed.sharding` shards with FSDP2.
 
 - `activation_checkpointing`: Hugging Face gradient checkpointing (non-reentrant) on the decoder layers,
   enabled before sharding; same gradients, each layer recomputed in backward.
 
 Non-guarantees: no sequence parallelism, one device per trainer (several
-ranks: `trainer.distributed`).
+ranks: `scalerl.trainer.distributed`).
 """
 
 from __future__ import annotations
@@ -45,11 +45,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, fields
 
 import torch
+from scalerl.trainer.core.config import LossConfig, OptimConfig
+from scalerl.trainer.core.fp32_head import TokenLogprobs
+from scalerl.trainer.core.losses import aggregation_weights, policy_loss
 from torch import Tensor, nn
-
-from trainer.core.config import LossConfig, OptimConfig
-from trainer.core.fp32_head import TokenLogprobs
-from trainer.core.losses import aggregation_weights, policy_loss
 
 log = logging.getLogger(__name__)
 
@@ -229,7 +228,7 @@ class PolicyTrainer:
     The logprobs are the `forward` of `logprob_model` (`TokenLogprobs` around `model`, at `temperature`: the
     engine's sampling temperature, or the importance ratio is off-policy by construction), the root module
     a data-parallel wrapper shards; `shard`, when given, does that in place before AdamW sees the
-    parameters (`trainer.distributed.sharding`)."""
+    parameters (`scalerl.trainer.distributed.sharding`)."""
 
     def __init__(self, model: nn.Module, optim_cfg: OptimConfig, loss_cfg: LossConfig, *, temperature: float = 1.0,
                  shard: Callable[[nn.Module], None] | None = None) -> None:

@@ -3,7 +3,7 @@
 `make_components(cfg, out)` returns `LocalComponents` (the default: objects in the trainer's process)
 or, with `ray.enabled`, `RayComponents`: the ledger (the single writing owner) and the verifier pool
 as actors pinned to the trainer's node behind `ActorProxy` (same methods as the objects), and the
-generators anywhere (`trainer.distributed.generators.RemoteEngines`). `trainer.run.setup` builds a
+generators anywhere (`scalerl.trainer.distributed.generators.RemoteEngines`). `scalerl.trainer.run.setup` builds a
 run through this one seam, so the training loop and the in-process runtime are identical in both.
 """
 
@@ -12,8 +12,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from trainer.distributed.config import RayConfig
-from trainer.engines.base import GenerationEngine
+from scalerl.trainer.distributed.config import RayConfig
+from scalerl.trainer.engines.base import GenerationEngine
 
 
 class LocalComponents:
@@ -21,17 +21,17 @@ class LocalComponents:
         self.cfg, self.out = cfg, out
 
     def ledger(self, path: Path, retirement: Any) -> Any:
-        from curriculum.ledger.store import Ledger
+        from scalerl.curriculum.ledger.store import Ledger
 
         return Ledger(path, retirement=retirement)
 
     def verifier(self, verifier_cfg: Any) -> Any:
-        from verifiers import VerifierPool
+        from scalerl.verifiers import VerifierPool
 
         return VerifierPool(verifier_cfg)
 
     def engine(self, model: Any, eos_token_id: int, *, device: str, policy_version: int, seed: int) -> Any:
-        from trainer.engines.factory import build_engine
+        from scalerl.trainer.engines.factory import build_engine
 
         return build_engine(
             self.cfg,
@@ -92,23 +92,22 @@ class ActorProxy:
 
 
 class RayComponents:
-    """`trainer.distributed.components` for Ray: ledger and verifier actors on this node, generators anywhere."""
+    """`scalerl.trainer.distributed.components` for Ray: ledger and verifier actors on this node,
+    generators anywhere."""
 
     def __init__(self, cfg: Any, out: Path) -> None:
         self.cfg, self.out = cfg, out
 
     def ledger(self, path: Path, retirement: Any) -> ActorProxy:
         import ray
-
-        from curriculum.ledger.store import Ledger
+        from scalerl.curriculum.ledger.store import Ledger
 
         actor = ray.remote(Ledger).options(num_cpus=0, scheduling_strategy=_here())
         return ActorProxy(actor.remote(path, retirement=retirement))
 
     def verifier(self, verifier_cfg: Any) -> ActorProxy:
         import ray
-
-        from verifiers import VerifierPool
+        from scalerl.verifiers import VerifierPool
 
         # Scoring (scorer thread) and validation (trainer thread) call it concurrently.
         actor = ray.remote(VerifierPool).options(num_cpus=0, max_concurrency=4, scheduling_strategy=_here())
@@ -117,6 +116,6 @@ class RayComponents:
     def engine(
         self, model: Any, eos_token_id: int, *, device: str, policy_version: int, seed: int
     ) -> GenerationEngine:
-        from trainer.distributed.generators import RemoteEngines
+        from scalerl.trainer.distributed.generators import RemoteEngines
 
         return RemoteEngines(self.cfg, model, eos_token_id, policy_version=policy_version, seed=seed)

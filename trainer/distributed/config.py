@@ -6,8 +6,7 @@ from __future__ import annotations
 from typing import Literal
 
 from pydantic import Field, model_validator
-
-from scalerl_env.contracts.records import Strict
+from scalerl.env.contracts.records import Strict
 
 
 class RayConfig(Strict):
@@ -36,7 +35,7 @@ class RayConfig(Strict):
 
 
 class TrainerRanksConfig(Strict):
-    """Data-parallel trainer ranks (FSDP2 on torch.distributed; `trainer.distributed.leader`). One rank
+    """Data-parallel trainer ranks (FSDP2 on torch.distributed; `scalerl.trainer.distributed.leader`). One rank
     is the single trainer process; N ranks split every batch and shard the policy and AdamW state."""
 
     count: int = Field(default=1, ge=1, description="trainer ranks (`--trainer-ranks`); 1 = one process")

@@ -25,8 +25,8 @@ import uuid
 from collections.abc import Mapping
 from typing import Any
 
-from trainer.core.lora_config import pushes_adapters
-from trainer.engines.base import EngineStats, GeneratedGroup, GenerationEngine, GenerationRequest
+from scalerl.trainer.core.lora_config import pushes_adapters
+from scalerl.trainer.engines.base import EngineStats, GeneratedGroup, GenerationEngine, GenerationRequest
 
 log = logging.getLogger(__name__)
 
@@ -34,7 +34,7 @@ log = logging.getLogger(__name__)
 def _build_model(cfg: Any) -> Any:
     """The policy architecture with random weights (the real ones arrive as a state dict)."""
     if cfg.model is None:
-        from trainer.tiny.model import build_tiny_model
+        from scalerl.trainer.tiny.model import build_tiny_model
 
         return build_tiny_model(cfg.tiny)
     from transformers import AutoConfig, AutoModelForCausalLM
@@ -50,14 +50,13 @@ class GeneratorActor:
     ) -> None:
         import ray
         import torch
-
-        from trainer.engines.device import resolve_device
-        from trainer.engines.factory import build_engine
+        from scalerl.trainer.engines.device import resolve_device
+        from scalerl.trainer.engines.factory import build_engine
 
         torch.set_num_threads(cfg.pipeline.torch_threads)
         model = _build_model(cfg)
-        if pushes_adapters(cfg):  # the trainer's adapted model: base weights + adapters (trainer.engines.factory)
-            from trainer.core.lora import apply_lora
+        if pushes_adapters(cfg):  # the trainer's adapted model: base weights + adapters (engines.factory)
+            from scalerl.trainer.core.lora import apply_lora
 
             apply_lora(model, cfg.lora)
         model.load_state_dict(dict(weights))

@@ -1,6 +1,6 @@
 """Starting trainer ranks 1..N-1 (rank 0 is the process that runs the training loop).
 
-- `ProcessRanks`: child processes on this machine (`python -m trainer.distributed.ranks`, the spec
+- `ProcessRanks`: child processes on this machine (`python -m scalerl.trainer.distributed.ranks`, the spec
   as JSON on stdin, the same interpreter and source tree as rank 0). Each dies with its parent (Linux
   `PR_SET_PDEATHSIG`). Output goes to `log_dir/rank-<r>.log`, or to this process's stderr.
 - `RayRanks`: Ray actors, one per rank, in a placement group (one bundle per rank, `PACK`, so they
@@ -19,13 +19,7 @@ import sys
 import time
 from pathlib import Path
 
-from trainer.distributed.ranks import RankSpec
-
-
-def _source_root() -> str:
-    import trainer
-
-    return str(Path(trainer.__file__).resolve().parent.parent)
+from scalerl.trainer.distributed.ranks import RankSpec
 
 
 class ProcessRanks:
@@ -33,8 +27,6 @@ class ProcessRanks:
 
     def __init__(self, specs: list[RankSpec], log_dir: Path | None = None) -> None:
         env = dict(os.environ)
-        # The children import the same source tree as rank 0, whatever the current directory.
-        env["PYTHONPATH"] = os.pathsep.join([_source_root(), *filter(None, [env.get("PYTHONPATH")])])
         self.procs: list[subprocess.Popen] = []
         self._logs = []
         for spec in specs:
@@ -43,7 +35,7 @@ class ProcessRanks:
                 log_dir.mkdir(parents=True, exist_ok=True)
                 out = open(log_dir / f"rank-{spec.rank}.log", "ab")  # noqa: SIM115 - closed in close()
                 self._logs.append(out)
-            proc = subprocess.Popen([sys.executable, "-m", "trainer.distributed.ranks"], stdin=subprocess.PIPE,
+            proc = subprocess.Popen([sys.executable, "-m", "scalerl.trainer.distributed.ranks"], stdin=subprocess.PIPE,
                                     stdout=out, stderr=subprocess.STDOUT if out is not None else None, env=env)
             proc.stdin.write(spec.model_dump_json().encode())
             proc.stdin.close()
@@ -77,7 +69,7 @@ class RankActor:
     """One rank > 0 inside a Ray actor (wrapped by `ray.remote` in `RayRanks`)."""
 
     def serve(self, spec_json: str) -> None:
-        from trainer.distributed.ranks import RankSpec, main_worker
+        from scalerl.trainer.distributed.ranks import RankSpec, main_worker
 
         main_worker(RankSpec.model_validate_json(spec_json))
 

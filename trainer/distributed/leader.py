@@ -1,7 +1,7 @@
 """Rank 0's handle on the trainer ranks: one code path for 1 or N ranks.
 
 `RankGroup.start(...)` builds rank 0's `PolicyTrainer` and, for N > 1, starts ranks 1..N-1
-(`trainer.distributed.launch_ranks`), joins the process groups and broadcasts rank 0's weights.
+(`scalerl.trainer.distributed.launch_ranks`), joins the process groups and broadcasts rank 0's weights.
 Then, for any N:
 
 - `step(batch)`: the aggregation weights are computed on the whole batch; the batch is cut into N
@@ -12,9 +12,9 @@ Then, for any N:
   model's own tensors, as before. N > 1: gathered collectively (finished on every rank before it
   returns), then copied into `mirror`, the plain model rank 0 keeps for the engine, validation and
   the Hugging Face checkpoint files.
-- `save_checkpoint` / `load_checkpoint`: `trainer.core.checkpoint` plus, for N > 1, the sharded model
+- `save_checkpoint` / `load_checkpoint`: `scalerl.trainer.core.checkpoint` plus, for N > 1, the sharded model
   and optimizer in torch.distributed.checkpoint format, so a run resumes with any number of ranks.
-- LoRA (`lora.enabled`, one rank): the trainer adapts a copy of the model (`trainer.core.lora`) and the
+- LoRA (`lora.enabled`, one rank): the trainer adapts a copy of the model (`scalerl.trainer.core.lora`) and the
   mirror is the plain model, refreshed with the merged weights at each `gather_weights` and checkpoint.
 
 Memory of rank 0 for N > 1: its shard + the mirror (full weights) + the gathered copy during a push.
@@ -30,11 +30,10 @@ from pathlib import Path
 from typing import Any
 
 import torch
+from scalerl.trainer.core.update import PackedBatch, PolicyTrainer, merge_metrics
+from scalerl.trainer.distributed import ranks as rk
+from scalerl.trainer.distributed import sharding
 from torch import nn
-
-from trainer.core.update import PackedBatch, PolicyTrainer, merge_metrics
-from trainer.distributed import ranks as rk
-from trainer.distributed import sharding
 
 log = logging.getLogger(__name__)
 
@@ -56,7 +55,7 @@ class RankGroup:
         starts ranks 1..N-1 from their specs (default: child processes); `devices[r]` is rank r's."""
         if spec.world_size == 1:  # LoRA: the trainer adapts a copy, `model` stays the plain (merged) mirror
             return cls(rk.build_trainer(spec, copy.deepcopy(model) if spec.lora.enabled else model), model)
-        from trainer.distributed.launch_ranks import ProcessRanks
+        from scalerl.trainer.distributed.launch_ranks import ProcessRanks
 
         specs = [spec.model_copy(update={"rank": r, "device": devices[r] if devices else _device_of(spec.device, r)})
                  for r in range(1, spec.world_size)]
@@ -75,7 +74,7 @@ class RankGroup:
     # ---------------------------------------------------------------------------------------- update
     def step(self, batch: PackedBatch) -> dict[str, float]:
         """One optimizer step of all ranks on `batch` (see the module docstring)."""
-        from trainer.core.losses import aggregation_weights
+        from scalerl.trainer.core.losses import aggregation_weights
 
         cfg = self.trainer.optim_cfg
         weights = aggregation_weights(batch.sample_ids, batch.group_ids, batch.loss_mask,
@@ -99,7 +98,7 @@ class RankGroup:
         """Full weights with Hugging Face names for the generators (see the module docstring)."""
         if self._state is None:
             if self.trainer.model is not self.mirror:  # LoRA: the merged policy into the mirror
-                from trainer.core.lora import merged_state_dict
+                from scalerl.trainer.core.lora import merged_state_dict
 
                 self.mirror.load_state_dict(merged_state_dict(self.trainer.model))
             return {k: v.detach() for k, v in self.mirror.state_dict().items()}
@@ -123,9 +122,9 @@ class RankGroup:
 
     # ---------------------------------------------------------------------------------------- checkpoints
     def save_checkpoint(self, folder: str | Path, *, extra: dict | None = None, **kwargs: Any) -> Path:
-        """`trainer.core.checkpoint.save_checkpoint` of the mirror and rank 0's trainer (same keywords);
+        """`scalerl.trainer.core.checkpoint.save_checkpoint` of the mirror and rank 0's trainer (same keywords);
         for N > 1 every rank also writes its shards of model and optimizer."""
-        from trainer.core.checkpoint import save_checkpoint
+        from scalerl.trainer.core.checkpoint import save_checkpoint
 
         if self._state is None:
             self.gather_weights()  # LoRA: the mirror holds the merged policy the checkpoint's HF files show
@@ -139,8 +138,8 @@ class RankGroup:
 
     def load_checkpoint(self, folder: str | Path) -> dict[str, Any]:
         """Resume from a checkpoint written with any number of ranks; returns its JSON summary."""
-        from trainer.core.checkpoint import load_checkpoint
-        from trainer.core.sharded_checkpoint import has_sharded
+        from scalerl.trainer.core.checkpoint import load_checkpoint
+        from scalerl.trainer.core.sharded_checkpoint import has_sharded
 
         if self._state is None:
             return load_checkpoint(folder, self.mirror, self.trainer)
@@ -184,7 +183,7 @@ def start_ranks(cfg: Any, model: nn.Module, device: str, out: Path | None = None
     1..N-1 are child processes (logs in `out/ranks/`), or Ray actors when the run uses Ray."""
     from functools import partial
 
-    from trainer.distributed.launch_ranks import ProcessRanks, RayRanks, node_address
+    from scalerl.trainer.distributed.launch_ranks import ProcessRanks, RayRanks, node_address
 
     rc = cfg.trainer_ranks
     use_ray = cfg.ray.enabled and rc.count > 1
@@ -227,7 +226,7 @@ def architecture(config: dict[str, Any], dtype: str = "float32") -> nn.Module:
 def _restore_rank0_state(folder: str | Path, trainer: PolicyTrainer) -> None:
     """Scheduler, RNG, step and policy version from `trainer_state.pt` (rank 0's own state)."""
     # The checkpoint module's RNG helper, so one-rank and N-rank resumes restore the RNG the same way.
-    from trainer.core.checkpoint import STATE_PT, _set_rng_state
+    from scalerl.trainer.core.checkpoint import STATE_PT, _set_rng_state
 
     state = torch.load(Path(folder) / STATE_PT, map_location="cpu", weights_only=True)
     trainer.scheduler.load_state_dict(state["scheduler"])

@@ -1,7 +1,7 @@
 """Trainer ranks on `torch.distributed`: the process group, rank 0's command channel, the serve loop.
 
 Every rank holds a `PolicyTrainer` whose root module is sharded with FSDP2
-(`trainer.distributed.sharding`). Rank 0 alone runs the training loop; ranks 1..N-1 run `serve`,
+(`scalerl.trainer.distributed.sharding`). Rank 0 alone runs the training loop; ranks 1..N-1 run `serve`,
 which waits for rank 0's next command and executes the same handler rank 0 executes:
 
     step(shard)        accumulate this rank's shard (+ zero-weight padding micro-batches), clip, AdamW
@@ -40,12 +40,11 @@ from typing import Any, Literal
 import torch
 import torch.distributed as dist
 from pydantic import Field
-
-from scalerl_env.contracts.records import Strict
-from trainer.core.config import LossConfig, OptimConfig
-from trainer.core.lora_config import LoraConfig
-from trainer.core.update import PolicyTrainer
-from trainer.distributed import sharding
+from scalerl.env.contracts.records import Strict
+from scalerl.trainer.core.config import LossConfig, OptimConfig
+from scalerl.trainer.core.lora_config import LoraConfig
+from scalerl.trainer.core.update import PolicyTrainer
+from scalerl.trainer.distributed import sharding
 
 log = logging.getLogger(__name__)
 
@@ -66,7 +65,7 @@ class RankSpec(Strict):
     optim: OptimConfig
     loss: LossConfig
     temperature: float = Field(default=1.0, gt=0, description="the engine's sampling temperature (logprobs at it)")
-    lora: LoraConfig = Field(default_factory=LoraConfig, description="adapters only (trainer.core.lora)")
+    lora: LoraConfig = Field(default_factory=LoraConfig, description="adapters only (scalerl.trainer.core.lora)")
 
 
 def free_port(host: str = "127.0.0.1") -> int:
@@ -98,14 +97,14 @@ def build_policy(builder: str, builder_args: dict[str, Any]) -> torch.nn.Module:
 
 def build_trainer(spec: RankSpec, model: torch.nn.Module) -> PolicyTrainer:
     """The rank's trainer: `model` moved to the rank's device, given adapters when `spec.lora.enabled`
-    (`trainer.core.lora`: AdamW then sees the adapters only) and sharded before AdamW is built."""
+    (`scalerl.trainer.core.lora`: AdamW then sees the adapters only) and sharded before AdamW is built."""
     from functools import partial
 
-    from trainer.core.update import autocast_dtype
+    from scalerl.trainer.core.update import autocast_dtype
 
     model.to(spec.device)
     if spec.lora.enabled:
-        from trainer.core.lora import apply_lora
+        from scalerl.trainer.core.lora import apply_lora
 
         apply_lora(model, spec.lora)
     param_dtype = autocast_dtype(spec.optim.precision, torch.device(spec.device))  # bf16: FSDP2 mixed precision
@@ -143,20 +142,20 @@ def _broadcast(st: RankState, weights: Any) -> None:
 
 
 def _save(st: RankState, folder: str) -> None:
-    from trainer.core.sharded_checkpoint import save_sharded
+    from scalerl.trainer.core.sharded_checkpoint import save_sharded
 
     save_sharded(folder, st.trainer)
 
 
 def _load(st: RankState, folder: str) -> None:
-    from trainer.core.sharded_checkpoint import load_sharded
+    from scalerl.trainer.core.sharded_checkpoint import load_sharded
 
     load_sharded(folder, st.trainer)
 
 
 def _load_optimizer(st: RankState, folder: str | None) -> None:
-    from trainer.core.checkpoint import STATE_PT
-    from trainer.core.sharded_checkpoint import load_full_optimizer
+    from scalerl.trainer.core.checkpoint import STATE_PT
+    from scalerl.trainer.core.sharded_checkpoint import load_full_optimizer
 
     state = None  # only rank 0 reads the file; the others receive their shards
     if folder is not None:
@@ -252,7 +251,8 @@ def main_worker(spec: RankSpec) -> None:
 
 
 def main() -> None:
-    """`python -m trainer.distributed.ranks`, the `RankSpec` as JSON on stdin (`trainer.distributed.launch_ranks`)."""
+    """`python -m scalerl.trainer.distributed.ranks`, the `RankSpec` as JSON on stdin
+    (`scalerl.trainer.distributed.launch_ranks`)."""
     logging.basicConfig(level=os.environ.get("SCALERL_RANK_LOG", "WARNING"),
                         format="%(asctime)s rank %(process)d %(levelname)s %(name)s: %(message)s")
     _die_with_parent()

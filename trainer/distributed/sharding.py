@@ -9,9 +9,9 @@
   batch (up to float summation order). A rank may get no samples (fewer samples than ranks): it runs
   padding micro-batches only.
 - `shard_policy(root)`: FSDP2 (`fully_shard`) on every decoder layer, then on the root module
-  (`trainer.core.fp32_head.TokenLogprobs`, whose forward runs decoder, FP32 head and logprobs, so no
+  (`scalerl.trainer.core.fp32_head.TokenLogprobs`, whose forward runs decoder, FP32 head and logprobs, so no
   computation bypasses the root). `param_dtype=bf16` (`optim.precision` resolving to bf16,
-  `trainer.core.update.autocast_dtype`) gives the decoder layers FSDP2's `MixedPrecisionPolicy(param_dtype=bf16,
+  `scalerl.trainer.core.update.autocast_dtype`) gives the decoder layers FSDP2's `MixedPrecisionPolicy(param_dtype=bf16,
   reduce_dtype=fp32)`: they are all-gathered and run in bf16 and their gradients are reduced in fp32 into
   the fp32 master shards; the root keeps fp32 so the FP32 head reads the fp32 weights (as on one rank).
   Without it, parameters are gathered in the model's dtype and autocast does the rest as on one rank.
@@ -29,9 +29,8 @@ from collections.abc import Mapping
 from typing import Any
 
 import torch
+from scalerl.trainer.core.update import PackedBatch, Shard, micro_batch_bounds
 from torch import Tensor, nn
-
-from trainer.core.update import PackedBatch, Shard, micro_batch_bounds
 
 PREFIX = "policy."  # TokenLogprobs keeps the Hugging Face model as `self.policy`
 

@@ -22,8 +22,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from pydantic import Field, model_validator
-
-from scalerl_env.contracts.records import Strict
+from scalerl.env.contracts.records import Strict
 
 FinishReason = Literal["stop", "length", "interrupted", "abort"]
 

@@ -5,8 +5,7 @@ from __future__ import annotations
 from typing import Literal
 
 from pydantic import Field
-
-from scalerl_env.contracts.records import Strict
+from scalerl.env.contracts.records import Strict
 
 
 class VLLMOptions(Strict):
@@ -40,7 +39,7 @@ class EngineConfig(Strict):
         default=None, gt=0, description="torch engine: KV-cache budget per engine (training and validation); "
         "slots = min(max_slots, what fits); None = max_slots")
     device_memory_gib: float | None = Field(
-        default=None, gt=0, description="memory of each GPU for the memory plan (trainer.memory): a run whose "
+        default=None, gt=0, description="memory of each GPU for the memory plan (scalerl.trainer.memory): a run whose "
         "plan does not fit stops before loading weights; None = detected on CUDA, unchecked on CPU")
     max_new_tokens: int = Field(default=64, ge=1, description="sampled-token budget when length.mode != interrupt")
     temperature: float = Field(default=1.0, gt=0)

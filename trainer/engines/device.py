@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 import torch
-
-from scalerl_env.contracts.config import ConfigError
+from scalerl.env.contracts.config import ConfigError
 
 
 def resolve_device(name: str) -> str:

@@ -4,9 +4,9 @@
 - `vllm`: the model is written as a Hugging Face folder (`save_pretrained`, safetensors) under
   `work_dir` and served by `VLLMEngine` (needs vLLM installed: `make vllm-env`). The folder is what
   the vLLM worker loads; later weights arrive in flight (`update_weights`), not through the folder.
-  A model that holds LoRA adapters (`trainer.core.lora`, given only under `lora_config.pushes_adapters`)
+  A model that holds LoRA adapters (`scalerl.trainer.core.lora`, given only under `lora_config.pushes_adapters`)
   is written as its base weights and vLLM serves its adapters through its own LoRA loading
-  (`trainer.engines.vllm_lora`); the pushes then carry adapters.
+  (`scalerl.trainer.engines.vllm_lora`); the pushes then carry adapters.
 
 Guarantee: both engines get the same sampling settings (dtype, FP32 head, slots, sequence length, seed).
 """
@@ -16,7 +16,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from trainer.engines.base import GenerationEngine
+from scalerl.trainer.engines.base import GenerationEngine
 
 
 def build_engine(
@@ -34,9 +34,9 @@ def build_engine(
     if e.name == "torch":
         return build_torch_engine(cfg, model, eos_token_id, device=device, policy_version=policy_version, seed=seed)
     if e.name == "vllm":
-        from trainer.core.lora import adapter_state_dict, base_state_dict, has_lora
-        from trainer.core.lora_config import pushes_adapters
-        from trainer.engines.vllm_engine import VLLMEngine
+        from scalerl.trainer.core.lora import adapter_state_dict, base_state_dict, has_lora
+        from scalerl.trainer.core.lora_config import pushes_adapters
+        from scalerl.trainer.engines.vllm_engine import VLLMEngine
 
         folder = Path(work_dir) / "generator_model"
         lora = has_lora(model)
@@ -63,10 +63,10 @@ def build_torch_engine(cfg: Any, model: Any, eos_token_id: int, *, device: str, 
                        max_slots: int | None = None) -> GenerationEngine:
     """The torch engine with the run's dtype, FP32 head and sequence length (training and validation);
     its slots are `max_slots` (default `engine.max_slots`) bounded by `engine.kv_cache_gib`
-    (`trainer.memory.kv.engine_slots`), so its KV cache never exceeds that budget (floor: one slot)."""
-    from trainer.engines.device import torch_dtype
-    from trainer.engines.torch_engine import TorchEngine
-    from trainer.memory.kv import engine_slots
+    (`scalerl.trainer.memory.kv.engine_slots`), so its KV cache never exceeds that budget (floor: one slot)."""
+    from scalerl.trainer.engines.device import torch_dtype
+    from scalerl.trainer.engines.torch_engine import TorchEngine
+    from scalerl.trainer.memory.kv import engine_slots
 
     e = cfg.engine
     slots = engine_slots(model.config, e, max_slots)  # engine.kv_cache_gib bounds the preallocated cache

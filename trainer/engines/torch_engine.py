@@ -31,8 +31,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import torch
-
-from trainer.engines.base import (
+from scalerl.trainer.engines.base import (
     EngineStats,
     GeneratedGroup,
     GeneratedSample,
@@ -40,7 +39,7 @@ from trainer.engines.base import (
     SamplingParams,
     ThreadedEngine,
 )
-from trainer.engines.torch_decoder import SlotDecoder
+from scalerl.trainer.engines.torch_decoder import SlotDecoder
 
 log = logging.getLogger(__name__)
 

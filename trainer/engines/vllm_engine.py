@@ -6,7 +6,7 @@ that moved often before 0.32: v1 custom logits processors (`logits_processors=`,
 `pause_generation(mode="keep")`, `CompletionOutput.weight_versions`,
 `worker.reload_weights(is_checkpoint_format=True)`.
 
-How the contract of `trainer.engines.base` is met:
+How the contract of `scalerl.trainer.engines.base` is met:
 - Logprobs: `logprobs_mode="processed_logprobs"` and `logprobs=0`: the logprob of each sampled token
   under the distribution actually sampled from (after temperature/top-k/top-p). FP32 LM head:
   `hf_overrides={"head_dtype": "float32"}` (`fp32_head=True`). Prefix caching is off.
@@ -14,17 +14,17 @@ How the contract of `trainer.engines.base` is met:
   (running requests and their KV cache are kept) → load → `update_weight_version(str(v))` →
   `resume_generation()`. Load with `weight_transfer="file"` (default, CPU and GPU): the weights are
   written to a `.safetensors` file, then `collective_rpc("scalerl_reload_weights", path)`
-  (`trainer.engines.vllm_worker_ext`). With `"nccl"` (GPU only, NOT yet run on hardware): vLLM's
-  native NCCL transfer engine (`trainer.engines.vllm_nccl`). Names and shapes are validated against
+  (`scalerl.trainer.engines.vllm_worker_ext`). With `"nccl"` (GPU only, NOT yet run on hardware): vLLM's
+  native NCCL transfer engine (`scalerl.trainer.engines.vllm_nccl`). Names and shapes are validated against
   the model folder's checkpoint before anything is sent (a half-failed reload kills the engine).
-- LoRA (`lora=` with the initial `adapters`, `trainer.engines.vllm_lora`): the folder holds the base
+- LoRA (`lora=` with the initial `adapters`, `scalerl.trainer.engines.vllm_lora`): the folder holds the base
   weights; vLLM runs with its LoRA loading, every request carries one `LoRARequest`, and
   `update_weights` takes the adapters (`adapter_state_dict` names), writes them as a PEFT folder and
   reloads that one adapter in place inside the same pause → load → version → resume. File transfer only.
 - Per-token policy versions come from `CompletionOutput.weight_versions` (spans over output tokens).
 - Interruption, in the same request context: each sample is ONE vLLM request with
   `max_tokens = think_budget + len(phrase) + answer_budget` and the plan in
-  `extra_args["scalerl_interrupt"]`; the logits processor `trainer.engines.vllm_interrupt` forces the
+  `extra_args["scalerl_interrupt"]`; the logits processor `scalerl.trainer.engines.vllm_interrupt` forces the
   phrase at output positions `think_budget ..` (every other logit -inf), so the answer continues on
   the same KV cache. Guarantees: the phrase starts exactly at `think_budget` (checked on every sample);
   a stop during thinking ends the sample as before; no stop can be sampled inside the phrase; a plan
@@ -62,8 +62,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from trainer.core.lora_config import LoraConfig
-from trainer.engines.base import (
+from scalerl.trainer.core.lora_config import LoraConfig
+from scalerl.trainer.engines.base import (
     EngineStats,
     GeneratedGroup,
     GeneratedSample,
@@ -71,13 +71,13 @@ from trainer.engines.base import (
     SamplingParams,
     ThreadedEngine,
 )
-from trainer.engines.config import VLLMOptions
-from trainer.engines.vllm_lora import VLLMAdapter
-from trainer.engines.vllm_nccl import NcclSender, sending_device
+from scalerl.trainer.engines.config import VLLMOptions
+from scalerl.trainer.engines.vllm_lora import VLLMAdapter
+from scalerl.trainer.engines.vllm_nccl import NcclSender, sending_device
 
 log = logging.getLogger(__name__)
 SUPPORTED_VLLM = ">=0.32,<0.33"
-_EXTENSION = "trainer.engines.vllm_worker_ext.WeightReloadExtension"
+_EXTENSION = "scalerl.trainer.engines.vllm_worker_ext.WeightReloadExtension"
 
 
 @dataclass
@@ -237,10 +237,9 @@ class VLLMEngine(ThreadedEngine):
         return asyncio.run_coroutine_threadsafe(coro, self._loop).result(timeout_s)
 
     async def _start(self) -> None:
+        from scalerl.trainer.engines.vllm_interrupt import PROCESSOR_FQCN
         from vllm import AsyncEngineArgs
         from vllm.v1.engine.async_llm import AsyncLLM
-
-        from trainer.engines.vllm_interrupt import PROCESSOR_FQCN
 
         o = self.options
         os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", str(o.kv_cache_gib))
@@ -352,10 +351,9 @@ class VLLMEngine(ThreadedEngine):
             )
 
     def _params(self, request: GenerationRequest, index: int) -> Any:
+        from scalerl.trainer.engines.vllm_interrupt import EXTRA_KEY
         from vllm import SamplingParams as VSamplingParams
         from vllm.sampling_params import RequestOutputKind
-
-        from trainer.engines.vllm_interrupt import EXTRA_KEY
 
         s, plan = request.sampling, request.interruption
         extra = None

@@ -39,7 +39,7 @@ from vllm.v1.sample.logits_processor import BatchUpdate, LogitsProcessor
 from vllm.v1.sample.logits_processor.builtin import process_dict_updates
 
 EXTRA_KEY = "scalerl_interrupt"
-PROCESSOR_FQCN = "trainer.engines.vllm_interrupt:InterruptionProcessor"
+PROCESSOR_FQCN = "scalerl.trainer.engines.vllm_interrupt:InterruptionProcessor"
 
 
 def forced_token(num_output: int, think_budget: int, phrase: Sequence[int]) -> int | None:

@@ -2,9 +2,9 @@
 
 - Start: `engine_args()` adds `enable_lora`, `max_lora_rank` (the smallest value vLLM accepts that holds
   `lora.rank`), `max_loras=1`, `max_cpu_loras=1` and `lora_target_modules` (vLLM's packed layer names,
-  `trainer.core.lora_config.vllm_target_modules`) to vLLM's engine arguments; the engine's model folder
-  holds the BASE weights (`trainer.core.lora.base_state_dict`), the adapters come through `request`.
-- `write(adapters)`: the adapter tensors under `trainer.core.lora.adapter_state_dict` names, checked
+  `scalerl.trainer.core.lora_config.vllm_target_modules`) to vLLM's engine arguments; the engine's model folder
+  holds the BASE weights (`scalerl.trainer.core.lora.base_state_dict`), the adapters come through `request`.
+- `write(adapters)`: the adapter tensors under `scalerl.trainer.core.lora.adapter_state_dict` names, checked
   against the first ones (same names and shapes), written as a PEFT folder (`write_peft_adapter`).
 - Every request carries `request` (`LoRARequest(NAME, ID, folder)`); an update re-adds the same id with
   `load_inplace=True` while generation is paused (`VLLMEngine._update`), so running requests continue on
@@ -14,7 +14,7 @@ Why one id replaced in place and not a new id per policy version: a vLLM request
 `LoRARequest` it was submitted with, so a new id would freeze every running request on its old adapter
 (no in-flight update, versions per request instead of per token), and its old adapter could only be
 removed once the last such request ended. With one id the memory vLLM holds for adapters is one slot
-(GPU: `max_lora_rank` x (in + out) per adapted layer, `trainer.memory.lora.vllm_lora_slot_bytes`) plus
+(GPU: `max_lora_rank` x (in + out) per adapted layer, `scalerl.trainer.memory.lora.vllm_lora_slot_bytes`) plus
 one CPU copy, whatever the number of pushes.
 Not guaranteed: adapters on anything but the attention and MLP projections (refused), several adapters.
 """
@@ -25,8 +25,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from trainer.core.lora import write_peft_adapter
-from trainer.core.lora_config import LoraConfig, vllm_lora_rank, vllm_target_modules
+from scalerl.trainer.core.lora import write_peft_adapter
+from scalerl.trainer.core.lora_config import LoraConfig, vllm_lora_rank, vllm_target_modules
 
 NAME, ID = "scalerl-policy", 1
 

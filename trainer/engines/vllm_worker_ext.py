@@ -27,7 +27,7 @@ class WeightReloadExtension:
 
     def scalerl_lora_slot_bytes(self) -> int:
         """Bytes of the LoRA buffers vLLM allocated (`lora_a_stacked` / `lora_b_stacked` of every layer):
-        what `trainer.memory.lora.vllm_lora_slot_bytes` plans; 0 without `enable_lora`."""
+        what `scalerl.trainer.memory.lora.vllm_lora_slot_bytes` plans; 0 without `enable_lora`."""
         total = 0
         for module in self.model_runner.model.modules():
             for name in ("lora_a_stacked", "lora_b_stacked"):

@@ -1,7 +1,8 @@
-"""Per-domain validation curves of a run folder: data + sigmoid fit (`trainer.fit.sigmoid`) as JSON, and PNG plots.
+"""Per-domain validation curves of a run folder: data + sigmoid fit (`scalerl.trainer.fit.sigmoid`) as JSON,
+and PNG plots.
 
 `write_curves(run_dir, domains)` reads the validation lines of `metrics.jsonl` (the keys
-`trainer.fit.data` documents: `compute_device_s`, `compute_flops`, `val.<domain>.pass_rate`) and
+`scalerl.trainer.fit.data` documents: `compute_device_s`, `compute_flops`, `val.<domain>.pass_rate`) and
 writes `curves/<domain>.json` (points, and the fit or the reason there is none), `curves/pass_rate.png`
 (raw held-out pass rate vs device-seconds, always) and `curves/fit.png` (data with fitted sigmoids,
 when at least one fit succeeded). Compute is device-seconds; the warm start is not counted.
@@ -23,9 +24,9 @@ log = logging.getLogger(__name__)
 
 
 def write_curves(run_dir: Path, domains: list[str]) -> dict[str, Any]:
-    from trainer.fit.data import load_metrics
-    from trainer.fit.plot import PlotSeries, plot_fits
-    from trainer.fit.sigmoid import FitError, fit_sigmoid
+    from scalerl.trainer.fit.data import load_metrics
+    from scalerl.trainer.fit.plot import PlotSeries, plot_fits
+    from scalerl.trainer.fit.sigmoid import FitError, fit_sigmoid
 
     out = run_dir / "curves"
     out.mkdir(exist_ok=True)

@@ -11,7 +11,7 @@ it has a ``val`` object; the keys read are::
 
 Lines without ``val`` (training steps) are skipped, as are validation lines that lack the requested
 domain. Compute choices: ``device_hours`` (``compute_device_s / 3600``, the paper's GPU-hours; the
-default), ``device_s``, ``samples``, ``tokens`` or ``flops`` (``trainer.run.compute``). The initial
+default), ``device_s``, ``samples``, ``tokens`` or ``flops`` (``scalerl.trainer.run.compute``). The initial
 evaluation, if the trainer logs one, has compute 0 and pins R0. Guarantees: a malformed line, a
 missing key or a non-increasing compute is a ``FitError`` naming the file and line; nothing is
 silently dropped except the skips above.
@@ -26,9 +26,8 @@ from typing import Literal
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict
-
-from trainer.fit.model import FitError
-from trainer.run.log import metric_records
+from scalerl.trainer.fit.model import FitError
+from scalerl.trainer.run.log import metric_records
 
 ComputeKind = Literal["device_hours", "device_s", "samples", "tokens", "flops"]
 COMPUTE_KEYS: dict[str, tuple[str, float]] = {

@@ -5,7 +5,7 @@
 `FitData` is validated input (`prepare`: finite, compute >= 0 and strictly increasing, burn-in and
 fit window applied); `check_enough` / `check_trend` raise `FitError` for data that cannot give a
 meaningful curve. `SigmoidFit` / `PowerLawFit` are results with `predict` and (sigmoid) `band`.
-The fitting methods live in `trainer.fit.sigmoid` (default) and `trainer.fit.paper` (the paper's grid).
+The fitting methods live in `scalerl.trainer.fit.sigmoid` (default) and `scalerl.trainer.fit.paper` (the paper's grid).
 Importable without torch (numpy, scipy, pydantic).
 """
 

@@ -25,8 +25,7 @@ import logging
 import math
 
 import numpy as np
-
-from trainer.fit.model import (
+from scalerl.trainer.fit.model import (
     LOG_B_BOUNDS,
     ArrayLike,
     FitData,

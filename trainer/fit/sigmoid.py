@@ -14,7 +14,7 @@ Methods
   form finds the basin of the global minimum without a starting guess; scipy's trust-region
   least squares then refines all free parameters jointly with an analytic Jacobian. `R0` is fitted
   when ``r0`` is None (points at compute 0, the initial evaluation, pin it down) and fixed otherwise.
-- ``paper``: the paper's procedure as Appendix A.5 states it (see ``trainer.fit.paper``): a grid over
+- ``paper``: the paper's procedure as Appendix A.5 states it (see ``scalerl.trainer.fit.paper``): a grid over
   A and C_mid, B fitted per cell with scipy, lowest sum of squares; R0 fixed.
 - ``fit_fixed_A``: A held at a given value, B and C_mid (and R0 when not given) refitted, as the
   paper does to compare recipes whose A is within noise (§4, leave-one-out runs).
@@ -47,8 +47,7 @@ import math
 from typing import Literal
 
 import numpy as np
-
-from trainer.fit.model import (
+from scalerl.trainer.fit.model import (
     LOG_B_BOUNDS,
     PARAMS,
     ArrayLike,
@@ -229,7 +228,7 @@ def fit_sigmoid(
     if not 0 < level < 1:
         raise FitError(f"level must be in (0, 1), not {level}")
     if method == "paper":
-        from trainer.fit.paper import paper_fit
+        from scalerl.trainer.fit.paper import paper_fit
 
         data, theta = paper_fit(compute, reward, r0=r0, burn_in=burn_in, fit_until=fit_until)
         return _finish(data, theta, ["A", "B", "C_mid"], "paper", level, [])

@@ -14,7 +14,7 @@ Protocol (stated once, used by tests/trainer/fit/test_fit_recovery.py and benchm
 - Gaussian noise sigma = 0.01 on every evaluation (1,000 prompts x 16 samples at p ~ 0.5 gives a
   standard error near 0.004 plus prompt sampling; 0.01 leaves room for both);
 - trial k of a row draws its noise from ``numpy.random.default_rng((seed, row_index, k))``.
-The reference folder is ``scalerl_env.contracts.paths.reference_dir()`` (``$SCALERL_REFERENCE`` or the vendored
+The reference folder is ``scalerl.env.contracts.paths.reference_dir()`` (``$SCALERL_REFERENCE`` or the vendored
 ``datasets/reference``).
 """
 
@@ -26,8 +26,7 @@ from pathlib import Path
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict
-
-from scalerl_env.contracts.paths import reference_dir
+from scalerl.env.contracts.paths import reference_dir
 
 R0_STATED = 0.30
 NOISE_SIGMA = 0.01

@@ -1,6 +1,6 @@
 """KV-cache sizes of the torch engine and the slot count a memory budget allows.
 
-The torch engine (`trainer.engines.torch_decoder.SlotDecoder`) preallocates, per decoder layer, a K and
+The torch engine (`scalerl.trainer.engines.torch_decoder.SlotDecoder`) preallocates, per decoder layer, a K and
 a V tensor of `[slots, kv_heads, max_seq_len, head_dim]` in the engine's dtype, so its cache is exactly
 `slots × max_seq_len × kv_bytes_per_token` bytes. Guaranteed: `slots_for_budget` never returns a slot
 count whose cache exceeds the budget, except the floor of one slot (a single sequence must fit; the

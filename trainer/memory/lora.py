@@ -1,4 +1,4 @@
-"""The memory plan's LoRA terms (`lora.enabled`): what `trainer.core.lora` adds and removes on the trainer.
+"""The memory plan's LoRA terms (`lora.enabled`): what `scalerl.trainer.core.lora` adds and removes on the trainer.
 
 With adapters, AdamW holds gradients and two moments for the adapters only, so `build_plan` gets
 `trainable_params` = the adapter count: r x (in + out) for every adapted projection of every decoder
@@ -22,10 +22,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from trainer.core.lora_config import VLLM_PACKED, pushes_adapters, vllm_lora_rank
-from trainer.memory.kv import DTYPE_BYTES
-from trainer.memory.plan import PlanContext, Term
-from trainer.memory.shapes import ModelShape
+from scalerl.trainer.core.lora_config import VLLM_PACKED, pushes_adapters, vllm_lora_rank
+from scalerl.trainer.memory.kv import DTYPE_BYTES
+from scalerl.trainer.memory.plan import PlanContext, Term
+from scalerl.trainer.memory.shapes import ModelShape
 
 
 def projection_dims(s: ModelShape) -> dict[str, tuple[int, int]]:

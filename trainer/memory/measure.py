@@ -5,7 +5,7 @@
 (FP32 head, CISPO, micro-batches, autocast) and `optimizer_step` (AdamW) under
 `torch.distributed._tools.mem_tracker.MemTracker`, and returns what the tracker counted per category;
 `measure_fsdp_step(shape, cfg, ..., world=N)` does the same for rank 0 of N FSDP2 ranks
-(`trainer.distributed.sharding.shard_policy` over a fake process group,
+(`scalerl.trainer.distributed.sharding.shard_policy` over a fake process group,
 `torch.testing._internal.distributed.fake_pg`: collectives return without communicating) under
 `torch.distributed._tools.fsdp2_mem_tracker.FSDPMemTracker`; `torch_engine_kv_bytes` builds the
 torch engine's decoder (real tensors, the shape's attention geometry) and returns the bytes its KV
@@ -28,8 +28,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import torch
-
-from trainer.memory.shapes import ModelShape
+from scalerl.trainer.memory.shapes import ModelShape
 
 _KEEP: list[Any] = []
 """Real batches behind fake constants, kept for the process (a few KB per measurement): freeing one
@@ -84,9 +83,8 @@ def _batch(samples: int, seq_len: int, mode: Any) -> tuple[Any, Any]:
     """(fake batch, the real batch it was made from). The fake tensors are constants that *reference*
     the real ones' storage: the caller must keep the real batch alive while the fake one is used
     (a freed one segfaults in constant propagation)."""
+    from scalerl.trainer.core.update import pack_samples
     from torch._subclasses.fake_tensor import unset_fake_temporarily
-
-    from trainer.core.update import pack_samples
 
     prompt = min(8, seq_len - 1)
     c = seq_len - prompt
@@ -102,10 +100,9 @@ def measure_update_step(shape: ModelShape, optim: Any, loss: Any, *, samples: in
     """Bytes the tracker counts for one update step on `samples` equal-length samples of `seq_len` tokens:
     `parameters`, `gradients` (after accumulation), `optimizer states`, and `peak_transient` (the peak of
     activations + temporaries during accumulation, i.e. activations, logits and the FP32 head together)."""
+    from scalerl.trainer.core.update import PolicyTrainer
     from torch.distributed._tools.mem_tracker import MemTracker
     from transformers import AutoModelForCausalLM
-
-    from trainer.core.update import PolicyTrainer
 
     with fake_values() as mode:
         model = AutoModelForCausalLM.from_config(hf_config(shape), attn_implementation="sdpa")
@@ -143,15 +140,15 @@ def measure_fsdp_step(shape: ModelShape, optim: Any, loss: Any, *, samples: int,
     from functools import partial
 
     import torch.distributed as dist
+    from scalerl.trainer.core.update import PolicyTrainer, autocast_dtype
+    from scalerl.trainer.distributed.sharding import shard_policy
     from torch.distributed._tools.fsdp2_mem_tracker import FSDPMemTracker
     from torch.distributed.device_mesh import init_device_mesh
     from torch.testing._internal.distributed.fake_pg import FakeStore
     from transformers import AutoModelForCausalLM
 
-    from trainer.core.update import PolicyTrainer, autocast_dtype
-    from trainer.distributed.sharding import shard_policy
-
-    # as trainer.distributed.ranks.build_trainer: bf16 precision gathers the layers in bf16 (FSDP2 mixed precision)
+    # as scalerl.trainer.distributed.ranks.build_trainer: bf16 precision gathers the layers in bf16 (FSDP2 mixed
+    # precision)
     param_dtype = autocast_dtype(optim.precision, torch.device("cpu"))
     dist.init_process_group("fake", store=FakeStore(), rank=0, world_size=world)
     mesh = init_device_mesh("cpu", (world,))  # real: under fake_values() its rank lookup would select all
@@ -185,9 +182,8 @@ def torch_engine_kv_bytes(shape: ModelShape, *, slots: int, max_seq_len: int, dt
     model with `shape`'s attention geometry and a tiny MLP and vocabulary (megabytes, not the full
     model; no fake tensors: `transformers` reads data pointers while it builds a model, which is
     undefined on fake tensors and has segfaulted here)."""
+    from scalerl.trainer.engines.torch_decoder import SlotDecoder
     from transformers import AutoModelForCausalLM
-
-    from trainer.engines.torch_decoder import SlotDecoder
 
     small = ModelShape(**{**shape.__dict__, "intermediate": 8, "vocab": 16})
     model = AutoModelForCausalLM.from_config(hf_config(small))
@@ -198,7 +194,7 @@ def torch_engine_kv_bytes(shape: ModelShape, *, slots: int, max_seq_len: int, dt
 def measure_isolated(jobs: list[dict[str, Any]], timeout_s: float = 300.0) -> list[dict[str, int]]:
     """`measure_update_step` for each job `{"shape": config.json path, "layers": n, "overrides": [...],
     "samples": s, "seq_len": t}` (`measure_fsdp_step` when the job has `"world": N > 1`), each in its
-    own child process (`python -m trainer.memory.measure`),
+    own child process (`python -m scalerl.trainer.memory.measure`),
     the children running at the same time.
 
     Why one child per job: after `fake_values()` has patched the fake-tensor op table and made
@@ -209,7 +205,7 @@ def measure_isolated(jobs: list[dict[str, Any]], timeout_s: float = 300.0) -> li
     import subprocess
     import sys
 
-    procs = [subprocess.Popen([sys.executable, "-m", "trainer.memory.measure"], stdin=subprocess.PIPE,
+    procs = [subprocess.Popen([sys.executable, "-m", "scalerl.trainer.memory.measure"], stdin=subprocess.PIPE,
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in jobs]
     results = []
     for proc, job in zip(procs, jobs, strict=True):
@@ -224,8 +220,8 @@ def _child_main() -> None:
     import json
     import sys
 
-    from scalerl_env.contracts.config import load_config
-    from trainer.config.train import TrainConfig
+    from scalerl.env.contracts.config import load_config
+    from scalerl.trainer.config.train import TrainConfig
 
     out = []
     for job in json.loads(sys.stdin.read()):

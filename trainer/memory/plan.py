@@ -1,6 +1,6 @@
 """The memory plan of a run: per device, what the trainer, the engines and validation hold at their peak.
 
-Built from the model's shape (`trainer.memory.shapes.ModelShape`, i.e. config.json alone), the resolved
+Built from the model's shape (`scalerl.trainer.memory.shapes.ModelShape`, i.e. config.json alone), the resolved
 `TrainConfig` and the placement it implies, before any weight is loaded:
 
 - trainer rank r (`trainer_ranks.count` = N; rank 0 on `engine.device`, rank r on the r-th GPU):
@@ -9,7 +9,7 @@ Built from the model's shape (`trainer.memory.shapes.ModelShape`, i.e. config.js
   group unsharded (embedding, untied head, final norm: FSDP2 keeps the root gathered from forward to
   the end of backward) and its all-gather output (alive until the first layer's all-gather), in fp32,
   plus two decoder layers (the current one and the prefetched next), in bf16 when the precision is
-  bf16 (FSDP2's mixed-precision policy, `trainer.distributed.sharding`); on rank 0, the plain `mirror` copy
+  bf16 (FSDP2's mixed-precision policy, `scalerl.trainer.distributed.sharding`); on rank 0, the plain `mirror` copy
   that the torch engine and checkpoints read; `autocast weight copies` (bf16 casts of the matmul weights that
   autocast keeps during a forward, `optim.precision` bf16 on fp32 weights); `activations` of one
   micro-batch (all layers, or with `optim.activation_checkpointing` the layer inputs plus one layer
@@ -17,15 +17,15 @@ Built from the model's shape (`trainer.memory.shapes.ModelShape`, i.e. config.js
   the master weights are fp32 already). A micro-batch holds `max(micro_batch_tokens, engine.max_seq_len)`
   tokens: one sample longer than the budget goes alone.
 - the generation engine where it runs: the torch engine's `engine weights` and `generation KV cache`
-  (`slots × max_seq_len`, slots bounded by `engine.kv_cache_gib`, `trainer.memory.kv`), or vLLM's
+  (`slots × max_seq_len`, slots bounded by `engine.kv_cache_gib`, `scalerl.trainer.memory.kv`), or vLLM's
   `vLLM share` (`engine.vllm.gpu_memory_utilization` of the device) when vLLM runs in this process on
   rank 0's GPU; under Ray with `ray.generator_num_gpus` ≥ 1 each generator has its own device.
 - `validation engine`: validation's torch engine (a copy of the weights and a cache bounded the same
   way) on rank 0's device while the training engine stays alive; none with `engine.name=vllm`
-  (validation runs on the run's vLLM engine, inside its share: `trainer.run.validation`).
+  (validation runs on the run's vLLM engine, inside its share: `scalerl.trainer.run.validation`).
 
 Guaranteed: each term is the formula its docstring line states. Checked against PyTorch's MemTracker
-under fake tensors (`trainer.memory.measure`, tests/trainer/memory): parameters, gradients, optimizer
+under fake tensors (`scalerl.trainer.memory.measure`, tests/trainer/memory): parameters, gradients, optimizer
 states and the KV cache exactly, the transient sum (autocast copies + activations + logits) within 15 %
 for one rank and for rank 0 of 2 and 8 FSDP2 ranks (`FSDPMemTracker`, fake collectives), whose
 `FSDP all-gather` is within 15 % of the most gathered bytes the tracker sees (the plan adds it to the
@@ -49,8 +49,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from trainer.memory.kv import DTYPE_BYTES, kv_bytes_per_token, slots_for_budget
-from trainer.memory.shapes import ModelShape
+from scalerl.trainer.memory.kv import DTYPE_BYTES, kv_bytes_per_token, slots_for_budget
+from scalerl.trainer.memory.shapes import ModelShape
 
 GIB = 1 << 30
 RESERVE = GIB
@@ -60,8 +60,8 @@ gradient and the softmax temporary): 4.0-4.5 measured under MemTracker for 1 k-4
 vocabularies (tests/trainer/memory), with or without `optim.fp32_head`."""
 SHRINK = {
     "parameters": ("trainer_ranks.count (FSDP2 shards it)", "a smaller model"),
-    "gradients": ("trainer_ranks.count", "lora.enabled=true (adapters only: trainer.memory.lora)"),
-    "optimizer states": ("trainer_ranks.count", "lora.enabled=true (adapters only: trainer.memory.lora)"),
+    "gradients": ("trainer_ranks.count", "lora.enabled=true (adapters only: scalerl.trainer.memory.lora)"),
+    "optimizer states": ("trainer_ranks.count", "lora.enabled=true (adapters only: scalerl.trainer.memory.lora)"),
     "mirror": ("ray.trainer_num_gpus with separate generator GPUs",),
     "FSDP all-gather": ("a smaller model",),
     "autocast weight copies": ("optim.precision=fp32", "trainer_ranks.count"),
@@ -125,7 +125,7 @@ def placement(cfg: Any) -> tuple[list[str], list[str], bool]:
     n = cfg.trainer_ranks.count
     base = cfg.engine.device
     if base == "auto":  # what this host resolves it to (CUDA when present, else the CPU)
-        from trainer.engines.device import resolve_device
+        from scalerl.trainer.engines.device import resolve_device
 
         base = resolve_device(base)
     base = "cuda:0" if base == "cuda" else base
@@ -174,7 +174,7 @@ def trainer_terms(ctx: PlanContext, rank: int, device: str, trainable: int | Non
     n = len(ctx.trainer_devices)
     pb = DTYPE_BYTES["float32"]  # the loader keeps fp32 master weights
     trainable = s.params if trainable is None else trainable
-    # as trainer.core.update.autocast_dtype: auto = bf16 on a (bf16-capable) GPU, fp32 on the CPU
+    # as scalerl.trainer.core.update.autocast_dtype: auto = bf16 on a (bf16-capable) GPU, fp32 on the CPU
     bf16 = cfg.optim.precision == "bf16" or (cfg.optim.precision == "auto" and not device.startswith("cpu"))
     terms = [_t("parameters", s.params * pb / n, device, f"{s.params / 1e9:.3f} B x {pb} B / {n} rank(s)"),
              _t("gradients", trainable * pb / n, device, f"{trainable / 1e9:.3f} B trainable x {pb} B / {n}"),

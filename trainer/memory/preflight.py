@@ -3,7 +3,7 @@
 `model_shape(cfg)` finds the model's `config.json` without loading weights: a folder holding it (the
 folder may hold nothing else), an alias (`smollm2-135m-instruct` → `datasets/model_shapes/smollm2-135m`),
 or a hub id already in the local Hugging Face cache. `preflight(cfg)` builds the plan
-(`trainer.memory.plan.build_plan`) for `engine.device_memory_gib` or the detected CUDA memory and raises
+(`scalerl.trainer.memory.plan.build_plan`) for `engine.device_memory_gib` or the detected CUDA memory and raises
 `ConfigError` (exit 2 in `scalerl train`) naming the largest term and what shrinks it.
 
 Guaranteed: no weights are read and nothing is allocated on a device (CUDA is only asked for its
@@ -16,12 +16,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from scalerl_env.contracts.config import ConfigError
-from scalerl_env.contracts.paths import DATASETS
-from trainer.memory.lora import lora_notes
-from trainer.memory.lora import plan_args as lora_plan_args
-from trainer.memory.plan import GIB, MemoryPlan, PlanDoesNotFit, build_plan, check_fits, render
-from trainer.memory.shapes import ModelShape
+from scalerl.env.contracts.config import ConfigError
+from scalerl.env.contracts.paths import DATASETS
+from scalerl.trainer.memory.lora import lora_notes
+from scalerl.trainer.memory.lora import plan_args as lora_plan_args
+from scalerl.trainer.memory.plan import GIB, MemoryPlan, PlanDoesNotFit, build_plan, check_fits, render
+from scalerl.trainer.memory.shapes import ModelShape
 
 SHAPE_ALIASES = {"smollm2-135m-instruct": "smollm2-135m"}
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from trainer.rollout.messages import RolloutGroup
+from scalerl.trainer.rollout.messages import RolloutGroup
 
 
 def admission_limit(mode: str, k: int, prompts_per_step: int, pushed_version: int) -> int:

@@ -2,9 +2,9 @@
 
 Components: a *feeder* draws problems and submits generation requests (admission control), the
 *engine* generates, a *scorer* decodes and verifies finished groups, the *trainer* takes scored
-groups (the lag rule, `trainer.rollout.lag_rules`) and pushes weights. One runtime implements
-`trainer.rollout.runtime.Runtime`: in-process threads and queues (`LocalRuntime`), whose engine and
-verifier may be Ray actors (`trainer.distributed`). Everything that crosses a component boundary is a
+groups (the lag rule, `scalerl.trainer.rollout.lag_rules`) and pushes weights. One runtime implements
+`scalerl.trainer.rollout.runtime.Runtime`: in-process threads and queues (`LocalRuntime`), whose engine and
+verifier may be Ray actors (`scalerl.trainer.distributed`). Everything that crosses a component boundary is a
 pydantic message below (weights are the exception: a tensor mapping passed by reference in process,
 serialized over Ray).
 """
@@ -12,9 +12,8 @@ serialized over Ray).
 from __future__ import annotations
 
 from pydantic import Field
-
-from scalerl_env.contracts.records import ProblemRecord, Strict, Verdict
-from trainer.engines.base import GeneratedSample
+from scalerl.env.contracts.records import ProblemRecord, Strict, Verdict
+from scalerl.trainer.engines.base import GeneratedSample
 
 
 class RolloutGroup(Strict):

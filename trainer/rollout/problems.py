@@ -1,6 +1,6 @@
 """The pool of one domain (training and held-out problems), and prompt encoding.
 
-Pools are built by `trainer.run.data_sources.build_data` (files or the procedural generator, split with the
+Pools are built by `scalerl.trainer.run.data_sources.build_data` (files or the procedural generator, split with the
 data layer's splitter).
 
 `PromptCodec` turns chat messages into prompt token ids and token ids back into text: the tiny
@@ -14,15 +14,15 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from scalerl_env.contracts.records import ProblemRecord
-from trainer.tiny.model import CharTokenizer, render_prompt
+from scalerl.env.contracts.records import ProblemRecord
+from scalerl.trainer.tiny.model import CharTokenizer, render_prompt
 
 
 @dataclass
 class DomainPool:
     train: list[ProblemRecord]
     holdout: list[ProblemRecord]
-    # which `data.sources` entry each problem came from (`trainer.run.data_sources.source_labels`), and
+    # which `data.sources` entry each problem came from (`scalerl.trainer.run.data_sources.source_labels`), and
     # each source's mixing weight: the sampler mixes a domain's sources by these weights
     source_of: dict[str, str] = field(default_factory=dict)
     source_weights: dict[str, float] = field(default_factory=dict)
@@ -35,9 +35,9 @@ class PromptCodec:
         self.tokenizer = tokenizer
         self.is_tiny = isinstance(tokenizer, CharTokenizer)
         self.eos_token_id = int(tokenizer.eos_token_id)
-        # chat models end a turn with their own token (`trainer.engines.model_loading.stop_token_ids`)
+        # chat models end a turn with their own token (`scalerl.trainer.engines.model_loading.stop_token_ids`)
         self.stop_token_ids = list(stop_token_ids or [self.eos_token_id])
-        self.problem_encoder: Callable[[ProblemRecord], list[int]] | None = None  # trainer.rollout.prompts
+        self.problem_encoder: Callable[[ProblemRecord], list[int]] | None = None  # scalerl.trainer.rollout.prompts
 
     def encode_problem(self, problem: ProblemRecord) -> list[int]:
         """The problem's prompt ids: through the run's template (`problem_encoder`) when set."""

@@ -21,12 +21,12 @@ from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
-from scalerl_env.contracts.config import ConfigError
-from scalerl_env.contracts.records import ProblemRecord
-from trainer.config.data import PromptsConfig
-from trainer.config.train import TrainConfig
-from trainer.core.length_control import output_budget, stage_length
-from trainer.rollout.problems import DomainPool, PromptCodec
+from scalerl.env.contracts.config import ConfigError
+from scalerl.env.contracts.records import ProblemRecord
+from scalerl.trainer.config.data import PromptsConfig
+from scalerl.trainer.config.train import TrainConfig
+from scalerl.trainer.core.length_control import output_budget, stage_length
+from scalerl.trainer.rollout.problems import DomainPool, PromptCodec
 
 log = logging.getLogger(__name__)
 
@@ -121,7 +121,7 @@ def prepare_prompts(cfg: TrainConfig, tokenizer: Any, pools: Mapping[str, Domain
                     ) -> tuple[PromptCodec, dict[str, DomainPool], dict[str, int]]:
     """The run's codec (stop ids from the tokenizer and generation config, the template as its problem
     encoder) and the pools without the prompts too long for the budget (unchanged when not `drop`)."""
-    from trainer.engines.model_loading import stop_token_ids
+    from scalerl.trainer.engines.model_loading import stop_token_ids
 
     codec = PromptCodec(tokenizer, None if cfg.model is None else stop_token_ids(tokenizer, cfg.model))
     encode = ProblemPrompts(codec, cfg.prompts)
@@ -135,9 +135,9 @@ def prepare_prompts(cfg: TrainConfig, tokenizer: Any, pools: Mapping[str, Domain
 def run_tokenizer(cfg: TrainConfig) -> Any:
     """The run's tokenizer without its model: the tiny character tokenizer, or `cfg.model`'s."""
     if cfg.model is None:
-        from trainer.tiny.model import CharTokenizer
+        from scalerl.trainer.tiny.model import CharTokenizer
 
         return CharTokenizer()
-    from trainer.engines.model_loading import load_tokenizer
+    from scalerl.trainer.engines.model_loading import load_tokenizer
 
     return load_tokenizer(cfg.model)

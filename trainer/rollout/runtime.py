@@ -1,14 +1,14 @@
 """The in-process runtime: a feeder thread, the engine's own decode thread, and a scorer thread.
 
-feeder: while admission allows (`trainer.rollout.lag_rules.admission_limit`), draw problems from the rollout
+feeder: while admission allows (`scalerl.trainer.rollout.lag_rules.admission_limit`), draw problems from the rollout
 worker, submit requests to the engine; hand finished engine groups to the scorer queue.
 scorer: decode + verify each finished group (the verifier pool runs its own processes, so scoring
 overlaps with generation and training) and file it as scored.
 trainer (the caller's thread): `take_groups` blocks under the lag rule; `push_weights` updates the
 engine in flight and opens admission for the new version; `side_channel()` lets validation use the
-same engine (`trainer.rollout.side_channel`: its groups bypass the scorer).
+same engine (`scalerl.trainer.rollout.side_channel`: its groups bypass the scorer).
 
-Guarantees: the PipelineRL-k / PPO-off-policy-k rules of `trainer.rollout.lag_rules`; an exception in any
+Guarantees: the PipelineRL-k / PPO-off-policy-k rules of `scalerl.trainer.rollout.lag_rules`; an exception in any
 thread is re-raised in the caller's next `take_groups`; `close()` stops all threads.
 Non-guarantees: fairness between domains within a batch (the sampler mixes, finishing order decides).
 """
@@ -23,10 +23,10 @@ from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from typing import Any, Protocol
 
-from trainer.engines.base import GeneratedGroup, GenerationEngine, GenerationRequest
-from trainer.rollout.lag_rules import admission_limit, choose_groups, must_take_version
-from trainer.rollout.messages import GeneratorStats, RolloutGroup, WeightsPushed
-from trainer.rollout.side_channel import SideChannel
+from scalerl.trainer.engines.base import GeneratedGroup, GenerationEngine, GenerationRequest
+from scalerl.trainer.rollout.lag_rules import admission_limit, choose_groups, must_take_version
+from scalerl.trainer.rollout.messages import GeneratorStats, RolloutGroup, WeightsPushed
+from scalerl.trainer.rollout.side_channel import SideChannel
 
 log = logging.getLogger(__name__)
 
@@ -67,7 +67,7 @@ class Runtime(ABC):
 
 
 class RolloutWorker(Protocol):
-    """The generation-side work that is not the engine (implemented by `trainer.rollout.worker.Rollouts`)."""
+    """The generation-side work that is not the engine (implemented by `scalerl.trainer.rollout.worker.Rollouts`)."""
 
     def make_request(self, group_id: int) -> GenerationRequest: ...
 

@@ -3,7 +3,7 @@ warning when a domain's samples are nearly all unreadable for several steps.
 
 Each line: `kind` (train | validation), `step` (the step that trains on it; for validation the step
 validated), `prompt_id` (joins the ledger's `attempts.prompt_id`), `domain`, `source` (the `data.sources`
-entry's label, `trainer.run.data_sources.source_labels`; null for a held-out file's problem), `sample_index`,
+entry's label, `scalerl.trainer.run.data_sources.source_labels`; null for a held-out file's problem), `sample_index`,
 `completion` (cut to `rollout_log.max_chars`), `status`, `reward`, `truncated`, `finish_reason`,
 `completion_tokens`, `policy_versions` ([first, last] version that produced its tokens), `details` (the
 verdict's details, bounded by `bounded_details`: for code the sandbox's `stdout_head` / `stderr_tail` of
@@ -29,8 +29,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from scalerl_env.contracts.records import ProblemRecord, Verdict
-from trainer.config.data import RolloutLogConfig
+from scalerl.env.contracts.records import ProblemRecord, Verdict
+from scalerl.trainer.config.data import RolloutLogConfig
 
 log = logging.getLogger(__name__)
 FORMAT_FAILURES = ("no_answer", "unparsable")
@@ -129,7 +129,7 @@ class RolloutLog:
         return rate
 
     def validation_recorder(self, step: int):
-        """A callback for `trainer.run.validation.evaluate`: keeps the first samples of each domain."""
+        """A callback for `scalerl.trainer.run.validation.evaluate`: keeps the first samples of each domain."""
         counts: dict[str, int] = {}
 
         def record(problem: ProblemRecord, samples: Sequence[Any], texts: Sequence[str],

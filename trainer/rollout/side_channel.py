@@ -24,7 +24,7 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from trainer.engines.base import EngineStats, GeneratedGroup, GenerationEngine, GenerationRequest
+from scalerl.trainer.engines.base import EngineStats, GeneratedGroup, GenerationEngine, GenerationRequest
 
 PREFIX = "validation/"
 

@@ -1,6 +1,6 @@
 """Discrete-event simulation of a generator cluster and a trainer under the pipeline rules.
 
-It runs the *same* rule functions as the real runtime (`trainer.rollout.lag_rules.admission_limit`,
+It runs the *same* rule functions as the real runtime (`scalerl.trainer.rollout.lag_rules.admission_limit`,
 `must_take_version`, `choose_groups`) over simulated time, so the utilization it reports is the one
 those rules produce, and the lag bound can be checked on millions of simulated tokens.
 
@@ -24,10 +24,10 @@ import math
 import random
 from dataclasses import dataclass
 
-from scalerl_env.contracts.records import ProblemRecord
-from trainer.engines.base import GeneratedSample
-from trainer.rollout.lag_rules import admission_limit, choose_groups, must_take_version
-from trainer.rollout.messages import RolloutGroup
+from scalerl.env.contracts.records import ProblemRecord
+from scalerl.trainer.engines.base import GeneratedSample
+from scalerl.trainer.rollout.lag_rules import admission_limit, choose_groups, must_take_version
+from scalerl.trainer.rollout.messages import RolloutGroup
 
 
 @dataclass

@@ -25,12 +25,12 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
-from scalerl_env.contracts.records import ProblemRecord, Verdict
-from trainer.config.train import TrainConfig
-from trainer.core.length_control import length_penalties, plan_interruption, stage_length
-from trainer.engines.base import GeneratedGroup, GenerationRequest, SamplingParams
-from trainer.rollout.messages import RolloutGroup
-from trainer.rollout.problems import PromptCodec
+from scalerl.env.contracts.records import ProblemRecord, Verdict
+from scalerl.trainer.config.train import TrainConfig
+from scalerl.trainer.core.length_control import length_penalties, plan_interruption, stage_length
+from scalerl.trainer.engines.base import GeneratedGroup, GenerationRequest, SamplingParams
+from scalerl.trainer.rollout.messages import RolloutGroup
+from scalerl.trainer.rollout.problems import PromptCodec
 
 
 def verify(verifier: Any, problem: ProblemRecord, completions: Sequence[str]) -> list[Verdict]:
@@ -52,7 +52,7 @@ def verify(verifier: Any, problem: ProblemRecord, completions: Sequence[str]) ->
 
 
 class Rollouts:
-    """Implements `trainer.rollout.runtime.RolloutWorker`."""
+    """Implements `scalerl.trainer.rollout.runtime.RolloutWorker`."""
 
     def __init__(self, cfg: TrainConfig, codec: PromptCodec, draw: Callable[[], ProblemRecord], verifier: Any,
                  *, seed: int, stage: Callable[[], int] | None = None) -> None:

@@ -24,7 +24,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, get_args
 
-from trainer.config.train import ComputeAxis
+from scalerl.trainer.config.train import ComputeAxis
 
 AXES: tuple[str, ...] = get_args(ComputeAxis)
 COUNTERS = ("device_s", "busy_s", "samples", "tokens", "gen_flops", "train_flops", "flops")

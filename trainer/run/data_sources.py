@@ -16,7 +16,7 @@ Guarantees:
 - Deterministic: the same files and config give the same pools in the same order (resume relies on it).
 - Mixing: a domain's weight is the sum of its sources' weights (or `data.domain_weights[domain]`);
   within a domain each source's share of the draws is its weight's share of the domain's
-  (`curriculum.source_mix`), whatever the sources' sizes; a zero-weight source is never drawn for
+  (`scalerl.curriculum.source_mix`), whatever the sources' sizes; a zero-weight source is never drawn for
   training. A prompt id found in two sources of a domain belongs to the first (the record kept).
   Each pool carries every problem's source label (`source_labels`: the file name, or `generator`)
   for the sampler, the `draws/<domain>/<source>` step metrics and `rollouts.jsonl`.
@@ -28,13 +28,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from scalerl_env.contracts.config import ConfigError
-from scalerl_env.contracts.records import ProblemRecord
-from scalerl_env.sources.prepare import holdout_count, split_holdout
-from scalerl_env.sources.verl import RecordFileError, load_record_file
-from trainer.config.data import SourceConfig
-from trainer.config.train import TrainConfig
-from trainer.rollout.problems import DomainPool
+from scalerl.env.contracts.config import ConfigError
+from scalerl.env.contracts.records import ProblemRecord
+from scalerl.env.sources.prepare import holdout_count, split_holdout
+from scalerl.env.sources.verl import RecordFileError, load_record_file
+from scalerl.trainer.config.data import SourceConfig
+from scalerl.trainer.config.train import TrainConfig
+from scalerl.trainer.rollout.problems import DomainPool
 
 __all__ = ["DataFileError", "build_data", "domain_weights", "effective_sources", "source_labels"]
 
@@ -105,7 +105,7 @@ def domain_weights(cfg: TrainConfig) -> dict[str, float]:
 def load_source(source: SourceConfig) -> list[ProblemRecord]:
     """The records of one source in order (duplicates included; `build_data` removes them)."""
     if source.kind == "generator":
-        from scalerl_env.sources.generators import generate
+        from scalerl.env.sources.generators import generate
 
         records = list(generate(source.domain, seed=source.seed, count=source.count, level=source.level))
     else:

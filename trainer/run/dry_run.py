@@ -1,6 +1,6 @@
 """`scalerl train --dry-run`: what a run would train on and what a step costs, without loading the model.
 
-Loads the data (`trainer.run.data_sources.build_data`: a malformed file fails here, naming file, row and
+Loads the data (`scalerl.trainer.run.data_sources.build_data`: a malformed file fails here, naming file, row and
 field) and the tokenizer only (a `.gguf` model is converted once, as a real run would), renders every
 prompt with the run's template and reports per domain: training / held-out problem counts, prompt-length
 percentiles in tokens, how many prompts exceed the budget (prompt + completion budget >
@@ -14,11 +14,10 @@ from __future__ import annotations
 from collections import Counter
 
 import numpy as np
-
-from trainer.config.train import TrainConfig
-from trainer.rollout.problems import DomainPool
-from trainer.rollout.prompts import completion_budget, prepare_prompts, run_tokenizer
-from trainer.run.data_sources import build_data, domain_weights, effective_sources
+from scalerl.trainer.config.train import TrainConfig
+from scalerl.trainer.rollout.problems import DomainPool
+from scalerl.trainer.rollout.prompts import completion_budget, prepare_prompts, run_tokenizer
+from scalerl.trainer.run.data_sources import build_data, domain_weights, effective_sources
 
 
 def dry_run_report(cfg: TrainConfig) -> str:
@@ -49,7 +48,7 @@ def dry_run_report(cfg: TrainConfig) -> str:
     lines.append(f"per step: {p.prompts_per_step} prompts x {p.samples_per_prompt} samples = {samples} samples; "
                  f"completion budget {budget} tokens; at most {samples * budget} generated tokens, "
                  f"~{round(samples * (np.mean(mean_prompt) + budget))} tokens through the trainer")
-    from trainer.memory.preflight import plan_report
+    from scalerl.trainer.memory.preflight import plan_report
 
     lines.append(plan_report(cfg))
     return "\n".join(lines)

@@ -7,10 +7,10 @@
   `retired_count`, `truncation_rate`, `lag/{min,mean,p50,p90,max}` (trainer version − token version
   over trained tokens), `clip_frac`, `tokens_per_s` (sampled tokens per wall second since the last
   step), `generator/idle_fraction`, `devices`, the `compute_*` counters, and the loss metrics.
-- `"validation"` (the keys `trainer.fit.data` reads): `step`, `policy_version`, the `compute_*`
+- `"validation"` (the keys `scalerl.trainer.fit.data` reads): `step`, `policy_version`, the `compute_*`
   counters, `val: {<domain>: {pass_rate, n[, greedy_pass_rate]}}` (pass rate sampled at the
   training temperature), `validation_s`.
-Compute (`trainer.run.compute.ComputeClock`): `compute_device_s` (wall seconds x devices in use, the
+Compute (`scalerl.trainer.run.compute.ComputeClock`): `compute_device_s` (wall seconds x devices in use, the
 paper's GPU-hours in seconds), `compute_samples`, `compute_tokens`, `compute_flops` (=
 `compute_gen_flops` + `compute_train_flops`): the axes a budget (`pipeline.budget_axis`) and a fit
 can use; `compute_busy_s` is generator busy + trainer busy seconds, which leaves out idle time.
@@ -29,7 +29,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from trainer.config.train import LoggingConfig, TrainConfig
+from scalerl.trainer.config.train import LoggingConfig, TrainConfig
 
 log = logging.getLogger(__name__)
 

@@ -1,7 +1,7 @@
 """The ScaleRL training loop over PipelineRL-k: read `train` top to bottom, one named phase per line.
 
 Generation never stops (the runtime's feeder and engine threads); the loop takes scored groups
-under the lag rule (`trainer.rollout.messages`), records every attempt in the ledger, drops zero-variance
+under the lag rule (`scalerl.trainer.rollout.messages`), records every attempt in the ledger, drops zero-variance
 groups, lets the ledger retire prompts at pass rate ≥ 0.9 (no-positive resampling), computes
 group-centred, batch-normalized advantages, takes one CISPO step with prompt-level aggregation, and
 pushes the new weights in flight.
@@ -11,10 +11,10 @@ Departures from the paper, all deliberate:
   version (an optimizer step with no gradient: AdamW leaves the weights unchanged), so admission
   and the lag rule keep moving; it is logged with `effective_batch_fraction` 0.
 - Truncated samples (still unfinished after the interruption's answer budget) are loss-masked and
-  counted in `truncation_rate` (`trainer.core.length_control.training_loss_mask`), with reward as scored.
+  counted in `truncation_rate` (`scalerl.trainer.core.length_control.training_loss_mask`), with reward as scored.
 - One trainer process and one engine (the single-machine default); `--trainer-ranks N` adds
-  data-parallel trainer ranks with this process as rank 0 (`trainer.distributed.leader`), and Ray
-  actors replace the runtime for many (`trainer.distributed`).
+  data-parallel trainer ranks with this process as rank 0 (`scalerl.trainer.distributed.leader`), and Ray
+  actors replace the runtime for many (`scalerl.trainer.distributed`).
 """
 
 from __future__ import annotations
@@ -28,18 +28,17 @@ from typing import Any
 
 import numpy as np
 import torch
-
-from trainer.config.train import TrainConfig
-from trainer.core.advantages import compute_advantages
-from trainer.core.length_control import length_metrics, training_loss_mask
-from trainer.core.lora import adapter_state_dict
-from trainer.core.lora_config import pushes_adapters
-from trainer.core.update import pack_samples
-from trainer.rollout.messages import RolloutGroup
-from trainer.run.log import devices_in_use
-from trainer.run.sampling import curriculum_metrics, plan_zero_variance, refill_groups
-from trainer.run.setup import LEDGER, Run, setup_run
-from trainer.run.validation import evaluate, validation_engine
+from scalerl.trainer.config.train import TrainConfig
+from scalerl.trainer.core.advantages import compute_advantages
+from scalerl.trainer.core.length_control import length_metrics, training_loss_mask
+from scalerl.trainer.core.lora import adapter_state_dict
+from scalerl.trainer.core.lora_config import pushes_adapters
+from scalerl.trainer.core.update import pack_samples
+from scalerl.trainer.rollout.messages import RolloutGroup
+from scalerl.trainer.run.log import devices_in_use
+from scalerl.trainer.run.sampling import curriculum_metrics, plan_zero_variance, refill_groups
+from scalerl.trainer.run.setup import LEDGER, Run, setup_run
+from scalerl.trainer.run.validation import evaluate, validation_engine
 
 log = logging.getLogger(__name__)
 TAKE_TIMEOUT_S = 600.0
@@ -104,7 +103,7 @@ def record_attempts(run: Run, groups: list[RolloutGroup]) -> None:
 def filter_zero_variance(run: Run, groups: list[RolloutGroup]) -> tuple[list[RolloutGroup], set[int]]:
     """Find the groups whose rewards are all equal (the one zero-variance test of the step) and apply
     `curriculum.zero_variance.mode` (ScaleRL: drop them, the batch shrinks); returns the groups the step
-    trains on and the zero-variance group ids (`trainer.run.sampling.plan_zero_variance`).
+    trains on and the zero-variance group ids (`scalerl.trainer.run.sampling.plan_zero_variance`).
     No-positive resampling needs no phase here: the ledger retires prompts as `record_attempts`
     records them, and the sampler never draws a retired prompt again."""
     return plan_zero_variance(run, groups)
@@ -144,7 +143,7 @@ def policy_step(run: Run, kept: list[RolloutGroup], advantages: torch.Tensor) ->
 
 def push_weights(run: Run) -> None:
     """The new weights into the generators, in flight (running sequences keep their KV cache): merged
-    weights, or the adapters alone where vLLM serves them (`trainer.core.lora_config.pushes_adapters`)."""
+    weights, or the adapters alone where vLLM serves them (`scalerl.trainer.core.lora_config.pushes_adapters`)."""
     if pushes_adapters(run.cfg):
         weights = adapter_state_dict(run.trainer.model)
     else:
@@ -243,7 +242,7 @@ def checkpoint(run: Run) -> Path:
 
 def finish(run: Run) -> dict[str, Any]:
     """Final validation, checkpoint, per-domain curve fits (JSON + PNG), and `summary.json`."""
-    from trainer.fit.curves import write_curves
+    from scalerl.trainer.fit.curves import write_curves
 
     v = run.cfg.validation
     last = validate(run) if v.enabled and run.step % v.every_steps else None
@@ -255,7 +254,7 @@ def finish(run: Run) -> dict[str, Any]:
 
 
 def summarize(run: Run, last: dict | None, curves: dict) -> dict[str, Any]:
-    from trainer.run.log import read_metrics
+    from scalerl.trainer.run.log import read_metrics
 
     vals = read_metrics(run.out / "metrics.jsonl", "validation")
     heldout = {d: {"first": vals[0]["val"][d]["pass_rate"], "last": vals[-1]["val"][d]["pass_rate"]}

@@ -24,11 +24,10 @@ from pathlib import Path
 from typing import Any
 
 import torch
-
-from curriculum.ledger.retirement import RetirementConfig
-from curriculum.ledger.store import Ledger
-from scalerl_env.contracts.records import ProblemRecord
-from trainer.config.train import TrainConfig
+from scalerl.curriculum.ledger.retirement import RetirementConfig
+from scalerl.curriculum.ledger.store import Ledger
+from scalerl.env.contracts.records import ProblemRecord
+from scalerl.trainer.config.train import TrainConfig
 
 IN_FLIGHT = 8  # requests submitted ahead (the engine batches their samples)
 
@@ -54,11 +53,11 @@ def _missing(ledger: Ledger, problems: list[ProblemRecord], samples: int) -> lis
 
 def _setup(cfg: TrainConfig, work_dir: Path) -> tuple[list[ProblemRecord], Any, Any, Any, int]:
     """(problems, codec, engine, verifier, prompts left out as too long) for `cfg`."""
-    from trainer.distributed.components import LocalComponents
-    from trainer.engines.device import resolve_device
-    from trainer.rollout.prompts import prepare_prompts
-    from trainer.run.data_sources import build_data
-    from trainer.run.setup import load_policy
+    from scalerl.trainer.distributed.components import LocalComponents
+    from scalerl.trainer.engines.device import resolve_device
+    from scalerl.trainer.rollout.prompts import prepare_prompts
+    from scalerl.trainer.run.data_sources import build_data
+    from scalerl.trainer.run.setup import load_policy
 
     device = resolve_device(cfg.engine.device)
     torch.set_num_threads(cfg.pipeline.torch_threads)
@@ -75,7 +74,7 @@ def _setup(cfg: TrainConfig, work_dir: Path) -> tuple[list[ProblemRecord], Any, 
 def profile(cfg: TrainConfig, ledger_path: Path, samples: int,
             progress: Callable[[int, int], None] | None = None) -> ProfileSummary:
     """Sample every prompt `samples` times (resuming) and record the attempts in `ledger_path`."""
-    from trainer.rollout.worker import Rollouts
+    from scalerl.trainer.rollout.worker import Rollouts
 
     t0 = time.monotonic()
     ledger_path.parent.mkdir(parents=True, exist_ok=True)

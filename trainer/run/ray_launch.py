@@ -1,7 +1,7 @@
-"""Launch a run on Ray: `TrainerActor` runs `trainer.run.loop.train` unchanged on its node (rank 0;
+"""Launch a run on Ray: `TrainerActor` runs `scalerl.trainer.run.loop.train` unchanged on its node (rank 0;
 `ray.trainer_num_gpus`), with the loop, the in-process runtime's feeder/scorer threads, checkpoints
 and metrics there; generators, the verifier pool and the ledger owner become actors
-(`trainer.distributed.components`).
+(`scalerl.trainer.distributed.components`).
 
 `scalerl train --ray` starts a local cluster (stopped at the end); `--ray-address auto` joins one.
 """
@@ -12,14 +12,14 @@ import logging
 from pathlib import Path
 from typing import Any
 
-from trainer.distributed.components import init_ray
+from scalerl.trainer.distributed.components import init_ray
 
 
 class TrainerActor:
     """Rank 0 of the trainer: runs the whole training loop on its node (see the module docstring)."""
 
     def train(self, cfg: Any, out: str, resume: bool) -> dict[str, Any]:
-        from trainer.run.loop import train
+        from scalerl.trainer.run.loop import train
 
         logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
         return train(cfg, Path(out), resume=resume)

@@ -32,9 +32,9 @@ def resolve_layers(config: Path | None, overrides: list[str], *, domains: str | 
     """(`TrainConfig`, its layers): defaults → preset → study preset → YAML → flags → overrides (on resume:
     the run's own config.yaml, then flags and overrides). `model` without `preset`, `config` or `resume` on
     a cpu engine: `IMPLIED_BY_MODEL`'s values (all but the model) in place of the preset."""
-    from scalerl_env.contracts.config import ConfigError, Layer, file_layer, load_layers, override_layer
-    from trainer.config.presets import IMPLIED_BY_MODEL, model_preset_values, preset_values
-    from trainer.config.train import TrainConfig
+    from scalerl.env.contracts.config import ConfigError, Layer, file_layer, load_layers, override_layer
+    from scalerl.trainer.config.presets import IMPLIED_BY_MODEL, model_preset_values, preset_values
+    from scalerl.trainer.config.train import TrainConfig
 
     if resume is not None:
         if config is not None:
@@ -52,7 +52,7 @@ def resolve_layers(config: Path | None, overrides: list[str], *, domains: str | 
     layers = [Layer(f"preset {preset}", preset_values(preset)), *after] if preset else after
     cfg = load_layers(TrainConfig, layers)
     if model is not None and preset is None and config is None:
-        from trainer.engines.device import resolve_device
+        from scalerl.trainer.engines.device import resolve_device
 
         if resolve_device(cfg.engine.device) == "cpu":
             layers = [Layer(f"preset {IMPLIED_BY_MODEL} (implied by --model)", model_preset_values()), *after]
@@ -74,7 +74,7 @@ def _flag_overrides(*, domains: str | None, model: str | None, engine: str | Non
                     ray: bool, ray_address: str | None, trainer_ranks: int | None, data: list[str] | None,
                     heldout: list[str] | None) -> list[str]:
     """The command-line flags as dotted overrides (their own layer, below the user's overrides)."""
-    from trainer.config.data_flags import data_overrides
+    from scalerl.trainer.config.data_flags import data_overrides
 
     flags = data_overrides(data or [], heldout or [], domains_given=domains is not None)
     if domains is not None:
@@ -96,8 +96,8 @@ def _flag_overrides(*, domains: str | None, model: str | None, engine: str | Non
 
 def _check_available(cfg) -> None:
     """What the configuration names exists here: the vLLM engine, the model folder."""
-    from scalerl_env.contracts.config import ConfigError
-    from trainer.run.setup import check_model_path
+    from scalerl.env.contracts.config import ConfigError
+    from scalerl.trainer.run.setup import check_model_path
 
     if cfg.engine.name == "vllm":
         try:

@@ -1,11 +1,11 @@
 """The curriculum strategies inside a training run: the sampler's policy and the zero-variance modes.
 
-The loop calls three phases from here (`trainer.run.loop`): `refill_groups` (mode `refill` only: take
+The loop calls three phases from here (`scalerl.trainer.run.loop`): `refill_groups` (mode `refill` only: take
 more scored groups until the step has `prompts_per_step` informative ones), `plan_zero_variance`
 (which groups the step trains on under the mode: shrink | refill | duplicate | keep) and
 `curriculum_metrics` (what was dropped, refilled, duplicated, skipped, re-admitted and the effective
 batch, with `curriculum.stages` the current stage's length budgets; one metrics.jsonl line per step).
-The decisions are `curriculum.strategies` functions.
+The decisions are `scalerl.curriculum.strategies` functions.
 
 Guarantees
 - With ScaleRL's defaults (mode shrink, no sampler strategy) the kept groups, their order and the
@@ -26,17 +26,17 @@ import logging
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from curriculum.filters import zero_variance_filter
-from curriculum.policy import CurriculumPolicy, policy_for
-from curriculum.strategies import ZERO_VARIANCE_MODES
-from scalerl_env.contracts.config import ConfigError
-from trainer.config.train import TrainConfig
-from trainer.core.length_control import stage_length
-from trainer.rollout.messages import RolloutGroup
-from trainer.rollout.runtime import Runtime
+from scalerl.curriculum.filters import zero_variance_filter
+from scalerl.curriculum.policy import CurriculumPolicy, policy_for
+from scalerl.curriculum.strategies import ZERO_VARIANCE_MODES
+from scalerl.env.contracts.config import ConfigError
+from scalerl.trainer.config.train import TrainConfig
+from scalerl.trainer.core.length_control import stage_length
+from scalerl.trainer.rollout.messages import RolloutGroup
+from scalerl.trainer.rollout.runtime import Runtime
 
-if TYPE_CHECKING:  # the run is built from this module's policy (trainer.run.setup), so only for types
-    from trainer.run.state import Run
+if TYPE_CHECKING:  # the run is built from this module's policy (scalerl.trainer.run.setup), so only for types
+    from scalerl.trainer.run.state import Run
 
 log = logging.getLogger(__name__)
 

@@ -1,4 +1,4 @@
-"""Build (or resume) everything a training run needs; the loop itself is `trainer.run.loop`.
+"""Build (or resume) everything a training run needs; the loop itself is `scalerl.trainer.run.loop`.
 
 A run folder holds: `config.yaml` (resolved), `metrics.jsonl`, `ledger.duckdb`, `checkpoints/`
 (each with the model, optimizer state and a copy of the ledger, so ledger and sampler resume
@@ -20,29 +20,28 @@ from pathlib import Path
 from typing import Any
 
 import torch
-
-from curriculum.sampler import Sampler
-from curriculum.strategies import stage_index
-from curriculum.strategy_config import StageConfig
-from scalerl_env.contracts.config import ConfigError, write_resolved
-from scalerl_env.contracts.records import ProblemRecord
-from trainer.config.train import TrainConfig
-from trainer.core.checkpoint import latest_checkpoint, load_model_weights
-from trainer.core.lora_config import pushes_adapters, vllm_lora_rank, vllm_target_modules
-from trainer.distributed.components import make_components
-from trainer.distributed.leader import start_ranks
-from trainer.engines.device import resolve_device
-from trainer.rollout.problems import DomainPool
-from trainer.rollout.prompts import prepare_prompts, run_tokenizer
-from trainer.rollout.runtime import LocalRuntime
-from trainer.rollout.sample_log import RolloutLog
-from trainer.rollout.worker import Rollouts
-from trainer.run.compute import COUNTERS, ComputeClock, FlopModel
-from trainer.run.data_sources import build_data, domain_weights
-from trainer.run.log import RunLog, truncate_after
-from trainer.run.sampling import build_policy
-from trainer.run.state import Run, RunState
-from trainer.tiny.model import CharTokenizer, build_tiny_model
+from scalerl.curriculum.sampler import Sampler
+from scalerl.curriculum.strategies import stage_index
+from scalerl.curriculum.strategy_config import StageConfig
+from scalerl.env.contracts.config import ConfigError, write_resolved
+from scalerl.env.contracts.records import ProblemRecord
+from scalerl.trainer.config.train import TrainConfig
+from scalerl.trainer.core.checkpoint import latest_checkpoint, load_model_weights
+from scalerl.trainer.core.lora_config import pushes_adapters, vllm_lora_rank, vllm_target_modules
+from scalerl.trainer.distributed.components import make_components
+from scalerl.trainer.distributed.leader import start_ranks
+from scalerl.trainer.engines.device import resolve_device
+from scalerl.trainer.rollout.problems import DomainPool
+from scalerl.trainer.rollout.prompts import prepare_prompts, run_tokenizer
+from scalerl.trainer.rollout.runtime import LocalRuntime
+from scalerl.trainer.rollout.sample_log import RolloutLog
+from scalerl.trainer.rollout.worker import Rollouts
+from scalerl.trainer.run.compute import COUNTERS, ComputeClock, FlopModel
+from scalerl.trainer.run.data_sources import build_data, domain_weights
+from scalerl.trainer.run.log import RunLog, truncate_after
+from scalerl.trainer.run.sampling import build_policy
+from scalerl.trainer.run.state import Run, RunState
+from scalerl.trainer.tiny.model import CharTokenizer, build_tiny_model
 
 log = logging.getLogger(__name__)
 LEDGER = "ledger.duckdb"
@@ -50,7 +49,7 @@ LEDGER = "ledger.duckdb"
 
 def check_model_path(model: str | None) -> None:
     """A local folder, or a hub id already in the local HF cache (nothing downloads at run time)."""
-    from trainer.engines.model_loading import ALIASES, alias_file, is_local_model
+    from scalerl.trainer.engines.model_loading import ALIASES, alias_file, is_local_model
 
     if model is None:
         return
@@ -85,7 +84,7 @@ def load_policy(cfg: TrainConfig, pools: dict[str, DomainPool]) -> tuple[Any, An
         tok = CharTokenizer()
         model = build_tiny_model(cfg.tiny, tok)
         if cfg.warm_start.enabled:
-            from trainer.tiny.warm_start import warm_start
+            from scalerl.trainer.tiny.warm_start import warm_start
 
             threads = torch.get_num_threads()
             torch.set_num_threads(os.cpu_count() or 1)  # nothing else runs yet: use every core
@@ -95,7 +94,7 @@ def load_policy(cfg: TrainConfig, pools: dict[str, DomainPool]) -> tuple[Any, An
                 torch.set_num_threads(threads)
             load_model_weights(folder, model)
         return model, tok
-    from trainer.engines.model_loading import load_hf_policy
+    from scalerl.trainer.engines.model_loading import load_hf_policy
 
     return load_hf_policy(cfg.model)  # a folder, cached hub id, .gguf file (converted once) or alias
 

@@ -1,7 +1,7 @@
 """The run object: everything one training run holds, typed, passed to every phase of the loop.
 
-`Run` is built by `trainer.run.setup.setup_run` and read by the loop (`trainer.run.loop`) and the
-curriculum runtime (`trainer.run.sampling`); `RunState` is what the loop carries from step to step.
+`Run` is built by `scalerl.trainer.run.setup.setup_run` and read by the loop (`scalerl.trainer.run.loop`) and the
+curriculum runtime (`scalerl.trainer.run.sampling`); `RunState` is what the loop carries from step to step.
 This module holds data only: it builds nothing and imports no phase.
 """
 
@@ -12,16 +12,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from curriculum.sampler import Sampler
-from trainer.config.train import TrainConfig
-from trainer.core.update import PolicyTrainer
-from trainer.distributed.leader import RankGroup
-from trainer.rollout.problems import DomainPool, PromptCodec
-from trainer.rollout.runtime import Runtime
-from trainer.rollout.sample_log import RolloutLog
-from trainer.rollout.worker import Rollouts
-from trainer.run.compute import ComputeClock
-from trainer.run.log import RunLog
+from scalerl.curriculum.sampler import Sampler
+from scalerl.trainer.config.train import TrainConfig
+from scalerl.trainer.core.update import PolicyTrainer
+from scalerl.trainer.distributed.leader import RankGroup
+from scalerl.trainer.rollout.problems import DomainPool, PromptCodec
+from scalerl.trainer.rollout.runtime import Runtime
+from scalerl.trainer.rollout.sample_log import RolloutLog
+from scalerl.trainer.rollout.worker import Rollouts
+from scalerl.trainer.run.compute import ComputeClock
+from scalerl.trainer.run.log import RunLog
 
 log = logging.getLogger(__name__)
 
@@ -46,7 +46,7 @@ class Run:
     trainer: PolicyTrainer
     runtime: Runtime
     rollouts: Rollouts
-    ledger: Any  # curriculum.ledger.store.Ledger, or its Ray actor proxy
+    ledger: Any  # scalerl.curriculum.ledger.store.Ledger, or its Ray actor proxy
     sampler: Sampler
     verifier: Any
     pools: dict[str, DomainPool]
@@ -54,8 +54,8 @@ class Run:
     clock: ComputeClock
     device: str
     state: RunState = field(default_factory=RunState)
-    ranks: RankGroup | None = None  # the trainer ranks; this process is rank 0 (trainer.distributed.leader)
-    samples: RolloutLog | None = None  # rollouts.jsonl and the format watch (trainer.rollout.sample_log)
+    ranks: RankGroup | None = None  # the trainer ranks; this process is rank 0 (scalerl.trainer.distributed.leader)
+    samples: RolloutLog | None = None  # rollouts.jsonl and the format watch (scalerl.trainer.rollout.sample_log)
 
     @property
     def step(self) -> int:

@@ -6,9 +6,9 @@ temperature (the sampled pass rate moves ~3x more than greedy on the tiny model)
 
 Engines: with `engine.name=torch` a fresh torch engine holds a copy of the current weights (validation
 sees exactly one policy version while the training engine keeps generating); its slots are
-`engine.max_slots` bounded by `engine.kv_cache_gib` (`trainer.engines.factory.build_torch_engine`),
+`engine.max_slots` bounded by `engine.kv_cache_gib` (`scalerl.trainer.engines.factory.build_torch_engine`),
 never the evaluation count, so no value of `min_evaluations_per_domain` grows its KV cache; the memory
-plan counts it (`trainer.memory.plan`, `validation engine`). With `engine.name=vllm` validation runs on
+plan counts it (`scalerl.trainer.memory.plan`, `validation engine`). With `engine.name=vllm` validation runs on
 the run's own engine (`validation_engine`: the runtime's `side_channel`, in-process or the Ray
 generators): vLLM reserves `gpu_memory_utilization` of its device at start, so where it shares the
 trainer's GPU a second instance has no room, and on its own GPUs reusing it costs the trainer device
@@ -34,12 +34,12 @@ from collections import deque
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from scalerl_env.contracts.records import ProblemRecord
-from trainer.config.train import TrainConfig
-from trainer.engines.base import GenerationEngine, GenerationRequest, SamplingParams
-from trainer.engines.factory import build_torch_engine
-from trainer.rollout.problems import PromptCodec
-from trainer.rollout.worker import verify
+from scalerl.env.contracts.records import ProblemRecord
+from scalerl.trainer.config.train import TrainConfig
+from scalerl.trainer.engines.base import GenerationEngine, GenerationRequest, SamplingParams
+from scalerl.trainer.engines.factory import build_torch_engine
+from scalerl.trainer.rollout.problems import PromptCodec
+from scalerl.trainer.rollout.worker import verify
 
 
 def validation_engine(cfg: TrainConfig, runtime: Any) -> GenerationEngine | None:
@@ -54,7 +54,7 @@ def evaluate(model: Any, codec: PromptCodec, holdout: Mapping[str, Sequence[Prob
              verifier: Any, *, device: str, policy_version: int, record: Any = None,
              engine: GenerationEngine | None = None) -> dict[str, float]:
     """`heldout/<domain>/pass_rate`, `.../n`, and `.../greedy_pass_rate` when asked. `record(problem, samples,
-    texts, verdicts)`, when given, sees every sampled group (`trainer.rollout.sample_log`). `engine`, when
+    texts, verdicts)`, when given, sees every sampled group (`scalerl.trainer.rollout.sample_log`). `engine`, when
     given, is the run's (`validation_engine`; left open); otherwise a torch engine is built and closed."""
     e = cfg.engine
     owned = engine is None

@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 from pydantic import Field, model_validator
-
-from scalerl_env.contracts.records import Strict
+from scalerl.env.contracts.records import Strict
 
 
 class TinyModelConfig(Strict):

@@ -37,11 +37,10 @@ from typing import Any
 
 import torch
 import torch.nn.functional as F
-
-from scalerl_env.contracts.paths import DATASETS
-from scalerl_env.contracts.records import ProblemRecord
-from trainer.tiny.config import WarmStartConfig
-from trainer.tiny.model import CharTokenizer, TinyModelConfig, build_tiny_model, render_prompt, save_tiny
+from scalerl.env.contracts.paths import DATASETS
+from scalerl.env.contracts.records import ProblemRecord
+from scalerl.trainer.tiny.config import WarmStartConfig
+from scalerl.trainer.tiny.model import CharTokenizer, TinyModelConfig, build_tiny_model, render_prompt, save_tiny
 
 log = logging.getLogger(__name__)
 RECIPE_VERSION = 2  # bump when the supervised recipe changes: cached folders of older recipes are not reused

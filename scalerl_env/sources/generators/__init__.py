@@ -33,9 +33,9 @@ import random
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from scalerl_env.contracts.domains import domain as domain_spec
-from scalerl_env.contracts.domains import domains
-from scalerl_env.contracts.records import ProblemRecord, make_prompt_id
+from scalerl.env.contracts.domains import domain as domain_spec
+from scalerl.env.contracts.domains import domains
+from scalerl.env.contracts.records import ProblemRecord, make_prompt_id
 
 from .types import Generated
 

@@ -17,7 +17,7 @@ import string
 from collections.abc import Callable
 from typing import Any
 
-from scalerl_env.contracts.records import FunctionalCase, FunctionalTests, StdioCase, StdioTests
+from scalerl.env.contracts.records import FunctionalCase, FunctionalTests, StdioCase, StdioTests
 
 from .types import Generated
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from scalerl_env.contracts.records import AssertTests, FunctionalTests, StdioTests
+from scalerl.env.contracts.records import AssertTests, FunctionalTests, StdioTests
 
 
 @dataclass(frozen=True)

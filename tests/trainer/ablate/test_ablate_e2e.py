@@ -13,10 +13,9 @@ from pathlib import Path
 
 import pytest
 import yaml
+from scalerl.trainer.cli import build_app
+from scalerl.trainer.run.log import read_metrics
 from typer.testing import CliRunner
-
-from trainer.cli import build_app
-from trainer.run.log import read_metrics
 
 # The first test of a cold machine that runs the CPU default pays its warm start (~5 min on idle 2 cores).
 pytestmark = pytest.mark.timeout(2400)

@@ -12,10 +12,9 @@ import os
 from pathlib import Path
 
 import pytest
+from scalerl.trainer.cli import build_app
+from scalerl.trainer.run.log import read_metrics
 from typer.testing import CliRunner
-
-from trainer.cli import build_app
-from trainer.run.log import read_metrics
 
 ray = pytest.importorskip("ray", reason="ray is a dependency of the main environment")
 

@@ -12,11 +12,10 @@ import json
 from pathlib import Path
 
 import numpy as np
-
-from trainer.ablate.analysis import PAPER_MARGIN, analyze, margin_for
-from trainer.ablate.report import write_report
-from trainer.ablate.study import Manifest, RunEntry, StudySpec
-from trainer.ablate.variants import Variant
+from scalerl.trainer.ablate.analysis import PAPER_MARGIN, analyze, margin_for
+from scalerl.trainer.ablate.report import write_report
+from scalerl.trainer.ablate.study import Manifest, RunEntry, StudySpec
+from scalerl.trainer.ablate.variants import Variant
 
 BUDGET = 100.0
 R0 = 0.2

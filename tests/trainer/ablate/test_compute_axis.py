@@ -11,11 +11,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
-from scalerl_env.contracts.config import load_config
-from trainer.config.train import TrainConfig
-from trainer.run.compute import ComputeClock, FlopModel
-from trainer.run.log import devices_in_use, read_metrics
+from scalerl.env.contracts.config import load_config
+from scalerl.trainer.config.train import TrainConfig
+from scalerl.trainer.run.compute import ComputeClock, FlopModel
+from scalerl.trainer.run.log import devices_in_use, read_metrics
 
 
 def test_clock_keeps_every_axis_apart() -> None:
@@ -41,9 +40,8 @@ def test_flop_model_matches_torch_flop_counter_on_the_tiny_model() -> None:
     matmuls of a real forward: with eager attention (its QKᵀ and AV are plain matmuls, counted as full
     T x T products, so compared non-causal; the counter does not see the CPU SDPA kernel)."""
     import torch
+    from scalerl.trainer.tiny.model import CharTokenizer, build_tiny_model
     from torch.utils.flop_counter import FlopCounterMode
-
-    from trainer.tiny.model import CharTokenizer, build_tiny_model
 
     model = build_tiny_model(TrainConfig().tiny, CharTokenizer()).eval()
     model.set_attn_implementation("eager")
@@ -60,7 +58,7 @@ def test_flop_model_matches_torch_flop_counter_on_the_tiny_model() -> None:
 def test_a_samples_budget_stops_runs_at_equal_samples_whatever_the_threads(tmp_path: Path) -> None:
     """Two seeds at different thread counts (the wall time per step differs), one samples budget: the
     runs' samples differ by less than one step's worth (16 here)."""
-    from trainer.run.loop import train
+    from scalerl.trainer.run.loop import train
 
     finals = []
     for seed, threads in ((0, 1), (1, 2)):
@@ -89,7 +87,7 @@ def test_devices_in_use() -> None:
 
 @pytest.mark.timeout(2400)  # may pay the CPU default's warm start on a cold machine
 def test_idle_generator_accrues_wall_times_devices(tmp_path: Path) -> None:
-    from trainer.run.loop import train
+    from scalerl.trainer.run.loop import train
 
     cfg = load_config(TrainConfig, None, [
         "pipeline.k=0", "pipeline.max_steps=6", "pipeline.max_time_s=null", "pipeline.prompts_per_step=4",

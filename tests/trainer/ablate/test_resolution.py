@@ -6,8 +6,7 @@ import math
 
 import numpy as np
 import pytest
-
-from trainer.ablate.resolution import (
+from scalerl.trainer.ablate.resolution import (
     baseline_resolution,
     compute_to_target,
     difference_se,

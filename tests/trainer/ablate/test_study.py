@@ -6,9 +6,16 @@ import json
 from pathlib import Path
 
 import pytest
-
-from scalerl_env.contracts.config import ConfigError
-from trainer.ablate.study import MANIFEST, StudySpec, merge_previous, plan, prepare_folder, run_state, write_manifest
+from scalerl.env.contracts.config import ConfigError
+from scalerl.trainer.ablate.study import (
+    MANIFEST,
+    StudySpec,
+    merge_previous,
+    plan,
+    prepare_folder,
+    run_state,
+    write_manifest,
+)
 
 
 def test_run_states_and_folder_preparation(tmp_path: Path) -> None:

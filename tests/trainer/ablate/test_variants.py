@@ -5,11 +5,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from scalerl.env.contracts.config import ConfigError
+from scalerl.trainer.ablate.study import StudySpec, build_run_config, plan
+from scalerl.trainer.ablate.variants import BASELINE, PAPER_VARIANTS, load_user_variants, overrides_for, resolve
 
-from scalerl_env.contracts.config import ConfigError
 from tests.support.config_diff import changed_keys
-from trainer.ablate.study import StudySpec, build_run_config, plan
-from trainer.ablate.variants import BASELINE, PAPER_VARIANTS, load_user_variants, overrides_for, resolve
 
 EXPECTED = {
     "loo-dapo": {"loss.name"},

@@ -4,9 +4,8 @@ import math
 
 import pytest
 import torch
-
-from trainer.core.advantages import AdvantageConfig, compute_advantages
-from trainer.core.losses import LossConfig, policy_loss
+from scalerl.trainer.core.advantages import AdvantageConfig, compute_advantages
+from scalerl.trainer.core.losses import LossConfig, policy_loss
 
 # group 7: one correct of four; group 3: all correct (zero variance); group 5: two of four.
 REWARDS = torch.tensor([1.0, 0, 0, 0, 1, 1, 1, 1, 1, 0, 1, 0])

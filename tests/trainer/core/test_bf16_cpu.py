@@ -13,14 +13,13 @@ import copy
 
 import pytest
 import torch
-
-from scalerl_env.contracts.paths import DATASETS
-from trainer.core.config import LossConfig, OptimConfig
-from trainer.core.fp32_head import token_logprobs
-from trainer.core.update import PolicyTrainer, pack_samples
-from trainer.engines.base import GenerationRequest, SamplingParams
-from trainer.engines.torch_engine import TorchEngine
-from trainer.tiny.model import CharTokenizer, render_prompt
+from scalerl.env.contracts.paths import DATASETS
+from scalerl.trainer.core.config import LossConfig, OptimConfig
+from scalerl.trainer.core.fp32_head import token_logprobs
+from scalerl.trainer.core.update import PolicyTrainer, pack_samples
+from scalerl.trainer.engines.base import GenerationRequest, SamplingParams
+from scalerl.trainer.engines.torch_engine import TorchEngine
+from scalerl.trainer.tiny.model import CharTokenizer, render_prompt
 
 # Sampled tokens, bf16 engine vs bf16-autocast trainer, FP32 head on both: measured on the CPU default's
 # model mean 4.4e-3, max 0.13 (32 samples, 407 tokens).
@@ -69,7 +68,7 @@ def engine_logprobs(decoder, prompt, completion):
 
 def head_mismatch(model, pairs) -> dict[bool, float]:
     """Mean |engine - trainer| logprob on the same tokens, with and without the FP32 head on both sides."""
-    from trainer.engines.torch_decoder import SlotDecoder
+    from scalerl.trainer.engines.torch_decoder import SlotDecoder
 
     out = {}
     for fp32_head in (True, False):
@@ -136,8 +135,9 @@ def test_a_bf16_step_runs_in_bf16_keeps_fp32_masters_and_moves_the_weights(tiny)
 @pytest.mark.slow
 def test_a_bf16_step_of_smollm2_keeps_fp32_masters_and_moves_the_weights():
     """Up to ~80 s on 2 loaded cores (a bf16 forward and backward of 135 M parameters)."""
+    from scalerl.trainer.engines.model_loading import load_hf_policy
+
     from tests.support.real_model import require_model
-    from trainer.engines.model_loading import load_hf_policy
 
     model, _ = load_hf_policy(require_model())
     before = model.model.layers[0].mlp.down_proj.weight.detach().clone()
@@ -162,8 +162,9 @@ def test_fp32_head_on_the_cpu_default_does_not_widen_the_gap(tiny):
 @pytest.mark.slow
 def test_fp32_head_narrows_the_bf16_gap_on_smollm2():
     """About 2-3 min on 2 loaded cores (two bf16 engines and forwards of a 135 M model)."""
+    from scalerl.trainer.engines.model_loading import load_hf_policy
+
     from tests.support.real_model import require_model
-    from trainer.engines.model_loading import load_hf_policy
 
     model, tok = load_hf_policy(require_model())
     prompts = []

@@ -7,19 +7,19 @@ import subprocess
 import sys
 import textwrap
 
-from scalerl_env.contracts.paths import REPO
-from trainer.core.checkpoint import latest_checkpoint
-from trainer.run.setup import LEDGER, prepare_folder
+from scalerl.env.contracts.paths import REPO
+from scalerl.trainer.core.checkpoint import latest_checkpoint
+from scalerl.trainer.run.setup import LEDGER, prepare_folder
 
 SCRIPT = textwrap.dedent("""
     import contextlib, os, shutil, sys
     from pathlib import Path
     from types import SimpleNamespace
-    from curriculum.ledger.store import Ledger
+    from scalerl.curriculum.ledger.store import Ledger
     from tests.support.models import tiny_llama
-    from trainer.config.train import TrainConfig
-    from trainer.distributed.leader import start_ranks
-    from trainer.run.loop import checkpoint
+    from scalerl.trainer.config.train import TrainConfig
+    from scalerl.trainer.distributed.leader import start_ranks
+    from scalerl.trainer.run.loop import checkpoint
 
     out = Path(sys.argv[1])
     model = tiny_llama()

@@ -6,13 +6,13 @@ import random
 import numpy as np
 import pytest
 import torch
+from scalerl.trainer.core.checkpoint import latest_checkpoint, load_checkpoint, save_checkpoint
+from scalerl.trainer.core.losses import LossConfig
+from scalerl.trainer.core.update import OptimConfig, PolicyTrainer
 from transformers import LlamaForCausalLM
 
 from tests.support.models import tiny_llama
 from tests.trainer.core.test_policy_step import make_batch
-from trainer.core.checkpoint import latest_checkpoint, load_checkpoint, save_checkpoint
-from trainer.core.losses import LossConfig
-from trainer.core.update import OptimConfig, PolicyTrainer
 
 
 def _trainer(seed):

@@ -4,9 +4,9 @@ import copy
 
 import pytest
 import torch
+from scalerl.trainer.core.fp32_head import resolve_layout, token_logprobs
 
 from tests.support.models import tiny_llama
-from trainer.core.fp32_head import resolve_layout, token_logprobs
 
 
 def hf_reference(model, ids):

@@ -12,16 +12,16 @@ import copy
 import pytest
 import torch
 from safetensors.torch import load_file
+from scalerl.env.contracts.config import ConfigError, load_config
+from scalerl.trainer.config.train import TrainConfig
+from scalerl.trainer.core.config import LossConfig, OptimConfig
+from scalerl.trainer.core.lora import ADAPTER_FILE, adapter_state_dict, apply_lora, merged_state_dict
+from scalerl.trainer.core.lora_config import LoraConfig
+from scalerl.trainer.core.update import PolicyTrainer, pack_samples
+from scalerl.trainer.distributed.leader import RankGroup
+from scalerl.trainer.distributed.ranks import RankSpec
 
-from scalerl_env.contracts.config import ConfigError, load_config
 from tests.support.models import tiny_llama
-from trainer.config.train import TrainConfig
-from trainer.core.config import LossConfig, OptimConfig
-from trainer.core.lora import ADAPTER_FILE, adapter_state_dict, apply_lora, merged_state_dict
-from trainer.core.lora_config import LoraConfig
-from trainer.core.update import PolicyTrainer, pack_samples
-from trainer.distributed.leader import RankGroup
-from trainer.distributed.ranks import RankSpec
 
 LORA = LoraConfig(enabled=True, rank=4, alpha=8)
 OPTIM = OptimConfig(lr=1e-2, warmup_steps=0)
@@ -87,7 +87,7 @@ def test_checkpoint_holds_the_adapters_and_resume_is_bit_identical(tmp_path):
 
 
 def test_lora_settings_that_cannot_run_are_refused():
-    from trainer.run.setup import check_lora
+    from scalerl.trainer.run.setup import check_lora
 
     with pytest.raises(ValueError, match="lm_head"):
         LoraConfig(target_modules=["q_proj", "lm_head"])
@@ -101,9 +101,9 @@ def test_lora_settings_that_cannot_run_are_refused():
 
 def test_a_lora_run_of_the_cpu_default_trains_the_adapters_and_resumes(tmp_path):
     """Four steps of the CPU default with adapters, a checkpoint at 2, then a resume to step 4."""
-    from trainer.run.log import read_metrics
-    from trainer.run.loop import train
-    from trainer.tiny.warm_start import SHIPPED
+    from scalerl.trainer.run.log import read_metrics
+    from scalerl.trainer.run.loop import train
+    from scalerl.trainer.tiny.warm_start import SHIPPED
 
     args = ["lora.enabled=true", "optim.lr=1e-3", "pipeline.max_time_s=null", "validation.enabled=false",
             "checkpoint.every_steps=2", "logging.progress=lines", "pipeline.prompts_per_step=4", "pipeline.k=1"]
@@ -122,8 +122,9 @@ def test_a_lora_run_of_the_cpu_default_trains_the_adapters_and_resumes(tmp_path)
 
 
 def test_one_lora_update_of_smollm2_moves_adapters_not_base_weights():
+    from scalerl.trainer.engines.model_loading import load_hf_policy
+
     from tests.support.real_model import require_model
-    from trainer.engines.model_loading import load_hf_policy
 
     model, _ = load_hf_policy(require_model())
     apply_lora(model, LoraConfig(enabled=True, rank=8, target_modules=["q_proj", "v_proj"]))

@@ -12,11 +12,9 @@ import json
 
 import pytest
 import torch
-
-from scalerl_env.contracts.config import ConfigError, load_config
-from tests.support.models import tiny_llama
-from trainer.config.train import TrainConfig
-from trainer.core.lora import (
+from scalerl.env.contracts.config import ConfigError, load_config
+from scalerl.trainer.config.train import TrainConfig
+from scalerl.trainer.core.lora import (
     ADAPTER_CONFIG,
     ADAPTER_FILE,
     adapter_state_dict,
@@ -25,7 +23,9 @@ from trainer.core.lora import (
     merged_state_dict,
     write_peft_adapter,
 )
-from trainer.core.lora_config import LoraConfig, pushes_adapters, vllm_lora_rank, vllm_target_modules
+from scalerl.trainer.core.lora_config import LoraConfig, pushes_adapters, vllm_lora_rank, vllm_target_modules
+
+from tests.support.models import tiny_llama
 
 LORA = LoraConfig(enabled=True, rank=4, alpha=8, target_modules=["q_proj", "v_proj", "down_proj"])
 
@@ -42,7 +42,7 @@ def test_the_push_sends_adapters_only_to_vllm_with_lora_and_the_setting_on():
 
 
 def test_the_lora_section_in_vllm_terms_and_what_vllm_cannot_serve():
-    from trainer.run.setup import check_lora
+    from scalerl.trainer.run.setup import check_lora
 
     assert [vllm_lora_rank(LoraConfig(rank=r)) for r in (1, 4, 16, 17, 512)] == [1, 8, 16, 32, 512]
     assert vllm_target_modules(LoraConfig()) == ["down_proj", "gate_up_proj", "o_proj", "qkv_proj"]

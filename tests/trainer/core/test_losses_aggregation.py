@@ -2,8 +2,7 @@
 
 import pytest
 import torch
-
-from trainer.core.losses import LossConfig, aggregation_weights, policy_loss
+from scalerl.trainer.core.losses import LossConfig, aggregation_weights, policy_loss
 
 # Group 0: sample 0 (2 tokens) and sample 1 (3 tokens, 1 masked); group 1: sample 2 (6 tokens).
 SAMPLE_IDS = torch.tensor([0, 0, 1, 1, 1, 2, 2, 2, 2, 2, 2])

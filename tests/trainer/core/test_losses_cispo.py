@@ -4,8 +4,7 @@ import math
 
 import pytest
 import torch
-
-from trainer.core.losses import LOSSES, LossConfig, policy_loss, register_loss
+from scalerl.trainer.core.losses import LOSSES, LossConfig, policy_loss, register_loss
 
 
 def _run(lp, gen, adv, cfg, *, mask=None, sample_ids=None, group_ids=None):

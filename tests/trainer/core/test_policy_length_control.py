@@ -5,15 +5,14 @@ import random
 import numpy as np
 import pytest
 import torch
-
-from trainer.core.length_control import (
+from scalerl.trainer.core.length_control import (
     LengthConfig,
     length_metrics,
     length_penalty,
     plan_interruption,
     training_loss_mask,
 )
-from trainer.engines.base import GeneratedSample
+from scalerl.trainer.engines.base import GeneratedSample
 
 PHRASE = [11, 12, 13]
 

@@ -4,11 +4,11 @@ import copy
 
 import pytest
 import torch
+from scalerl.trainer.core.fp32_head import token_logprobs
+from scalerl.trainer.core.losses import LossConfig
+from scalerl.trainer.core.update import OptimConfig, PolicyTrainer, micro_batch_bounds, pack_samples
 
 from tests.support.models import tiny_llama
-from trainer.core.fp32_head import token_logprobs
-from trainer.core.losses import LossConfig
-from trainer.core.update import OptimConfig, PolicyTrainer, micro_batch_bounds, pack_samples
 
 
 def make_batch(model, n_samples=4, seed=1, shift=0.05):
@@ -83,9 +83,9 @@ def test_on_policy_ratio_is_one_against_a_kv_cache_sampler():
 
 
 def test_paper_defaults_and_warmup_then_constant_lr():
-    from scalerl_env.contracts.config import load_config
-    from trainer.config.presets import preset_values
-    from trainer.config.train import TrainConfig
+    from scalerl.env.contracts.config import load_config
+    from scalerl.trainer.config.presets import preset_values
+    from scalerl.trainer.config.train import TrainConfig
 
     cfg = load_config(TrainConfig, None, [], base=preset_values("paper")).optim
     assert (cfg.lr, cfg.warmup_steps, cfg.eps, cfg.weight_decay) == (5e-7, 100, 1e-15, 0.01)

@@ -1,4 +1,4 @@
-"""`trainer.distributed.components.make_components`: without Ray it gives the in-process components, whose
+"""`scalerl.trainer.distributed.components.make_components`: without Ray it gives the in-process components, whose
 ledger, verifier pool and engine are the real objects."""
 
 from __future__ import annotations
@@ -6,13 +6,13 @@ from __future__ import annotations
 import sys
 
 import pytest
+from scalerl.curriculum.ledger.store import Ledger
+from scalerl.trainer.distributed.components import LocalComponents, RayComponents, make_components
+from scalerl.trainer.engines.torch_engine import TorchEngine
+from scalerl.trainer.tiny.model import CharTokenizer, build_tiny_model
+from scalerl.verifiers import VerifierPool
 
-from curriculum.ledger.store import Ledger
 from tests.support.tiny_policy import SMALL_MODEL, small_train_config
-from trainer.distributed.components import LocalComponents, RayComponents, make_components
-from trainer.engines.torch_engine import TorchEngine
-from trainer.tiny.model import CharTokenizer, build_tiny_model
-from verifiers import VerifierPool
 
 
 @pytest.fixture

@@ -10,13 +10,13 @@ from __future__ import annotations
 import copy
 
 import torch
+from scalerl.trainer.core.config import OptimConfig
+from scalerl.trainer.core.update import PolicyTrainer
+from scalerl.trainer.distributed.leader import RankGroup
+from scalerl.trainer.distributed.ranks import RankSpec, free_port
 
 from tests.support.models import tiny_llama
 from tests.trainer.distributed.test_ranks_equivalence import BATCHES, LOSS, TIMEOUT_S
-from trainer.core.config import OptimConfig
-from trainer.core.update import PolicyTrainer
-from trainer.distributed.leader import RankGroup
-from trainer.distributed.ranks import RankSpec, free_port
 
 OPTIM = OptimConfig(lr=1e-3, warmup_steps=2, micro_batch_tokens=24, attention_layout="padded", precision="bf16")
 # Adam's first steps move every weight by ~lr whatever the gradient's size, so bf16 noise flips the sign of

@@ -18,13 +18,13 @@ import time
 import pytest
 import torch
 import torch.distributed as dist
+from scalerl.trainer.core.checkpoint import load_checkpoint, save_checkpoint
+from scalerl.trainer.core.config import LossConfig, OptimConfig
+from scalerl.trainer.core.update import PolicyTrainer, pack_samples
+from scalerl.trainer.distributed.leader import RankGroup
+from scalerl.trainer.distributed.ranks import RankSpec, free_port
 
 from tests.support.models import tiny_llama
-from trainer.core.checkpoint import load_checkpoint, save_checkpoint
-from trainer.core.config import LossConfig, OptimConfig
-from trainer.core.update import PolicyTrainer, pack_samples
-from trainer.distributed.leader import RankGroup
-from trainer.distributed.ranks import RankSpec, free_port
 
 TIMEOUT_S = 10.0
 PARAM_TOL = 1e-12
@@ -71,8 +71,8 @@ def spec(world: int) -> RankSpec:
 
 def generator_logprobs(weights, prompt: list[int]) -> tuple[list[int], list[float]]:
     """A torch generation engine loaded (as in the loop's push) with `weights`: one sample and its logprobs."""
-    from trainer.engines.base import GenerationRequest, SamplingParams
-    from trainer.engines.torch_engine import TorchEngine
+    from scalerl.trainer.engines.base import GenerationRequest, SamplingParams
+    from scalerl.trainer.engines.torch_engine import TorchEngine
 
     engine = TorchEngine(tiny_llama(tied=True, seed=5), eos_token_id=95, dtype=torch.float64, max_slots=2,
                          max_seq_len=64, seed=3)

@@ -7,14 +7,14 @@ import copy
 
 import pytest
 import torch
+from scalerl.trainer.core.fp32_head import token_logprobs
+from scalerl.trainer.core.losses import aggregation_weights, policy_loss
+from scalerl.trainer.core.update import PolicyTrainer, merge_metrics, micro_batch_bounds
+from scalerl.trainer.distributed.leader import RankGroup
+from scalerl.trainer.distributed.sharding import cut_batch, cut_points
 
 from tests.support.models import tiny_llama
 from tests.trainer.distributed.test_ranks_equivalence import BATCHES, LOSS, OPTIM, spec
-from trainer.core.fp32_head import token_logprobs
-from trainer.core.losses import aggregation_weights, policy_loss
-from trainer.core.update import PolicyTrainer, merge_metrics, micro_batch_bounds
-from trainer.distributed.leader import RankGroup
-from trainer.distributed.sharding import cut_batch, cut_points
 
 
 def plain_step(trainer: PolicyTrainer, batch) -> dict[str, float]:

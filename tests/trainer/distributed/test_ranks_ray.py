@@ -8,13 +8,13 @@ import copy
 from functools import partial
 
 import pytest
+from scalerl.trainer.core.update import PolicyTrainer
+from scalerl.trainer.distributed.launch_ranks import RayRanks, node_address
+from scalerl.trainer.distributed.leader import RankGroup, architecture_args
+from scalerl.trainer.distributed.ranks import RankSpec, free_port
 
 from tests.support.models import tiny_llama
 from tests.trainer.distributed.test_ranks_equivalence import BATCHES, LOSS, OPTIM, PARAM_TOL
-from trainer.core.update import PolicyTrainer
-from trainer.distributed.launch_ranks import RayRanks, node_address
-from trainer.distributed.leader import RankGroup, architecture_args
-from trainer.distributed.ranks import RankSpec, free_port
 
 pytestmark = [pytest.mark.ray, pytest.mark.slow, pytest.mark.timeout(900)]
 
@@ -28,7 +28,8 @@ def test_ray_actor_rank_gives_the_one_rank_parameters():
         addr = node_address(use_ray=True)
         spec = RankSpec(rank=0, world_size=2, init_method=f"tcp://{addr}:{free_port(addr)}", backend="gloo",
                         device="cpu", timeout_s=60, idle_timeout_s=120,
-                        builder="trainer.distributed.leader:architecture", builder_args=architecture_args(start),
+                        builder="scalerl.trainer.distributed.leader:architecture",
+                         builder_args=architecture_args(start),
                         optim=OPTIM, loss=LOSS)
         ref = PolicyTrainer(copy.deepcopy(start), OPTIM, LOSS)
         group = RankGroup.start(copy.deepcopy(start), spec, launch=partial(RayRanks, num_cpus=1, num_gpus=0))

@@ -14,8 +14,7 @@ import subprocess
 import sys
 
 import pytest
-
-from trainer.run.log import read_metrics
+from scalerl.trainer.run.log import read_metrics
 
 pytestmark = pytest.mark.timeout(1200)
 ARGS = ["warm_start.enabled=false", "curriculum.zero_variance.mode=keep", "pipeline.prompts_per_step=4",
@@ -25,7 +24,7 @@ ARGS = ["warm_start.enabled=false", "curriculum.zero_variance.mode=keep", "pipel
 
 
 def scalerl(*args: str) -> subprocess.CompletedProcess:
-    cmd = [sys.executable, "-c", "from trainer.cli import main; main()", *args]
+    cmd = [sys.executable, "-c", "from scalerl.trainer.cli import main; main()", *args]
     return subprocess.run(cmd, capture_output=True, text=True, timeout=1100)
 
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from scalerl_env.contracts.config import load_config
-from trainer.config.train import TrainConfig
-from trainer.run.resolve_config import build_config
+from scalerl.env.contracts.config import load_config
+from scalerl.trainer.config.train import TrainConfig
+from scalerl.trainer.run.resolve_config import build_config
 
 EXAMPLE = Path(__file__).resolve().parents[3] / "examples" / "multinode.yaml"
 

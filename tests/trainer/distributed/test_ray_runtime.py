@@ -12,10 +12,9 @@ import time
 
 import pytest
 import ray
-
-from scalerl_env.contracts.config import load_config
-from trainer.config.train import TrainConfig
-from trainer.run.log import read_metrics
+from scalerl.env.contracts.config import load_config
+from scalerl.trainer.config.train import TrainConfig
+from scalerl.trainer.run.log import read_metrics
 
 pytestmark = pytest.mark.ray
 
@@ -50,8 +49,8 @@ def _step_keys(out) -> set[str]:
 
 
 def test_ray_run_logs_the_same_metrics_schema_as_in_process(cluster, tmp_path):
-    from trainer.run.loop import train
-    from trainer.run.ray_launch import run_in_ray
+    from scalerl.trainer.run.loop import train
+    from scalerl.trainer.run.ray_launch import run_in_ray
 
     # Every group kept (the random-ish policy's rewards are mostly all 0): the training path runs too.
     steps = ["pipeline.max_steps=3", "pipeline.k=0", "curriculum.zero_variance.mode=keep"]
@@ -91,7 +90,7 @@ def _pid_after_restart(generator, before: int, timeout_s: float = 120.0) -> int:
 
 
 def test_killed_generator_is_restarted_and_the_run_continues(cluster, tmp_path):
-    from trainer.run.ray_launch import run_in_ray
+    from scalerl.trainer.run.ray_launch import run_in_ray
 
     # Enough steps that the run is still going when the kill lands (a step takes well under a second idle).
     k, max_steps = 2, 40

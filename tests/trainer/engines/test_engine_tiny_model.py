@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import torch
+from scalerl.trainer.rollout.problems import PromptCodec
+from scalerl.trainer.tiny.model import CharTokenizer, TinyModelConfig, build_tiny_model, render_prompt, save_tiny
 from transformers import AutoModelForCausalLM, AutoTokenizer
-
-from trainer.rollout.problems import PromptCodec
-from trainer.tiny.model import CharTokenizer, TinyModelConfig, build_tiny_model, render_prompt, save_tiny
 
 TEXTS = ["f(1)=3 f(2)=5 f(3)=7 f(x)=", "```python\ndef f(x):\n    return 2*x+1\n```", "\\boxed{12}", "tab\tand é"]
 

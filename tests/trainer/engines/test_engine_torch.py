@@ -6,10 +6,9 @@ import time
 
 import pytest
 import torch
-
-from trainer.engines.base import GenerationRequest, InterruptionPlan, SamplingParams
-from trainer.engines.torch_engine import TorchEngine
-from trainer.tiny.model import CharTokenizer, TinyModelConfig, build_tiny_model, render_prompt
+from scalerl.trainer.engines.base import GenerationRequest, InterruptionPlan, SamplingParams
+from scalerl.trainer.engines.torch_engine import TorchEngine
+from scalerl.trainer.tiny.model import CharTokenizer, TinyModelConfig, build_tiny_model, render_prompt
 
 TOK = CharTokenizer()
 NEVER = 10_000  # a stop id outside the vocabulary: samples run to their budget

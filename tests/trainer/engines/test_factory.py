@@ -1,4 +1,4 @@
-"""`trainer.engines.factory`: the torch engine gets the configuration's dtype, slots, sequence length and
+"""`scalerl.trainer.engines.factory`: the torch engine gets the configuration's dtype, slots, sequence length and
 FP32 head; an unknown engine name raises; validation builds its engine through the same function, the
 one place in the trainer that constructs a `TorchEngine`."""
 
@@ -9,15 +9,15 @@ from pathlib import Path
 
 import pytest
 import torch
+from scalerl import trainer
+from scalerl.env.contracts.config import ConfigError
+from scalerl.trainer.engines import torch_engine
+from scalerl.trainer.engines.factory import build_engine, build_torch_engine
+from scalerl.trainer.rollout.problems import PromptCodec
+from scalerl.trainer.run.validation import evaluate
+from scalerl.trainer.tiny.model import CharTokenizer, build_tiny_model
 
-import trainer
-from scalerl_env.contracts.config import ConfigError
 from tests.support.tiny_policy import SMALL_MODEL, small_train_config
-from trainer.engines import torch_engine
-from trainer.engines.factory import build_engine, build_torch_engine
-from trainer.rollout.problems import PromptCodec
-from trainer.run.validation import evaluate
-from trainer.tiny.model import CharTokenizer, build_tiny_model
 
 SETTINGS = ["engine.dtype=bfloat16", "engine.max_slots=7", "engine.max_seq_len=96"]
 
@@ -98,8 +98,8 @@ def test_only_the_factory_constructs_a_torch_engine():
 
 
 def build_pools_math():
-    from trainer.config.train import TrainConfig
-    from trainer.run.data_sources import build_data
+    from scalerl.trainer.config.train import TrainConfig
+    from scalerl.trainer.run.data_sources import build_data
 
     cfg = TrainConfig.model_validate({"domains": ["math"], "data": {"generated_per_domain": 20,
                                                                     "holdout_fraction": 0.1, "holdout_max_prompts": 2}})
@@ -110,6 +110,6 @@ class FakeVerifier:
     """Every completion wrong (the test is about the engine, not the scores)."""
 
     def verify_batch(self, items):
-        from scalerl_env.contracts.records import Verdict
+        from scalerl.env.contracts.records import Verdict
 
         return [Verdict.of("wrong", id=item.id) for item in items]

@@ -16,11 +16,11 @@ import torch
 
 pytest.importorskip("vllm", reason="the vLLM tests run in .venv-vllm (make test-vllm)")
 
-from trainer.core.fp32_head import token_logprobs
-from trainer.engines.base import GenerationRequest, InterruptionPlan, SamplingParams
-from trainer.engines.config import VLLMOptions
-from trainer.engines.vllm_engine import VLLMEngine
-from trainer.tiny.model import CharTokenizer, TinyModelConfig, build_tiny_model, render_prompt, save_tiny
+from scalerl.trainer.core.fp32_head import token_logprobs
+from scalerl.trainer.engines.base import GenerationRequest, InterruptionPlan, SamplingParams
+from scalerl.trainer.engines.config import VLLMOptions
+from scalerl.trainer.engines.vllm_engine import VLLMEngine
+from scalerl.trainer.tiny.model import CharTokenizer, TinyModelConfig, build_tiny_model, render_prompt, save_tiny
 
 pytestmark = pytest.mark.vllm
 TOK = CharTokenizer()
@@ -53,7 +53,8 @@ def prompt_ids(text: str) -> list[int]:
 
 
 def trainer_logprobs(model, prompt: list[int], completion: list[int], head_scale: float = 1.0) -> list[float]:
-    """The trainer's recomputation: packed forward, FP32 head (`trainer.core.fp32_head`), head x `head_scale`."""
+    """The trainer's recomputation: packed forward, FP32 head
+    (`scalerl.trainer.core.fp32_head`), head x `head_scale`."""
     with torch.no_grad():
         lp = token_logprobs(
             model, torch.tensor(prompt + completion), fp32_head=True, temperature=1 / head_scale

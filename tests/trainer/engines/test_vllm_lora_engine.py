@@ -19,13 +19,12 @@ import torch
 pytest.importorskip("vllm", reason="the vLLM tests run in .venv-vllm (make test-vllm)")
 
 from safetensors.torch import load_file
-
-from trainer.config.train import TrainConfig
-from trainer.core.fp32_head import token_logprobs
-from trainer.core.lora import adapter_state_dict, apply_lora, merged_state_dict
-from trainer.engines.base import GenerationRequest, SamplingParams
-from trainer.engines.factory import build_engine
-from trainer.tiny.model import CharTokenizer, TinyModelConfig, build_tiny_model, render_prompt
+from scalerl.trainer.config.train import TrainConfig
+from scalerl.trainer.core.fp32_head import token_logprobs
+from scalerl.trainer.core.lora import adapter_state_dict, apply_lora, merged_state_dict
+from scalerl.trainer.engines.base import GenerationRequest, SamplingParams
+from scalerl.trainer.engines.factory import build_engine
+from scalerl.trainer.tiny.model import CharTokenizer, TinyModelConfig, build_tiny_model, render_prompt
 
 pytestmark = pytest.mark.vllm
 TOK = CharTokenizer()
@@ -150,12 +149,12 @@ def test_bad_adapters_are_refused_before_the_reload(engine, models):
 
 
 def test_the_lora_slot_vllm_allocates_is_the_planned_one(engine, models):
-    """`trainer.memory.lora.vllm_lora_slot_bytes` against the buffers vLLM's worker holds."""
+    """`scalerl.trainer.memory.lora.vllm_lora_slot_bytes` against the buffers vLLM's worker holds."""
     import json
     from pathlib import Path
 
-    from trainer.memory.lora import vllm_lora_slot_bytes
-    from trainer.memory.shapes import ModelShape
+    from scalerl.trainer.memory.lora import vllm_lora_slot_bytes
+    from scalerl.trainer.memory.shapes import ModelShape
 
     shape = ModelShape.from_dict(json.loads((Path(engine.model_dir) / "config.json").read_text()))
     got = engine._call(engine.llm.collective_rpc("scalerl_lora_slot_bytes"))

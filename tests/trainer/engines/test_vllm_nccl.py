@@ -16,9 +16,8 @@ import threading
 import pytest
 import torch
 from pydantic import ValidationError
-
-from trainer.engines.config import VLLMOptions
-from trainer.engines.vllm_engine import VLLMEngine
+from scalerl.trainer.engines.config import VLLMOptions
+from scalerl.trainer.engines.vllm_engine import VLLMEngine
 
 
 def _engine_threads() -> list[str]:
@@ -48,9 +47,8 @@ def test_weight_transfer_option_is_validated():
 @pytest.mark.vllm
 def test_tensor_source_passes_vllms_sender_check():
     pytest.importorskip("vllm", reason="runs in .venv-vllm")
+    from scalerl.trainer.engines.vllm_nccl import TensorSource
     from vllm.distributed.weight_transfer.nccl_engine import NCCLTrainerWeightTransferEngine
-
-    from trainer.engines.vllm_nccl import TensorSource
 
     src = TensorSource()
     src.tensors = {"a.weight": torch.zeros(2, 3), "b.bias": torch.ones(4, dtype=torch.bfloat16)}
@@ -95,11 +93,10 @@ class _RecordingLLM:
 @pytest.mark.vllm
 def test_loop_client_drives_asyncllm_methods_on_its_loop():
     pytest.importorskip("vllm", reason="runs in .venv-vllm")
+    from scalerl.trainer.engines.vllm_nccl import LoopClient
     from vllm.distributed.weight_transfer import VLLMWeightSyncClient
     from vllm.distributed.weight_transfer.base import WeightTransferInitRequest, WeightTransferUpdateRequest
     from vllm.v1.engine.async_llm import AsyncLLM
-
-    from trainer.engines.vllm_nccl import LoopClient
 
     for name in (
         "init_weight_transfer_engine",

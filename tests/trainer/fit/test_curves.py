@@ -1,4 +1,4 @@
-"""`trainer.fit.curves.write_curves` on a synthetic metrics.jsonl: per-domain JSON and PNG plots; a series
+"""`scalerl.trainer.fit.curves.write_curves` on a synthetic metrics.jsonl: per-domain JSON and PNG plots; a series
 that cannot be fitted (flat, too short) is recorded as `fit_error` instead of ending the run."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import json
 import math
 from pathlib import Path
 
-from trainer.fit.curves import write_curves
+from scalerl.trainer.fit.curves import write_curves
 
 PNG = b"\x89PNG\r\n\x1a\n"
 

@@ -8,10 +8,9 @@ import json
 import numpy as np
 import pytest
 import typer
+from scalerl.trainer.commands import fit as fit_cli
+from scalerl.trainer.fit.synthetic import published_curves, trial_rng
 from typer.testing import CliRunner
-
-from trainer.commands import fit as fit_cli
-from trainer.fit.synthetic import published_curves, trial_rng
 
 MATH, CODE = published_curves()[8], published_curves()[9]  # the paper's math+code run
 runner = CliRunner()
@@ -164,7 +163,7 @@ def test_needs_exactly_one_input(app, csv_file, metrics):
 
 
 def test_registered_under_scalerl():
-    from trainer.cli import build_app
+    from scalerl.trainer.cli import build_app
 
     res = runner.invoke(build_app(), ["fit", "--help"])
     assert res.exit_code == 0 and "scalerl fit --csv" in res.stdout

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-
-from trainer.fit.sigmoid import FitError, fit_fixed_A, fit_power_law, fit_sigmoid
+from scalerl.trainer.fit.sigmoid import FitError, fit_fixed_A, fit_power_law, fit_sigmoid
 
 C = np.linspace(100.0, 6000.0, 30)
 GOOD = 0.3 + 0.3 / (1 + (2000.0 / C) ** 2)

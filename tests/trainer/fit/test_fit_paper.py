@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-
-from trainer.fit.paper import A_STEP, paper_r0
-from trainer.fit.sigmoid import fit_sigmoid
-from trainer.fit.synthetic import published_curves, trial_rng
+from scalerl.trainer.fit.paper import A_STEP, paper_r0
+from scalerl.trainer.fit.sigmoid import fit_sigmoid
+from scalerl.trainer.fit.synthetic import published_curves, trial_rng
 
 SPECS = published_curves()
 QUICK = {0}  # the main 8B row; every row under `slow` (a paper fit takes seconds)

@@ -10,9 +10,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-
-from trainer.fit.sigmoid import fit_sigmoid
-from trainer.fit.synthetic import published_curves, trial_rng
+from scalerl.trainer.fit.sigmoid import fit_sigmoid
+from scalerl.trainer.fit.synthetic import published_curves, trial_rng
 
 SEED = 20251013
 PARAMS = ("A", "B", "C_mid")

@@ -8,9 +8,8 @@ import sys
 
 import numpy as np
 import pytest
-
-from trainer.fit.sigmoid import fit_fixed_A, fit_power_law, fit_sigmoid
-from trainer.fit.synthetic import published_curves, trial_rng
+from scalerl.trainer.fit.sigmoid import fit_fixed_A, fit_power_law, fit_sigmoid
+from scalerl.trainer.fit.synthetic import published_curves, trial_rng
 
 SPECS = published_curves()
 MAIN = SPECS[0]  # ScaleRL 8B: A 0.61, B 1.92, C_mid 2542
@@ -116,7 +115,8 @@ def test_level_widens_intervals():
 
 
 def test_fit_module_imports_without_torch_or_vllm():
-    code = ("import sys, trainer.fit.sigmoid, trainer.fit.paper, trainer.fit.data, trainer.commands.fit; "
+    code = ("import sys, scalerl.trainer.fit.sigmoid, scalerl.trainer.fit.paper, scalerl.trainer.fit.data, "
+            "scalerl.trainer.commands.fit; "
             "bad = [m for m in ('torch', 'vllm', 'matplotlib', 'scipy') if m in sys.modules]; "
             "assert not bad, bad")
     subprocess.run([sys.executable, "-c", code], check=True, timeout=120)

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import torch
+from scalerl.env.contracts.config import load_config
+from scalerl.trainer.config.train import TrainConfig
+from scalerl.trainer.core.update import PolicyTrainer, pack_samples
+from scalerl.trainer.tiny.model import CharTokenizer, build_tiny_model
 
-from scalerl_env.contracts.config import load_config
 from tests.support.tiny_policy import SMALL_MODEL
-from trainer.config.train import TrainConfig
-from trainer.core.update import PolicyTrainer, pack_samples
-from trainer.tiny.model import CharTokenizer, build_tiny_model
 
 
 def grads(checkpointing: bool) -> list[torch.Tensor]:

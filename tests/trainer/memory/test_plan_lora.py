@@ -7,14 +7,13 @@ import json
 
 import pytest
 import torch
-
-from scalerl_env.contracts.config import load_config
-from trainer.config.train import TrainConfig
-from trainer.core.lora import apply_lora, count_adapter_params
-from trainer.core.lora_config import LoraConfig
-from trainer.memory.lora import adapter_params
-from trainer.memory.preflight import plan_for, shapes_dir
-from trainer.memory.shapes import ModelShape
+from scalerl.env.contracts.config import load_config
+from scalerl.trainer.config.train import TrainConfig
+from scalerl.trainer.core.lora import apply_lora, count_adapter_params
+from scalerl.trainer.core.lora_config import LoraConfig
+from scalerl.trainer.memory.lora import adapter_params
+from scalerl.trainer.memory.preflight import plan_for, shapes_dir
+from scalerl.trainer.memory.shapes import ModelShape
 
 
 @pytest.mark.parametrize("shape_name", ["smollm2-135m", "qwen2.5-1.5b"])
@@ -49,7 +48,7 @@ def test_the_plan_counts_gradients_and_optimizer_states_for_the_adapters_only():
 
 
 def test_vllm_serving_the_adapters_puts_its_lora_slot_in_a_note_not_a_term():
-    from trainer.memory.lora import vllm_lora_slot_bytes
+    from scalerl.trainer.memory.lora import vllm_lora_slot_bytes
 
     base = [f"model={shapes_dir() / 'qwen2.5-1.5b'}", "engine.name=vllm", "lora.enabled=true",
             "engine.device_memory_gib=80", "engine.device=cuda", "engine.dtype=bfloat16"]

@@ -1,6 +1,6 @@
 """The per-rank memory plan against PyTorch's FSDP2 tracker without a GPU: rank 0 of 2 and of 8 ranks.
 
-`trainer.memory.measure.measure_fsdp_step` shards the project's policy with the trainer's own
+`scalerl.trainer.memory.measure.measure_fsdp_step` shards the project's policy with the trainer's own
 `shard_policy` (FSDP2 on every decoder layer, then the root) over a fake process group, and runs the
 update step (FP32 head, CISPO, bf16 autocast, AdamW) under fake tensors with `FSDPMemTracker`; one
 child process per measurement (`measure_isolated`). Compared per rank: `parameters`, `gradients`,
@@ -15,13 +15,13 @@ are `slow`. Not measured: rank 0's `mirror` (a plain module outside FSDP).
 from __future__ import annotations
 
 import pytest
+from scalerl.env.contracts.config import load_config
+from scalerl.trainer.config.train import TrainConfig
+from scalerl.trainer.memory.measure import measure_isolated
+from scalerl.trainer.memory.plan import build_plan
+from scalerl.trainer.memory.preflight import shapes_dir
 
-from scalerl_env.contracts.config import load_config
 from tests.trainer.memory.test_plan_vs_tracker import SHAPES, TRANSIENT, case_overrides, shape
-from trainer.config.train import TrainConfig
-from trainer.memory.measure import measure_isolated
-from trainer.memory.plan import build_plan
-from trainer.memory.preflight import shapes_dir
 
 SAMPLES = 2
 SEQ = {"smollm2-135m": 1024, "qwen2.5-1.5b": 512, "deepseek-r1-distill-qwen-1.5b": 512, "qwen2.5-7b": 512}

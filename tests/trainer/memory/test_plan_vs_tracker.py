@@ -1,5 +1,5 @@
 """The memory plan against PyTorch without a GPU: the project's own update step (FP32 head, CISPO,
-micro-batches, bf16 autocast, AdamW) under fake tensors with MemTracker (`trainer.memory.measure`).
+micro-batches, bf16 autocast, AdamW) under fake tensors with MemTracker (`scalerl.trainer.memory.measure`).
 
 Tolerances: parameters, gradients, optimizer states and the torch engine's KV cache within 1 %; the
 transient peak (autocast copies + activations + logits) within 15 %. Two decoder layers stand for the
@@ -9,13 +9,12 @@ from __future__ import annotations
 
 import pytest
 import torch
-
-from scalerl_env.contracts.config import load_config
-from trainer.config.train import TrainConfig
-from trainer.memory.measure import measure_isolated, torch_engine_kv_bytes
-from trainer.memory.plan import build_plan
-from trainer.memory.preflight import shapes_dir
-from trainer.memory.shapes import ModelShape
+from scalerl.env.contracts.config import load_config
+from scalerl.trainer.config.train import TrainConfig
+from scalerl.trainer.memory.measure import measure_isolated, torch_engine_kv_bytes
+from scalerl.trainer.memory.plan import build_plan
+from scalerl.trainer.memory.preflight import shapes_dir
+from scalerl.trainer.memory.shapes import ModelShape
 
 SHAPES = sorted(p.name for p in shapes_dir().iterdir() if (p / "config.json").is_file())
 TRANSIENT = ("autocast weight copies", "activations", "logits")

@@ -1,15 +1,14 @@
-"""`trainer.memory.preflight`: the check before weights load, on folders that hold only a config.json."""
+"""`scalerl.trainer.memory.preflight`: the check before weights load, on folders that hold only a config.json."""
 
 from __future__ import annotations
 
 import shutil
 
 import pytest
-
-from scalerl_env.contracts.config import ConfigError, load_config
-from trainer.config.presets import preset_values
-from trainer.config.train import TrainConfig
-from trainer.memory.preflight import parse_memory_gib, plan_report, preflight, shapes_dir
+from scalerl.env.contracts.config import ConfigError, load_config
+from scalerl.trainer.config.presets import preset_values
+from scalerl.trainer.config.train import TrainConfig
+from scalerl.trainer.memory.preflight import parse_memory_gib, plan_report, preflight, shapes_dir
 
 
 def config_only(tmp_path, shape: str):
@@ -59,9 +58,8 @@ def test_parse_memory_rejects(text):
 
 def test_scalerl_train_stops_before_any_weight_loads_with_exit_2(tmp_path):
     """The command a user runs: a 7B config.json (no weights in the folder) on a 24 GiB GPU."""
+    from scalerl.trainer.cli import build_app
     from typer.testing import CliRunner
-
-    from trainer.cli import build_app
 
     (tmp_path / "model").mkdir()
     folder = config_only(tmp_path / "model", "qwen2.5-7b")

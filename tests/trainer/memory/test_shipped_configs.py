@@ -7,14 +7,13 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
-from scalerl_env.contracts.config import load_config
-from scalerl_env.contracts.paths import REPO
-from trainer.config.presets import PRESETS, preset_values
-from trainer.config.train import TrainConfig
-from trainer.memory.plan import GIB, PlanDoesNotFit, build_plan, check_fits
-from trainer.memory.preflight import shapes_dir
-from trainer.memory.shapes import ModelShape
+from scalerl.env.contracts.config import load_config
+from scalerl.env.contracts.paths import REPO
+from scalerl.trainer.config.presets import PRESETS, preset_values
+from scalerl.trainer.config.train import TrainConfig
+from scalerl.trainer.memory.plan import GIB, PlanDoesNotFit, build_plan, check_fits
+from scalerl.trainer.memory.preflight import shapes_dir
+from scalerl.trainer.memory.shapes import ModelShape
 
 EXAMPLES = REPO / "examples"
 PAPER_NEEDS = ["optim.activation_checkpointing=true", "engine.kv_cache_gib=2"]
@@ -72,7 +71,7 @@ def test_documented_not_fitting_examples_say_so():
 
 def test_tiny_default_is_small():
     """The CPU default has no config.json; its model is built in code: a few MB whatever the plan."""
-    from trainer.tiny.model import CharTokenizer, build_tiny_model
+    from scalerl.trainer.tiny.model import CharTokenizer, build_tiny_model
 
     _, cfg = plan_of("tiny-cpu")
     model = build_tiny_model(cfg.tiny, CharTokenizer())
@@ -84,7 +83,7 @@ def test_paper_preset_plan_is_quick(tmp_path: Path):
     import shutil
     import time
 
-    from trainer.memory.preflight import plan_report
+    from scalerl.trainer.memory.preflight import plan_report
 
     shutil.copy(shapes_dir() / "qwen2.5-1.5b" / "config.json", tmp_path / "config.json")
     t0 = time.perf_counter()

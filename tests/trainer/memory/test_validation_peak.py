@@ -22,8 +22,7 @@ import subprocess
 import sys
 
 import pytest
-
-from scalerl_env.contracts.paths import REPO
+from scalerl.env.contracts.paths import REPO
 
 SLACK = 48 << 20
 FLAT = 24 << 20
@@ -34,16 +33,16 @@ def child(evaluations: int) -> None:
     import threading
     import time
 
-    from scalerl_env.contracts.config import load_config
-    from trainer.config.train import TrainConfig
-    from trainer.memory.kv import kv_bytes_per_token
-    from trainer.memory.plan import build_plan
-    from trainer.memory.shapes import ModelShape
-    from trainer.rollout.problems import PromptCodec
-    from trainer.run.data_sources import build_data
-    from trainer.run.validation import evaluate
-    from trainer.tiny.model import CharTokenizer, build_tiny_model
-    from verifiers import VerifierPool
+    from scalerl.env.contracts.config import load_config
+    from scalerl.trainer.config.train import TrainConfig
+    from scalerl.trainer.memory.kv import kv_bytes_per_token
+    from scalerl.trainer.memory.plan import build_plan
+    from scalerl.trainer.memory.shapes import ModelShape
+    from scalerl.trainer.rollout.problems import PromptCodec
+    from scalerl.trainer.run.data_sources import build_data
+    from scalerl.trainer.run.validation import evaluate
+    from scalerl.trainer.tiny.model import CharTokenizer, build_tiny_model
+    from scalerl.verifiers import VerifierPool
 
     cfg = load_config(TrainConfig, None, ["engine.device=cpu", f"validation.min_evaluations_per_domain={evaluations}",
                                           "length.mode=none", "engine.max_new_tokens=2",

@@ -4,16 +4,16 @@ slots (and so its preallocated KV cache) are bounded by `engine.kv_cache_gib`, n
 from __future__ import annotations
 
 import pytest
+from scalerl.trainer.config.train import TrainConfig
+from scalerl.trainer.engines.factory import build_torch_engine
+from scalerl.trainer.memory.kv import engine_slots, kv_bytes_per_token
+from scalerl.trainer.rollout.problems import PromptCodec
+from scalerl.trainer.run.data_sources import build_data
+from scalerl.trainer.run.validation import evaluate
+from scalerl.trainer.tiny.model import CharTokenizer, build_tiny_model
+from scalerl.verifiers import VerifierPool
 
 from tests.support.tiny_policy import SMALL_MODEL, small_train_config
-from trainer.config.train import TrainConfig
-from trainer.engines.factory import build_torch_engine
-from trainer.memory.kv import engine_slots, kv_bytes_per_token
-from trainer.rollout.problems import PromptCodec
-from trainer.run.data_sources import build_data
-from trainer.run.validation import evaluate
-from trainer.tiny.model import CharTokenizer, build_tiny_model
-from verifiers import VerifierPool
 
 SLOTS = 6
 

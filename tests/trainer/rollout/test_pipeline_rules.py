@@ -5,9 +5,8 @@ from __future__ import annotations
 import random
 
 import pytest
-
-from trainer.rollout.lag_rules import admission_limit, choose_groups, must_take_version
-from trainer.rollout.simulation import SimConfig, _group, simulate
+from scalerl.trainer.rollout.lag_rules import admission_limit, choose_groups, must_take_version
+from scalerl.trainer.rollout.simulation import SimConfig, _group, simulate
 
 
 def test_admission_limits():

@@ -6,11 +6,11 @@ from __future__ import annotations
 import threading
 
 import pytest
+from scalerl.trainer.engines.base import EngineStats
+from scalerl.trainer.rollout.lag_rules import admission_limit
+from scalerl.trainer.rollout.runtime import LocalRuntime
 
 from tests.support.fake_generation import FakeEngine, FakeWorker, long_tailed_ticks, wait_until
-from trainer.engines.base import EngineStats
-from trainer.rollout.lag_rules import admission_limit
-from trainer.rollout.runtime import LocalRuntime
 
 P = 3  # prompts per step
 
@@ -62,7 +62,7 @@ def test_admission_never_exceeds_the_limit_while_training(make_runtime, mode, k)
                                           ("ppo-offpolicy", 2, 1)])
 def test_every_taken_group_has_lag_at_most_k(make_runtime, mode, k, bound):
     """Long-tailed finishing (stragglers) forces the take rule to wait; no taken token is older than k
-    (PPO-off-policy-k: k - 1, by construction, `trainer.rollout.lag_rules`)."""
+    (PPO-off-policy-k: k - 1, by construction, `scalerl.trainer.rollout.lag_rules`)."""
     engine = FakeEngine(ticks=long_tailed_ticks(seed=k))
     rt = make_runtime(engine, mode=mode, k=k)
     lags, taken = [], []

@@ -1,4 +1,4 @@
-"""`rollouts.jsonl` lines (`trainer.rollout.sample_log.RolloutLog`): the verdict's details go in, bounded.
+"""`rollouts.jsonl` lines (`scalerl.trainer.rollout.sample_log.RolloutLog`): the verdict's details go in, bounded.
 
 The code verdict is the real `CodeVerifier`'s (real sandbox) on a program that prints and then fails, so
 the line carries exactly what the verifier reports: the failing test's stdout head and stderr tail.
@@ -9,12 +9,11 @@ from __future__ import annotations
 import json
 
 import pytest
-
-from scalerl_env.contracts.records import ProblemRecord, Status, Verdict, VerifyItem
-from trainer.config.data import RolloutLogConfig
-from trainer.engines.base import GeneratedSample
-from trainer.rollout.messages import RolloutGroup
-from trainer.rollout.sample_log import DETAIL_BUDGET, DETAIL_ITEMS, DETAIL_KEYS, RolloutLog, bounded_details
+from scalerl.env.contracts.records import ProblemRecord, Status, Verdict, VerifyItem
+from scalerl.trainer.config.data import RolloutLogConfig
+from scalerl.trainer.engines.base import GeneratedSample
+from scalerl.trainer.rollout.messages import RolloutGroup
+from scalerl.trainer.rollout.sample_log import DETAIL_BUDGET, DETAIL_ITEMS, DETAIL_KEYS, RolloutLog, bounded_details
 
 PROGRAM = "```python\nprint('partial answer ' * 40)\nraise ValueError('boom at the end')\n```"
 TESTS = {"kind": "stdio", "cases": [{"input": "", "output": "42\n"}]}
@@ -30,7 +29,7 @@ def group(problem: ProblemRecord, completion: str, verdict: Verdict) -> RolloutG
 
 @pytest.fixture(scope="module")
 def code_verdict() -> Verdict:
-    from verifiers.code import CodeVerifier
+    from scalerl.verifiers.code import CodeVerifier
 
     with CodeVerifier() as v:
         (verdict,) = v.verify_many([VerifyItem(id="c", domain="code", completion=PROGRAM, tests=TESTS)])

@@ -1,4 +1,4 @@
-"""Validation on the run's own engine (`trainer.rollout.side_channel` through `LocalRuntime`), with a real
+"""Validation on the run's own engine (`scalerl.trainer.rollout.side_channel` through `LocalRuntime`), with a real
 torch engine standing for the run's engine (the vLLM run of the same path: tests/trainer/test_vllm_validation.py).
 
 Checked: the pass rate is the scripted model's (2 of 3 problems answered right), every sample counted,
@@ -8,17 +8,17 @@ flowing and none carries a validation id), and a version mismatch is refused."""
 from __future__ import annotations
 
 import pytest
+from scalerl.env.contracts.records import ChatMessage, ProblemRecord, make_prompt_id
+from scalerl.trainer.engines.base import GenerationRequest, SamplingParams
+from scalerl.trainer.engines.factory import build_torch_engine
+from scalerl.trainer.rollout.problems import PromptCodec
+from scalerl.trainer.rollout.runtime import LocalRuntime
+from scalerl.trainer.run.validation import evaluate
+from scalerl.trainer.tiny.model import CharTokenizer
+from scalerl.verifiers import VerifierPool
 
-from scalerl_env.contracts.records import ChatMessage, ProblemRecord, make_prompt_id
 from tests.support.fake_generation import FakeWorker
 from tests.support.tiny_policy import scripted_tiny_model, small_train_config
-from trainer.engines.base import GenerationRequest, SamplingParams
-from trainer.engines.factory import build_torch_engine
-from trainer.rollout.problems import PromptCodec
-from trainer.rollout.runtime import LocalRuntime
-from trainer.run.validation import evaluate
-from trainer.tiny.model import CharTokenizer
-from verifiers import VerifierPool
 
 ANSWER = "\\boxed{7}"
 SLOTS = 4

@@ -11,22 +11,21 @@ import re
 from pathlib import Path
 
 import pytest
-
-from curriculum.ledger.store import Ledger
-from curriculum.policy import CurriculumPolicy
-from curriculum.sampler import Sampler
-from scalerl_env.contracts.config import ConfigError, load_config
-from scalerl_env.contracts.records import ChatMessage, ProblemRecord
-from trainer.config.train import TrainConfig
-from trainer.core.length_control import plan_interruption, stage_length
-from trainer.engines.base import GeneratedGroup, GeneratedSample
-from trainer.rollout.problems import DomainPool, PromptCodec
-from trainer.rollout.prompts import completion_budget, prepare_prompts
-from trainer.rollout.worker import Rollouts
-from trainer.run.sampling import stage_budget_metrics
-from trainer.run.setup import BatchDrawer
-from trainer.tiny.model import CharTokenizer
-from verifiers import VerifierPool
+from scalerl.curriculum.ledger.store import Ledger
+from scalerl.curriculum.policy import CurriculumPolicy
+from scalerl.curriculum.sampler import Sampler
+from scalerl.env.contracts.config import ConfigError, load_config
+from scalerl.env.contracts.records import ChatMessage, ProblemRecord
+from scalerl.trainer.config.train import TrainConfig
+from scalerl.trainer.core.length_control import plan_interruption, stage_length
+from scalerl.trainer.engines.base import GeneratedGroup, GeneratedSample
+from scalerl.trainer.rollout.problems import DomainPool, PromptCodec
+from scalerl.trainer.rollout.prompts import completion_budget, prepare_prompts
+from scalerl.trainer.rollout.worker import Rollouts
+from scalerl.trainer.run.sampling import stage_budget_metrics
+from scalerl.trainer.run.setup import BatchDrawer
+from scalerl.trainer.tiny.model import CharTokenizer
+from scalerl.verifiers import VerifierPool
 
 P = 4  # prompts per step = problems per sampler batch
 PROBLEMS = [ProblemRecord(prompt_id=f"p{i:02d}", domain="math", source="t",

@@ -4,15 +4,14 @@ shaping the rewards the step trains on when `length.mode=penalty` (and only then
 from __future__ import annotations
 
 import pytest
-
-from scalerl_env.contracts.config import load_config
-from scalerl_env.contracts.records import ChatMessage, ProblemRecord
-from trainer.config.train import TrainConfig
-from trainer.engines.base import GeneratedGroup, GeneratedSample, GenerationRequest
-from trainer.rollout.problems import PromptCodec
-from trainer.rollout.worker import Rollouts
-from trainer.tiny.model import CharTokenizer
-from verifiers import VerifierPool
+from scalerl.env.contracts.config import load_config
+from scalerl.env.contracts.records import ChatMessage, ProblemRecord
+from scalerl.trainer.config.train import TrainConfig
+from scalerl.trainer.engines.base import GeneratedGroup, GeneratedSample, GenerationRequest
+from scalerl.trainer.rollout.problems import PromptCodec
+from scalerl.trainer.rollout.worker import Rollouts
+from scalerl.trainer.tiny.model import CharTokenizer
+from scalerl.verifiers import VerifierPool
 
 PROBLEM = ProblemRecord(prompt_id="p1", domain="math", source="t", prompt=[ChatMessage(role="user", content="1+1=")],
                         answer="2")

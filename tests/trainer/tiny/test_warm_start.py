@@ -1,16 +1,16 @@
-"""`trainer.tiny.warm_start`: what the cache key depends on, and reuse of a cached result."""
+"""`scalerl.trainer.tiny.warm_start`: what the cache key depends on, and reuse of a cached result."""
 
 from __future__ import annotations
 
 import pytest
 import torch
+from scalerl.env.sources.generators import generate
+from scalerl.trainer.tiny import warm_start as ws_module
+from scalerl.trainer.tiny.config import TinyModelConfig, WarmStartConfig
+from scalerl.trainer.tiny.model import CharTokenizer, build_tiny_model
+from scalerl.trainer.tiny.warm_start import cache_key, warm_start
 
-from scalerl_env.sources.generators import generate
 from tests.support.tiny_policy import SMALL_MODEL
-from trainer.tiny import warm_start as ws_module
-from trainer.tiny.config import TinyModelConfig, WarmStartConfig
-from trainer.tiny.model import CharTokenizer, build_tiny_model
-from trainer.tiny.warm_start import cache_key, warm_start
 
 WS = WarmStartConfig(steps=2, batch_size=4, batch_size_by_domain={"code": 2})
 PROBLEMS = list(generate("math", seed=0, count=6, level=0)) + list(generate("code", seed=0, count=3, level=0))
@@ -119,8 +119,7 @@ def test_cache_off_returns_the_freshly_trained_weights(cache_dir, monkeypatch):
     """With `cache: false` a cached folder (here: planted, untrained weights) must not stand in for the
     result this call trained."""
     from safetensors.torch import load_file
-
-    from trainer.tiny.model import save_tiny
+    from scalerl.trainer.tiny.model import save_tiny
 
     tok = CharTokenizer()
     save_tiny(cache_dir / "warm_start" / key(), build_tiny_model(SMALL_MODEL, tok), tok)  # a stale result

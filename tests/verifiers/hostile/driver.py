@@ -22,10 +22,10 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(HERE)))
 sys.path.insert(0, REPO)
 
-from scalerl_env.contracts.paths import reference_dir
-from scalerl_env.contracts.records import VerifyItem
-from verifiers.code import CodeVerifier
-from verifiers.config import CodeConfig
+from scalerl.env.contracts.paths import reference_dir
+from scalerl.env.contracts.records import VerifyItem
+from scalerl.verifiers.code import CodeVerifier
+from scalerl.verifiers.config import CodeConfig
 
 SANDBOX_UID_MIN = 1_000_000
 LIMITS = {"time_s": 0.5, "memory_mb": 256}
