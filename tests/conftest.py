@@ -2,25 +2,45 @@
 
 - `gpu` tests are reported as skipped (with the reason, counted in the summary) when no CUDA device
   is present; everything else they need must be there.
-- Selecting the `vllm` tests (`-m vllm`, as `make test-vllm` does) in an environment where vLLM does
-  not import is an error, not a silent skip.
+- Selecting the `vllm` tests (`-m vllm`, as `make test-vllm` does) imports vLLM first: where it is
+  missing or fails to import (a broken dependency), the run is a usage error naming the cause, never a
+  suite of silent skips.
+- Selecting the `rl` tests (`-m rl`) makes a real library that does not import an error
+  (`tests/env/rl_support.py`'s `require`), as `make test-rl` does by setting `SCALERL_RL_TESTS=1`.
 """
 
 from __future__ import annotations
 
-import importlib.util
+import importlib
+import os
+import re
 
 import pytest
 
+# tests/env/rl_support.py reads it: "1" makes a missing real library an error, not a skip.
+RL_STRICT_ENV = "SCALERL_RL_TESTS"
 
-def _selects_vllm(markexpr: str) -> bool:
-    return "vllm" in markexpr and "not vllm" not in markexpr
+
+def selects(marker: str, markexpr: str) -> bool:
+    """Whether the `-m` expression names `marker` other than negated (`vllm and not slow`, not `not vllm`)."""
+    tokens = re.findall(r"\w+|[()]", markexpr)
+    return any(token == marker and (i == 0 or tokens[i - 1] != "not") for i, token in enumerate(tokens))
+
+
+def require_vllm() -> None:
+    try:
+        importlib.import_module("vllm")
+    except Exception as exc:  # any failure: a missing module, a broken dependency, a wrong build
+        raise pytest.UsageError(f"vllm tests selected but vllm does not import here ({type(exc).__name__}: {exc}); "
+                                "run them in .venv-vllm (make test-vllm)") from exc
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    if _selects_vllm(config.option.markexpr or "") and importlib.util.find_spec("vllm") is None:
-        raise pytest.UsageError("vllm tests selected but vllm is not importable here: run them in .venv-vllm "
-                                "(make test-vllm)")
+    markexpr = config.option.markexpr or ""
+    if selects("vllm", markexpr):
+        require_vllm()
+    if selects("rl", markexpr):
+        os.environ[RL_STRICT_ENV] = "1"
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
