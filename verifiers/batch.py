@@ -1,9 +1,9 @@
 """Batch API: `verify_batch(items) -> list[Verdict]` and the `VerifierPool` that serves it.
 
 The pool holds one verifier per installed domain (`scalerl.env.contracts.domains`: each spec's
-`verifier` factory, e.g. `scalerl.verifiers.math_batch`, `scalerl.verifiers.code_batch`), built when the pool is. A
-batch is split by domain; every domain's share is submitted before any is collected, so math's sympy
-work runs while code runs in the sandbox.
+`verifier` factory, e.g. `scalerl.verifiers.math.verifier`, `scalerl.verifiers.code.verifier`), built
+when the pool is. A batch is split by domain; every domain's share is submitted before any is
+collected, so math's sympy work runs while code runs in the sandbox.
 
 Guarantees: verdicts come back in input order with `Verdict.id = item.id`; a `VerifierPool` may be
 used from many threads at once and from asyncio (`averify_batch` runs off the event loop); model

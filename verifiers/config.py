@@ -23,7 +23,7 @@ class MathConfig(Strict):
     dedupe: bool = Field(default=True, description="score identical (answer, extracted) pairs once per batch")
     question_forms: bool = Field(
         default=True, description="an item's `question` decides the answer forms a correct answer must be in "
-        "(scalerl.verifiers.math_question); false: the value alone decides, as for an item without a question")
+        "(scalerl.verifiers.math.question); false: the value alone decides, as for an item without a question")
     guard_false_positives: bool = Field(
         default=True, description="reject math-verify 'equal' on float-free numbers whose values differ"
     )
@@ -33,7 +33,7 @@ class MathConfig(Strict):
     allow_set_relation_comp: bool = Field(default=False, description="math-verify: compare sets with relations")
     shape_rules: bool = Field(
         default=True, description="answer-shape rules around math-verify (choices, multi-part, intervals, "
-        "degrees, units, words, rounded references, equations): verifiers/math_rules.py, math_forms.py"
+        "degrees, units, words, rounded references, equations): verifiers/math/rules.py, forms.py"
     )
     answer_format: Literal["any", "boxed"] = Field(
         default="any", description="any: boxes, then final-answer phrases and a trailing math line; "

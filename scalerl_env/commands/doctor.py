@@ -19,9 +19,9 @@ EXAMPLE = "scalerl-env doctor --sandbox standard --json"
 def code_smoke(level: str) -> dict:
     """One honest and one wrong program through a real CodeVerifier at `level`."""
     from scalerl.env.contracts.records import VerifyItem
-    from scalerl.verifiers.code import CodeVerifier
+    from scalerl.verifiers.code.judge import CodeVerifier
+    from scalerl.verifiers.code.sandbox import SandboxUnavailable
     from scalerl.verifiers.config import CodeConfig
-    from scalerl.verifiers.sandbox import SandboxUnavailable
 
     tests = {"kind": "stdio", "cases": [{"input": "2 3\n", "output": "5\n"}]}
     items = [VerifyItem(id=i, domain="code", completion=c, tests=tests)
@@ -38,7 +38,7 @@ def code_smoke(level: str) -> dict:
 def math_smoke(timeout_s: float = 120.0) -> dict:
     """Start one math-verify worker and score one pair."""
     from scalerl.verifiers.config import MathConfig
-    from scalerl.verifiers.pool import MathWorkerPool
+    from scalerl.verifiers.math.workers import MathWorkerPool
 
     t0 = time.monotonic()
     pool = MathWorkerPool(MathConfig(workers=1))
@@ -61,7 +61,7 @@ def register(app: typer.Typer) -> None:
         math: bool = typer.Option(True, "--math/--no-math", help="also start a math-verify worker"),
         as_json: bool = typer.Option(False, "--json", help="print one JSON object instead of text"),
     ) -> None:
-        from scalerl.verifiers.sandbox import LEVELS, detect_layers
+        from scalerl.verifiers.code.sandbox import LEVELS, detect_layers
 
         if sandbox not in LEVELS:
             raise typer.BadParameter(f"--sandbox must be one of {sorted(LEVELS)}")
@@ -77,7 +77,7 @@ def register(app: typer.Typer) -> None:
 
 
 def _print_text(report: dict, minimum: str) -> None:
-    from scalerl.verifiers.sandbox import LEVELS
+    from scalerl.verifiers.code.sandbox import LEVELS
 
     sb = report["sandbox"]
     typer.echo(f"sandbox level available: {sb['level'] or 'none'} (required: {minimum})")

@@ -6,7 +6,7 @@ answers are results, not failures: the exit code is 0 whenever the file was scor
 verdict file is written atomically and a summary (counts by status, accuracy, throughput) is printed
 to stdout; without it verdicts go to stdout and the summary to stderr. `--audit` adds, on stderr, the
 items where the strict and default extractions or the fast path and sympy disagree
-(`scalerl.verifiers.math_audit`).
+(`scalerl.verifiers.math.audit`).
 """
 
 from __future__ import annotations
@@ -121,8 +121,8 @@ def verdict_line(item, verdict) -> dict:
 
 
 def report_audit(items: list, math_config) -> int:
-    """Print the disputes of `scalerl.verifiers.math_audit` to stderr, one JSON object a line; returns their count."""
-    from scalerl.verifiers.math_audit import audit
+    """Print the disputes of `scalerl.verifiers.math.audit` to stderr, one JSON object a line; returns their count."""
+    from scalerl.verifiers.math.audit import audit
 
     disputes = audit(items, math_config)
     for dispute in disputes:

@@ -1,4 +1,4 @@
-"""The code domain: typed tests (stdio, functional, assert), run in the sandbox (`scalerl.verifiers.code_batch`).
+"""The code domain: typed tests (stdio, functional, assert), run in the sandbox (`scalerl.verifiers.code.verifier`).
 Hooks import their modules when called, so loading the registry imports no sandbox code."""
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ SPEC = DomainSpec(
     name="code",
     reference="tests",
     description="a Python program run against tests in the sandbox",
-    verifier=section_verifier("scalerl.verifiers.code_batch:CodeBatchVerifier", "code"),
+    verifier=section_verifier("scalerl.verifiers.code.verifier:CodeBatchVerifier", "code"),
     prompt=PromptDefaults(instruction="Answer with the complete code in a single ```python code block.",
                           marker="```python"),
     generator_families=deferred("scalerl.env.sources.generators.code_tasks:CODE_FAMILIES", call=False),

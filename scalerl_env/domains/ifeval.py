@@ -3,7 +3,8 @@ list: word counts, keywords, letter case, JSON output, ...), the third RLVR doma
 
 The reference is the `answer` string: JSON naming the constraints and their arguments, in the RLVR
 (`ground_truth` with `func_name`) or the IFEval (`instruction_id_list` + `kwargs`) form
-(`scalerl.verifiers.if_reference`); scored by `scalerl.verifiers.if_batch` (strict or loose, all-must-pass or fraction:
+(`scalerl.verifiers.ifeval.reference`); scored by `scalerl.verifiers.ifeval.verifier` (strict or loose,
+all-must-pass or fraction:
 `verifier.if.*`). The prompt already states its constraints, so the domain appends no instruction.
 Not trained by default: `scalerl train --domains math,code,if` adds it. Hooks import their modules when
 called, so loading the registry stays cheap.
@@ -16,7 +17,7 @@ from typing import Any
 
 from scalerl.env.contracts.domains import DomainSpec, PromptDefaults, RowReference, deferred, section_verifier
 
-_parse_reference = deferred("scalerl.verifiers.if_reference:parse_reference")
+_parse_reference = deferred("scalerl.verifiers.ifeval.reference:parse_reference")
 
 
 def _check(reference: Any) -> None:
@@ -28,7 +29,7 @@ def row_reference(manifest: Any, row: dict[str, Any], prompts: Any) -> RowRefere
     list holding one, or the object itself), else IFEval's `instruction_id_list` + `kwargs` columns; the
     manifest's `solution` column, when the row has it, is a gold response for `data check`."""
     from scalerl.env.sources.adapters import AdapterError
-    from scalerl.verifiers.if_reference import canonical
+    from scalerl.verifiers.ifeval.reference import canonical
 
     value = row.get(manifest.answer) if manifest.answer else None
     if isinstance(value, list) and len(value) == 1 and isinstance(value[0], str):
@@ -50,14 +51,14 @@ SPEC = DomainSpec(
     name="if",
     reference="answer",
     description="a response checked against verifiable constraints (IFEval's list; strict or loose)",
-    verifier=section_verifier("scalerl.verifiers.if_batch:IfBatchVerifier", "if"),
-    verifier_config=deferred("scalerl.verifiers.if_batch:IfConfig", call=False),
+    verifier=section_verifier("scalerl.verifiers.ifeval.verifier:IfBatchVerifier", "if"),
+    verifier_config=deferred("scalerl.verifiers.ifeval.verifier:IfConfig", call=False),
     check_reference=_check,
     prompt=PromptDefaults(instruction="", marker=""),  # the prompt states its constraints itself
     generator_families=deferred("scalerl.env.sources.generators.if_tasks:IF_FAMILIES", call=False),
     row_reference=row_reference,
     verl_abilities=("ifeval", "instruction"),
-    claims_reference=deferred("scalerl.verifiers.if_reference:claims"),
+    claims_reference=deferred("scalerl.verifiers.ifeval.reference:claims"),
     rank=2,
     trains_by_default=False,
 )

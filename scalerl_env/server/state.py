@@ -52,7 +52,7 @@ def detect_sandbox_layers(code: Any) -> dict[str, Any]:
     """The host's sandbox layers (reported by /readyz) and whether they meet `code.sandbox`, the
     minimum level the code verifier insists on; the error text when detection itself fails."""
     try:
-        from scalerl.verifiers.sandbox import SandboxUnavailable, detect_layers, enabled_layers
+        from scalerl.verifiers.code.sandbox import SandboxUnavailable, detect_layers, enabled_layers
 
         out = {**detect_layers(), "minimum": code.sandbox, "meets_minimum": True}
         try:

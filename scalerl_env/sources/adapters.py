@@ -3,7 +3,7 @@
 One adapter serves every source: the manifest names the columns; math answers are read as they are,
 after GSM8K's `####`, or from the last `\\boxed{}` of a worked solution (with the verifier's own
 extractor, so the answer is what the verifier would read); code tests come from the converters in
-`scalerl.verifiers.converters` (never re-implemented here).
+`scalerl.verifiers.code.converters` (never re-implemented here).
 
 Guarantees
 - `prompt_id = make_prompt_id(source, problem text)`: the problem statement *before* the instruction
@@ -188,21 +188,21 @@ def _math_reference(manifest: SourceManifest, row: dict[str, Any]) -> tuple[str,
 
 
 def _boxed(text: str) -> str | None:
-    from scalerl.verifiers.extract import extract_answer
+    from scalerl.verifiers.math.extract import extract_answer
 
     found = extract_answer(text)
     return found.answer if found.kind == "answer" and found.method == "boxed" else None
 
 
 def converter(name: str) -> Callable[[dict[str, Any]], Any]:
-    """The converter `scalerl.verifiers.converters.<name>` (raises LookupError when absent)."""
+    """The converter `scalerl.verifiers.code.converters.<name>` (raises LookupError when absent)."""
     try:
-        module = importlib.import_module("scalerl.verifiers.converters")
+        module = importlib.import_module("scalerl.verifiers.code.converters")
     except ImportError as exc:
-        raise LookupError(f"scalerl.verifiers.converters is not available ({exc})") from exc
+        raise LookupError(f"scalerl.verifiers.code.converters is not available ({exc})") from exc
     fn = getattr(module, name, None)
     if fn is None:
-        raise LookupError(f"scalerl.verifiers.converters has no {name!r}")
+        raise LookupError(f"scalerl.verifiers.code.converters has no {name!r}")
     return fn
 
 

@@ -56,7 +56,7 @@ class SourceManifest(Strict):
     skip_answers: list[str] = Field(default_factory=list, description="answers marking unverifiable rows")
     solution: str | None = Field(default=None, description="column with a reference solution")
     solution_format: Literal["text", "json_list", "list", "codecontests", "humaneval"] = "text"
-    converter: str | None = Field(default=None, description="code: function in scalerl.verifiers.converters")
+    converter: str | None = Field(default=None, description="code: function in scalerl.verifiers.code.converters")
     starter_code: str | None = None
     difficulty: Difficulty | None = None
     id: str | None = Field(default=None, description="column with the source's own row id (kept in metadata)")

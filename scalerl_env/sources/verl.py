@@ -9,7 +9,7 @@ difficulty_prior, metadata}. `ground_truth` is the math answer, or for code our 
 Guarantees: `read_records(write_records(rs))` gives back `rs` exactly; writes are atomic (temp file,
 then rename). Foreign verl files (e.g. verl's own `examples/data_preprocess/gsm8k.py` output) import:
 the domain comes from `ability`, the answer from `ground_truth`, `{"inputs", "outputs"}` code tests go
-through the APPS converter (`scalerl.verifiers.converters`), and the
+through the APPS converter (`scalerl.verifiers.code.converters`), and the
 id is recomputed from source + the last user message.
 Rows that do not import are reported (`RowError`), never fatal.
 """

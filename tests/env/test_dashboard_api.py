@@ -79,7 +79,7 @@ def write_code_rollout(out: Path) -> dict:
     from scalerl.env.contracts.records import ProblemRecord, VerifyItem
     from scalerl.trainer.config.data import RolloutLogConfig
     from scalerl.trainer.rollout.sample_log import RolloutLog
-    from scalerl.verifiers.code import CodeVerifier
+    from scalerl.verifiers.code.judge import CodeVerifier
 
     from tests.trainer.rollout.test_sample_log import group
 

@@ -8,7 +8,7 @@ import json
 from scalerl.env.sources.generators import families_at, generate
 from scalerl.env.sources.generators.if_tasks import IF_FAMILIES
 from scalerl.env.sources.prepare import check_records
-from scalerl.verifiers.if_reference import parse_reference
+from scalerl.verifiers.ifeval.reference import parse_reference
 
 
 def test_same_seed_same_records_and_shorter_count_is_a_prefix():

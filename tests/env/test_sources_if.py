@@ -8,7 +8,7 @@ import json
 from scalerl.env.cli import build_app
 from scalerl.env.sources.manifest import FIXTURE_DIR, load_manifest
 from scalerl.env.sources.verl import read_records
-from scalerl.verifiers.if_reference import parse_reference
+from scalerl.verifiers.ifeval.reference import parse_reference
 from typer.testing import CliRunner
 
 

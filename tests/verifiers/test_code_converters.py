@@ -11,8 +11,8 @@ import zlib
 import pytest
 from scalerl.env.contracts.paths import reference_dir
 from scalerl.env.contracts.records import AssertTests, FunctionalTests, Status, StdioTests, VerifyItem
-from scalerl.verifiers import converters as cv
-from scalerl.verifiers.code import CodeVerifier
+from scalerl.verifiers.code import converters as cv
+from scalerl.verifiers.code.judge import CodeVerifier
 
 CONTESTS = os.path.join(reference_dir(), "sandboxfusion_code_contests", "code_eval_code_contests.jsonl")
 

@@ -12,8 +12,8 @@ import os
 import pytest
 from scalerl.env.contracts.paths import reference_dir
 from scalerl.env.contracts.records import Status, VerifyItem
-from scalerl.verifiers.code import CodeVerifier
-from scalerl.verifiers.converters import from_humaneval
+from scalerl.verifiers.code.converters import from_humaneval
+from scalerl.verifiers.code.judge import CodeVerifier
 
 REF = os.path.join(reference_dir(), "codet_humaneval_codegen16b")
 LIMITS = {"time_s": 3.0}  # the labels were computed with the official 3 s timeout

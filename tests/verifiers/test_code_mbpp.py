@@ -14,8 +14,8 @@ import warnings
 import pytest
 from scalerl.env.contracts.paths import reference_dir
 from scalerl.env.contracts.records import Status, VerifyItem
-from scalerl.verifiers.code import CodeVerifier
-from scalerl.verifiers.converters import from_mbpp
+from scalerl.verifiers.code.converters import from_mbpp
+from scalerl.verifiers.code.judge import CodeVerifier
 
 MBPP = os.path.join(reference_dir(), "mbpp_sanitized_prime", "new_mbpp.json")
 LIMITS = {"time_s": 10.0}

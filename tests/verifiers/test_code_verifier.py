@@ -7,11 +7,11 @@ import threading
 
 import pytest
 from scalerl.env.contracts.records import Status, VerifyItem
-from scalerl.verifiers.code import CodeVerifier
-from scalerl.verifiers.code_compare import compare_output, functional_equal
-from scalerl.verifiers.code_extract import extract_code
+from scalerl.verifiers.code.compare import compare_output, functional_equal
+from scalerl.verifiers.code.extract import extract_code
+from scalerl.verifiers.code.judge import CodeVerifier
+from scalerl.verifiers.code.sandbox._canon import canon
 from scalerl.verifiers.config import CodeConfig
-from scalerl.verifiers.sandbox._canon import canon
 
 
 def item(completion: str, tests: dict, id: str = "x", **kw) -> VerifyItem:

@@ -7,7 +7,7 @@ from __future__ import annotations
 import sys
 
 import pytest
-from scalerl.verifiers.if_constraints import (
+from scalerl.verifiers.ifeval.constraints import (
     CONSTRAINTS,
     ConstraintUnavailable,
     arguments,

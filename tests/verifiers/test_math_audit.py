@@ -1,4 +1,4 @@
-"""`scalerl.verifiers.math_audit` and `scalerl-env verify --audit`: disputes between strict and default
+"""`scalerl.verifiers.math.audit` and `scalerl-env verify --audit`: disputes between strict and default
 extraction, and between the fast path and sympy, reported per item; agreeing items report nothing."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import json
 
 from scalerl.env.contracts.records import VerifyItem
 from scalerl.verifiers.config import MathConfig
-from scalerl.verifiers.math_audit import audit
+from scalerl.verifiers.math.audit import audit
 from typer.testing import CliRunner
 
 

@@ -11,7 +11,7 @@ import json
 
 import pytest
 from math_verify import parse, verify
-from scalerl.verifiers.math import CompareSettings, compare_texts, equivalent, judge
+from scalerl.verifiers.math.judge import CompareSettings, compare_texts, equivalent, judge
 
 from tests.support.reference import REFERENCE
 

@@ -12,7 +12,7 @@ import random
 
 import pytest
 from scalerl.verifiers import VerifierPool
-from scalerl.verifiers.extract import clean_answer
+from scalerl.verifiers.math.extract import clean_answer
 
 from tests.support.reference import REFERENCE
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 
 import pytest
-from scalerl.verifiers.extract import extract_answer
+from scalerl.verifiers.math.extract import extract_answer
 
 
 def answer(text: str, **kw) -> str | None:

@@ -1,11 +1,11 @@
-"""Unboxed final-answer forms and the strict `answer_format="boxed"` setting (verifiers/extract.py,
-verifiers/extract_phrases.py). Each form: found when written, and a right extraction of a wrong answer
+"""Unboxed final-answer forms and the strict `answer_format="boxed"` setting (verifiers/math/extract.py,
+verifiers/math/extract_phrases.py). Each form: found when written, and a right extraction of a wrong answer
 stays that wrong answer (never a number found elsewhere in the text)."""
 
 from __future__ import annotations
 
 import pytest
-from scalerl.verifiers.extract import extract_answer
+from scalerl.verifiers.math.extract import extract_answer
 
 
 def answer(text: str, **kw) -> str:
@@ -52,7 +52,7 @@ def test_sign_and_unit_outside_the_delimiters_stay(text, expected):
 
 
 def test_a_minus_outside_turns_a_matching_number_wrong():
-    from scalerl.verifiers.math import judge
+    from scalerl.verifiers.math.judge import judge
 
     assert judge("\\frac{\\pi}{6}", answer("so it is -$\\frac{\\pi}{6}$.")).status == "wrong"
 
@@ -97,7 +97,7 @@ def test_words_or_the_same_answer_after_a_box_leave_the_box():
 
 
 def test_both_roots_under_answer_after_two_boxes_match_a_plus_minus_reference():
-    from scalerl.verifiers.math import judge
+    from scalerl.verifiers.math.judge import judge
 
     text = ("So the two solutions are $\\boxed{2\\sqrt{2} + 3}$ and $\\boxed{3 - 2\\sqrt{2}}$.\n\n"
             "# Answer\n\n3 - 2\\sqrt{2}, 2\\sqrt{2} + 3")

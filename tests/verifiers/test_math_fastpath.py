@@ -15,8 +15,8 @@ import random
 from fractions import Fraction
 
 import pytest
-from scalerl.verifiers.math import judge
-from scalerl.verifiers.math_fast import fast_verdict, parse_simple_number, read_answer
+from scalerl.verifiers.math.fast import fast_verdict, parse_simple_number, read_answer
+from scalerl.verifiers.math.judge import judge
 
 from tests.support.reference import REFERENCE
 

@@ -1,4 +1,4 @@
-"""Answer forms the question states (verifiers/math_question.py), both ways per rule: the required
+"""Answer forms the question states (verifiers/math/question.py), both ways per rule: the required
 form is accepted, the forbidden form of the same value rejected and the rule named; a question that
 states no form changes nothing; no MATH-500 reference and no human-graded correct answer is refused."""
 
@@ -12,8 +12,8 @@ from pydantic import ValidationError
 from scalerl.env.contracts.records import QUESTION_MAX_CHARS, VerifyItem
 from scalerl.verifiers import VerifierPool
 from scalerl.verifiers.config import MathConfig, VerifierConfig
-from scalerl.verifiers.extract import clean_answer
-from scalerl.verifiers.math_question import check_forms, required_forms
+from scalerl.verifiers.math.extract import clean_answer
+from scalerl.verifiers.math.question import check_forms, required_forms
 
 ROOT = Path(__file__).resolve().parents[2]
 PLANE = ("Find the equation of the plane containing the points $(0,-1,-1),$ $(-4,4,4),$ and $(4,5,1).$  "

@@ -1,10 +1,10 @@
-"""Answer-shape rules (verifiers/math_rules.py, verifiers/math_forms.py) through `judge`, both ways:
+"""Answer-shape rules (verifiers/math/rules.py, verifiers/math/forms.py) through `judge`, both ways:
 equivalent forms are accepted, the nearest wrong forms rejected, and the rule that decided is named."""
 
 from __future__ import annotations
 
 import pytest
-from scalerl.verifiers.math import CompareSettings, judge
+from scalerl.verifiers.math.judge import CompareSettings, judge
 
 ACCEPT = [  # (reference, answer, rule)
     ("16,3,1,1", "w=16, d=3, a=1, b=1", "parts"), ("a=2, b=-3", "b=-3, a=2", "parts"),

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 
-from scalerl.verifiers.sandbox import _zygote
+from scalerl.verifiers.code.sandbox import _zygote
 
 
 def test_sweep_skips_a_directory_removed_meanwhile_and_removes_empty_stale_ones(tmp_path, monkeypatch):

@@ -17,7 +17,7 @@ import subprocess
 import sys
 
 import pytest
-from scalerl.verifiers.sandbox import detect_layers
+from scalerl.verifiers.code.sandbox import detect_layers
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))

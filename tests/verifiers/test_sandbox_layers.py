@@ -9,9 +9,9 @@ import time
 
 import pytest
 from scalerl.env.contracts.records import Status, VerifyItem
-from scalerl.verifiers.code import CodeVerifier
+from scalerl.verifiers.code.judge import CodeVerifier
+from scalerl.verifiers.code.sandbox import LEVELS, SandboxUnavailable, best_level, detect_layers, enabled_layers
 from scalerl.verifiers.config import CodeConfig
-from scalerl.verifiers.sandbox import LEVELS, SandboxUnavailable, best_level, detect_layers, enabled_layers
 
 STRICT_ONLY = sorted(LEVELS["strict"] - LEVELS["standard"])
 

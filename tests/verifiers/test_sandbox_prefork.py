@@ -9,7 +9,7 @@ import signal
 import time
 
 import pytest
-from scalerl.verifiers.sandbox import RunRequest, Sandbox, enabled_layers
+from scalerl.verifiers.code.sandbox import RunRequest, Sandbox, enabled_layers
 
 SHM_KEY = 0x5CA1E
 

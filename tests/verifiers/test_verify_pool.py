@@ -175,7 +175,7 @@ def test_code_items_route_to_the_code_verifier(pool):
     verdicts = pool.verify_batch([m("m1", "\\boxed{3}"), code, m("m2", "\\boxed{x+1}", "1+x")])
     assert [v.id for v in verdicts] == ["m1", "c", "m2"]
     assert verdicts[0].status.value == verdicts[2].status.value == "correct"
-    if importlib.util.find_spec("scalerl.verifiers.code") is None:
+    if importlib.util.find_spec("scalerl.verifiers.code.judge") is None:
         assert verdicts[1].status.value == "error" and "code verifier unavailable" in verdicts[1].details["reason"]
     else:
         assert verdicts[1].status.value == "correct", verdicts[1].details

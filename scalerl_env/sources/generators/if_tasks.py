@@ -1,7 +1,7 @@
 """Instruction-following task families: a short request with IFEval constraints and a response that follows them.
 
 Each family is `make(rng, level) -> Generated`; the answer is the IFEval form of the reference
-(`{"instruction_id_list": [...], "kwargs": [...]}`, see `scalerl.verifiers.if_reference`) and the solution is a
+(`{"instruction_id_list": [...], "kwargs": [...]}`, see `scalerl.verifiers.ifeval.reference`) and the solution is a
 response built to follow it, so it is `correct` in strict mode by construction (the generator tests
 score every family's gold with the real verifier).
 

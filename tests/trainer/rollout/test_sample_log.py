@@ -29,7 +29,7 @@ def group(problem: ProblemRecord, completion: str, verdict: Verdict) -> RolloutG
 
 @pytest.fixture(scope="module")
 def code_verdict() -> Verdict:
-    from scalerl.verifiers.code import CodeVerifier
+    from scalerl.verifiers.code.judge import CodeVerifier
 
     with CodeVerifier() as v:
         (verdict,) = v.verify_many([VerifyItem(id="c", domain="code", completion=PROGRAM, tests=TESTS)])

@@ -1,12 +1,12 @@
 """The math domain's verifier for the batch API: extraction, the exact fast path, then sympy workers.
 
-Per item, in the calling thread: extract the answer (`scalerl.verifiers.extract`); no answer -> `no_answer`, an
-answer over `max_answer_chars` -> `unparsable`; then the exact fast path (`scalerl.verifiers.math_fast`,
-memoised across batches); only what is left goes to the persistent workers (`scalerl.verifiers.pool`), unless
+Per item, in the calling thread: extract the answer (`scalerl.verifiers.math.extract`); no answer -> `no_answer`, an
+answer over `max_answer_chars` -> `unparsable`; then the exact fast path (`scalerl.verifiers.math.fast`,
+memoised across batches); only what is left goes to the persistent workers (`scalerl.verifiers.math.workers`), unless
 the bounded reply cache holds a sympy verdict for the same pair from an earlier batch (correct / wrong
 / unparsable only: timeouts and crashes are never cached); identical (reference answer, extracted
 answer) pairs are sent once per batch (RL groups repeat answers). An item that carries its `question`
-has a `correct` verdict checked against the answer forms the question states (`scalerl.verifiers.math_question`,
+has a `correct` verdict checked against the answer forms the question states (`scalerl.verifiers.math.question`,
 per item, after the pair is decided: the caches stay keyed on the pair alone).
 
 Guarantees: `submit` returns at once with the sympy work in flight; its collector returns one verdict
@@ -26,10 +26,10 @@ from typing import Any
 
 from scalerl.env.contracts.records import RewardTable, Status, Verdict, VerifyItem
 from scalerl.verifiers.config import MathConfig
-from scalerl.verifiers.extract import clean_answer, extract_answer
-from scalerl.verifiers.math_fast import fast_verdict
-from scalerl.verifiers.math_question import check_forms
-from scalerl.verifiers.pool import MathWorkerPool
+from scalerl.verifiers.math.extract import clean_answer, extract_answer
+from scalerl.verifiers.math.fast import fast_verdict
+from scalerl.verifiers.math.question import check_forms
+from scalerl.verifiers.math.workers import MathWorkerPool
 
 REPLY_CACHE_SIZE = 1 << 16  # sympy verdicts kept per verifier, across batches (a few MB at most)
 
@@ -150,7 +150,7 @@ def _verdict(status: Status, details: dict, rewards, elapsed_s: float) -> Verdic
 
 
 def with_forms(verdict: Verdict, question: str | None, gold: str, pred: str, rewards: RewardTable) -> Verdict:
-    """A `correct` verdict checked against the answer forms the question states (`scalerl.verifiers.math_question`):
+    """A `correct` verdict checked against the answer forms the question states (`scalerl.verifiers.math.question`):
     a required form the answer is not in makes it `wrong`, named by `rule = form_<name>`. Without a
     question, or for any other status, the verdict is returned as it is."""
     if not question or verdict.status is not Status.correct:

@@ -30,7 +30,7 @@ import time
 from concurrent.futures import Future
 
 from scalerl.verifiers.config import MathConfig
-from scalerl.verifiers.math_worker import SETTINGS_FIELDS
+from scalerl.verifiers.math.worker import SETTINGS_FIELDS
 
 logger = logging.getLogger(__name__)
 
@@ -38,7 +38,7 @@ STARTUP_TIMEOUT_S = 120.0
 DISPATCH_BATCH = 16  # requests a driver sends its worker in one write (replies still come one by one)
 DISPATCH_BYTES = 60_000  # below the 64 KiB pipe buffer: the write never blocks
 MAX_START_FAILURES = 3
-_BOOT = "from scalerl.verifiers.math_worker import main; main()"
+_BOOT = "from scalerl.verifiers.math.worker import main; main()"
 
 
 class WorkerDied(Exception):

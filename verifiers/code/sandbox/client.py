@@ -30,7 +30,7 @@ import weakref
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 
-from scalerl.verifiers.sandbox._testcode import pack as pack_test
+from scalerl.verifiers.code.sandbox._testcode import pack as pack_test
 
 logger = logging.getLogger(__name__)
 

@@ -22,7 +22,7 @@ import signal
 import sys
 import time
 
-# MathConfig fields forwarded to `scalerl.verifiers.math.CompareSettings` (same names in both).
+# MathConfig fields forwarded to `scalerl.verifiers.math.judge.CompareSettings` (same names in both).
 SETTINGS_FIELDS = ("float_rounding", "numeric_precision", "strict", "allow_set_relation_comp",
                    "guard_false_positives", "shape_rules")
 
@@ -58,7 +58,7 @@ def _limit_memory(memory_mb: int) -> None:
 
 
 def _answer(settings, gold: str, pred: str, soft_timeout_s: float) -> dict:
-    from scalerl.verifiers.math import judge
+    from scalerl.verifiers.math.judge import judge
 
     start = time.perf_counter()
     if soft_timeout_s > 0:  # 0: no soft timer, the parent's hard deadline alone applies
@@ -77,7 +77,7 @@ def _answer(settings, gold: str, pred: str, soft_timeout_s: float) -> dict:
 
 
 def main() -> None:
-    """Entry point: `python -c 'from scalerl.verifiers.math_worker import main; main()' SETTINGS_JSON`."""
+    """Entry point: `python -c 'from scalerl.verifiers.math.worker import main; main()' SETTINGS_JSON`."""
     _die_with_parent()
     config = json.loads(sys.argv[1])
     proto_in = os.fdopen(os.dup(0), "r", encoding="utf-8")
@@ -85,7 +85,7 @@ def main() -> None:
     os.dup2(2, 1)
     logging.getLogger("math_verify").setLevel(logging.ERROR)  # its "timeout disabled" warning is ours
     start = time.perf_counter()
-    from scalerl.verifiers.math import CompareSettings, judge
+    from scalerl.verifiers.math.judge import CompareSettings, judge
 
     settings = CompareSettings(**config["settings"])
     judge("\\frac{1}{2}", "0.5", settings)  # warm the LaTeX parser and sympy caches once

@@ -15,7 +15,7 @@ the field. Formats:
   (the harness runs leading imports before the program) and `check(entry_point)` ends it.
 - MBPP: `test_list` asserts preceded by `test_imports`.
 Departure: APPS functional outputs are compared with the APPS harness's leniency (a single-element
-expected list also matches its element; see `scalerl.verifiers.code_compare`).
+expected list also matches its element; see `scalerl.verifiers.code.compare`).
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 `decide(gold, pred, equal)` looks at the *shape* of the reference and of the extracted answer and,
 when a rule applies, returns `(verdict, rule)`; otherwise None and math-verify decides alone.
 `equal(a, b)` is the caller's comparison of two answer strings (math-verify plus the false-positive
-guard, `scalerl.verifiers.math`); rules compare the parts they split out with it. The rules, in order:
+guard, `scalerl.verifiers.math.judge`); rules compare the parts they split out with it. The rules, in order:
 
     choice     a multiple-choice letter: A-E, (B), \\text{(B)}, "(B) 2\\sqrt2"; letters decide, the
                option text counts when the reference carries it
@@ -15,9 +15,9 @@ guard, `scalerl.verifiers.math`); rules compare the parts they split out with it
     units      a trailing unit word on one side only (`12 \\text{ cm}` vs 12)
     text       word answers: case, articles, punctuation and \\text{} ignored; the reference's words
                inside a short answer without a negation (`\\text{stopped}` vs "It stopped")
-    equation   in `scalerl.verifiers.math` (needs sympy objects): an equation against an expression
+    equation   in `scalerl.verifiers.math.judge` (needs sympy objects): an equation against an expression
                (`xy = 6` vs 6/x), a function definition with a renamed argument (f(x)=x vs f(z)=z)
-    rounded    in `scalerl.verifiers.math`: an exact answer against a decimal reference, equal at the
+    rounded    in `scalerl.verifiers.math.judge`: an exact answer against a decimal reference, equal at the
                reference's stated decimals (1587/52 vs 30.52)
 
 Guarantees: pure string work plus `equal` calls (at most MAX_PARTS per rule); never raises on model

@@ -1,8 +1,8 @@
 """Math equivalence: math-verify 0.9.0 + sympy, with guards against its known false positives.
 
 `judge(gold, pred, settings)` is what a worker process runs for one (reference answer, extracted
-answer) pair; the parent has already extracted the answer (`scalerl.verifiers.extract`) and tried the exact
-fast path (`scalerl.verifiers.math_fast`). Both strings are parsed as `$\\boxed{...}$` with math-verify's
+answer) pair; the parent has already extracted the answer (`scalerl.verifiers.math.extract`) and tried the exact
+fast path (`scalerl.verifiers.math.fast`). Both strings are parsed as `$\\boxed{...}$` with math-verify's
 default targets (LaTeX, then plain expressions) and compared with `math_verify.verify`.
 
 Outcomes: `correct` / `wrong`; `unparsable` when the answer yields nothing math-verify can compare
@@ -17,8 +17,8 @@ Departures from plain math-verify (documented policy, see docs/math.md):
   signs, and their 30-digit values differ relatively by more than 1e-12, the verdict is `wrong`.
   Floats keep math-verify's rounding policy (`float_rounding` decimals: 1/3 == 0.333333).
 * answer shapes (`math.shape_rules`): multiple choice, multi-part answers, inequalities against
-  intervals, degrees, units and word answers are decided by `scalerl.verifiers.math_rules` before math-verify;
-  rounded references and equations against expressions are accepted by `scalerl.verifiers.math_forms` after it.
+  intervals, degrees, units and word answers are decided by `scalerl.verifiers.math.rules` before math-verify;
+  rounded references and equations against expressions are accepted by `scalerl.verifiers.math.forms` after it.
   `Judgement.rule` names what decided.
 * timeouts: math-verify's `signal.alarm` is disabled (`timeout_seconds=None`); the worker arms its own
   soft timer and the parent process enforces the hard per-item deadline by killing the worker.
@@ -33,8 +33,8 @@ from itertools import product
 from typing import Any
 
 from math_verify import ExprExtractionConfig, LatexExtractionConfig, parse, verify
-from scalerl.verifiers.math_forms import accept
-from scalerl.verifiers.math_rules import decide
+from scalerl.verifiers.math.forms import accept
+from scalerl.verifiers.math.rules import decide
 from sympy import Expr, Float, N, UnevaluatedExpr, nan, oo, zoo
 
 GUARD_DIGITS = 30
@@ -57,7 +57,7 @@ class CompareSettings:
 class Judgement:
     status: str  # a verifiers Status value
     reason: str = ""
-    rule: str = ""  # what decided: math_verify, or a rule of verifiers' math_rules / math_forms
+    rule: str = ""  # what decided: math_verify, or a rule of rules.py / forms.py
 
 
 DEFAULT_TARGETS = (LatexExtractionConfig(), ExprExtractionConfig())

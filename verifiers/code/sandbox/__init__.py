@@ -44,7 +44,7 @@ import logging
 import subprocess
 import sys
 
-from scalerl.verifiers.sandbox.client import ZYGOTE, RunRequest, RunResult, Sandbox
+from scalerl.verifiers.code.sandbox.client import ZYGOTE, RunRequest, RunResult, Sandbox
 
 logger = logging.getLogger(__name__)
 

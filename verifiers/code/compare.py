@@ -9,7 +9,7 @@ stdio `compare` values (`StdioTests.compare` in `scalerl.env.contracts.records`)
 - `float:<tol>`: like `tokens`, but every token that parses as a number on both sides matches within
   `tol` (absolute or relative).
 
-Functional equality works on canonical forms (`scalerl.verifiers.sandbox._canon`): JSON cannot tell a list from
+Functional equality works on canonical forms (`scalerl.verifiers.code.sandbox._canon`): JSON cannot tell a list from
 a tuple, so list/tuple/deque are interchangeable; floats match within 1e-6; and, as in the APPS/TACO
 harness, an expected single-element list also matches its element.
 """

@@ -1,4 +1,4 @@
-"""The code domain's verifier for the batch API: `scalerl.verifiers.code.CodeVerifier`, built on first use.
+"""The code domain's verifier for the batch API: `scalerl.verifiers.code.judge.CodeVerifier`, built on first use.
 
 Guarantees: while the sandbox cannot start here (a missing layer the configured level requires), every
 item is answered `error` with the reason, and the next batch tries again; a failure of the verifier on a
@@ -53,7 +53,7 @@ class CodeBatchVerifier:
         with self._lock:
             if self._verifier is None and not self._closed:
                 try:
-                    from scalerl.verifiers.code import CodeVerifier  # the sandbox loads on first code item
+                    from scalerl.verifiers.code.judge import CodeVerifier  # the sandbox loads on first code item
 
                     self._verifier, self._error = CodeVerifier(self.config), None
                 except Exception as exc:  # noqa: BLE001 - not there yet, or its sandbox cannot start here

@@ -16,8 +16,8 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 
 from scalerl.verifiers.config import MathConfig
-from scalerl.verifiers.extract import clean_answer, extract_answer
-from scalerl.verifiers.math_fast import fast_verdict
+from scalerl.verifiers.math.extract import clean_answer, extract_answer
+from scalerl.verifiers.math.fast import fast_verdict
 
 AUDITED_DOMAIN = "math"  # the spec scalerl_env/domains/math.py scores with this verifier; others pass through
 
@@ -38,8 +38,8 @@ def audit(items: Sequence, config: MathConfig | None = None) -> list[Dispute]:
     """Disputes over `items` (VerifyItem-like: id, domain, completion, answer)."""
     import logging
 
-    from scalerl.verifiers.math import CompareSettings, judge
-    from scalerl.verifiers.math_worker import SETTINGS_FIELDS
+    from scalerl.verifiers.math.judge import CompareSettings, judge
+    from scalerl.verifiers.math.worker import SETTINGS_FIELDS
 
     logging.getLogger("math_verify").setLevel(logging.ERROR)  # its "timeout disabled" warning: no deadline here
 

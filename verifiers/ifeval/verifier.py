@@ -1,8 +1,8 @@
 """The instruction-following (`if`) domain's verifier for the batch API: IFEval-style constraints.
 
 Per item: the response is the completion after the last `response_after` marker (a reasoning model's
-`</think>`), read into the reference's constraints (`scalerl.verifiers.if_reference`), each checked with
-`scalerl.verifiers.if_constraints` in both of IFEval's modes. The configured `mode` decides the verdict.
+`</think>`), read into the reference's constraints (`scalerl.verifiers.ifeval.reference`), each checked with
+`scalerl.verifiers.ifeval.constraints` in both of IFEval's modes. The configured `mode` decides the verdict.
 
 Reward (decided here): `reward: all` (the default) is IFEval's prompt-level measure: `correct` when
 every constraint is followed, else `wrong`, rewarded by the reward table like every other domain.
@@ -30,8 +30,8 @@ from typing import Any, Literal
 
 from pydantic import Field
 from scalerl.env.contracts.records import RewardTable, Status, Strict, Verdict, VerifyItem
-from scalerl.verifiers.if_constraints import ConstraintUnavailable, Mode, followed
-from scalerl.verifiers.if_reference import parse_reference
+from scalerl.verifiers.ifeval.constraints import ConstraintUnavailable, Mode, followed
+from scalerl.verifiers.ifeval.reference import parse_reference
 
 
 class IfConfig(Strict):

@@ -23,7 +23,7 @@ import functools
 import json
 from typing import Any
 
-from scalerl.verifiers.if_constraints import arguments
+from scalerl.verifiers.ifeval.constraints import arguments
 
 # RLVR function → (IFEval id, {RLVR argument: IFEval argument}, fixed IFEval arguments)
 RLVR_FUNCTIONS: dict[str, tuple[str, dict[str, str], dict[str, Any]]] = {

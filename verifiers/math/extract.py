@@ -12,7 +12,7 @@ Order (first that applies wins):
    sign, command or bracket, or holds no word of three letters) is the model's later statement and
    wins over it (`\\boxed{2}` and `\\boxed{3}`, then `# Answer` with `2, 3`); words never displace a box;
 4. fallbacks users expect, searched in the last `FALLBACK_WINDOW_CHARS` characters only
-   (`scalerl.verifiers.extract_phrases`): the last final-answer marker ("The answer is", "Final Answer:",
+   (`scalerl.verifiers.math.extract_phrases`): the last final-answer marker ("The answer is", "Final Answer:",
    "final answer is", "# Answer", GSM8K's "####") followed by a bounded span (a math span, or a short
    answer-like phrase: prose after a marker is never taken), then the math span that ends the text,
    then a whole completion that is one short line (a bare answer), then a last line that is only math.
@@ -31,7 +31,7 @@ import re
 from dataclasses import dataclass
 from typing import Literal
 
-from scalerl.verifiers.extract_phrases import bare_answer, phrase_answer, trailing_answer
+from scalerl.verifiers.math.extract_phrases import bare_answer, phrase_answer, trailing_answer
 
 FALLBACK_WINDOW_CHARS = 4000
 BOX_COMMANDS = ("\\boxed", "\\fbox")

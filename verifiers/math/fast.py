@@ -385,12 +385,12 @@ def _plain_interval(values: list[Value]) -> bool:
 def fast_verdict(gold: str, pred: str) -> bool | None:
     """True/False when decidable exactly (see module docstring), None to defer to the sympy path."""
     if ("\\circ" in gold) != ("\\circ" in pred) and "\\pi" in gold + pred:
-        return None  # degrees against radians: the shape rules' (scalerl.verifiers.math_rules)
+        return None  # degrees against radians: the shape rules' (scalerl.verifiers.math.rules)
     g, p = read_answer(gold), read_answer(pred)
     if g is None or p is None:
         return None
     if g[2] and not p[2] and len(g[1]) == len(p[1]) == 1 and _rounds_to(gold, g[1][0], p[1][0]):
-        return None  # an exact answer against a rounded reference: scalerl.verifiers.math_forms decides
+        return None  # an exact answer against a rounded reference: scalerl.verifiers.math.forms decides
     (gb, gv, gd), (pb, pv, pd) = g, p
     try:
         if bool(gb) != bool(pb):  # a number against a tuple, an interval or a matrix

@@ -1,7 +1,7 @@
 """Code verifier: run extracted programs against tests in the sandbox and return Verdicts.
 
-Flow per item: extract the program (`code_extract`); `no_answer` if empty. Then by test kind:
-- `stdio`: one sandboxed run per case (stdin → stdout), compared in this process (`code_compare`).
+Flow per item: extract the program (`extract`); `no_answer` if empty. Then by test kind:
+- `stdio`: one sandboxed run per case (stdin → stdout), compared in this process (`compare`).
 - `functional`: one run calling `entry_point` per case; each result is serialized by the child in a
   canonical plain-data form and compared here with `expected`, which never enters the sandbox.
 - `assert`: one run of the program followed by the test code; it passes only if the run exits 0 *and*
@@ -27,11 +27,11 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from scalerl.env.contracts.records import AssertTests, FunctionalTests, Limits, Status, StdioTests, Verdict, VerifyItem
-from scalerl.verifiers.code_compare import compare_output, functional_equal
-from scalerl.verifiers.code_extract import extract_code
+from scalerl.verifiers.code.compare import compare_output, functional_equal
+from scalerl.verifiers.code.extract import extract_code
+from scalerl.verifiers.code.sandbox import RunRequest, RunResult, Sandbox, best_level, enabled_layers
+from scalerl.verifiers.code.sandbox._canon import canon, from_json
 from scalerl.verifiers.config import CodeConfig
-from scalerl.verifiers.sandbox import RunRequest, RunResult, Sandbox, best_level, enabled_layers
-from scalerl.verifiers.sandbox._canon import canon, from_json
 
 logger = logging.getLogger(__name__)
 SIGXCPU, SIGKILL = 24, 9
