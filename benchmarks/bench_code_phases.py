@@ -49,8 +49,8 @@ import time
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, REPO)
 
-from scalerl.env.contracts.paths import reference_dir  # noqa: E402
-from scalerl.verifiers.code.sandbox import RunRequest, Sandbox, enabled_layers  # noqa: E402
+from scalerl.env.contracts.paths import reference_dir
+from scalerl.verifiers.code.sandbox import RunRequest, Sandbox, enabled_layers
 
 MBPP = os.path.join(reference_dir(), "mbpp_sanitized_prime", "new_mbpp.json")
 PHASES = (

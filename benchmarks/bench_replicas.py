@@ -38,12 +38,12 @@ import psutil
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from scalerl.env.client import RewardClient  # noqa: E402
-from scalerl.env.contracts.records import Verdict, VerifyItem  # noqa: E402
-from scalerl.env.server.models import LedgerIngestRequest  # noqa: E402
-from scalerl.env.server.owner_link import ingest_rows  # noqa: E402
+from scalerl.env.client import RewardClient
+from scalerl.env.contracts.records import Verdict, VerifyItem
+from scalerl.env.server.models import LedgerIngestRequest
+from scalerl.env.server.owner_link import ingest_rows
 
-from tests.support.server_harness import ServerProcess  # noqa: E402
+from tests.support.server_harness import ServerProcess
 
 WORKERS = ("--workers", "1")
 

@@ -31,13 +31,13 @@ import torch
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from scalerl.trainer.core.config import LossConfig, OptimConfig  # noqa: E402
-from scalerl.trainer.distributed.leader import RankGroup, architecture_args  # noqa: E402
-from scalerl.trainer.distributed.ranks import RankSpec, free_port  # noqa: E402
-from scalerl.trainer.run.log import read_metrics  # noqa: E402
+from scalerl.trainer.core.config import LossConfig, OptimConfig
+from scalerl.trainer.distributed.leader import RankGroup, architecture_args
+from scalerl.trainer.distributed.ranks import RankSpec, free_port
+from scalerl.trainer.run.log import read_metrics
 
-from tests.support.models import tiny_llama  # noqa: E402
-from tests.trainer.distributed.test_ranks_equivalence import BATCHES  # noqa: E402
+from tests.support.models import tiny_llama
+from tests.trainer.distributed.test_ranks_equivalence import BATCHES
 
 BF16_TOL = 1e-3
 

@@ -15,9 +15,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from scalerl.trainer.config.train import TrainConfig  # noqa: E402
-from scalerl.trainer.run.data_sources import build_data  # noqa: E402
-from scalerl.trainer.tiny import warm_start as ws  # noqa: E402
+from scalerl.trainer.config.train import TrainConfig
+from scalerl.trainer.run.data_sources import build_data
+from scalerl.trainer.tiny import warm_start as ws
 
 
 def default_key_and_problems() -> tuple[str, list]:

@@ -86,7 +86,7 @@ def _parquet_members(path: str, split: str, field: str) -> list[Member]:
         raise SetInputError(field, f"no such file on the server: {path}")
     try:
         records, errors = read_records(path)
-    except Exception as exc:  # noqa: BLE001 - not a parquet file: the caller's input, named
+    except Exception as exc:  # not a parquet file: the caller's input, named
         raise SetInputError(field, f"cannot read {path} as Parquet: {type(exc).__name__}: {exc}") from None
     if errors:
         shown = "; ".join(str(e) for e in errors[:3])

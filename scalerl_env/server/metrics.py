@@ -106,7 +106,7 @@ class _PoolCollector(Collector):
     def collect(self) -> Iterable:
         try:
             info = self.info() or {}
-        except Exception:  # noqa: BLE001 - a scrape must never fail because the pool is starting or closing
+        except Exception:  # a scrape must never fail because the pool is starting or closing
             info = {}
         kills = CounterMetricFamily("scalerl_verifier_kills", "Verifier runs killed (math workers, sandboxed "
                                     "programs), by domain and reason", labels=["domain", "reason"])

@@ -226,7 +226,7 @@ async def ledger_query(body: LedgerQueryRequest, request: Request) -> LedgerQuer
         result = await asyncio.to_thread(
             state.ledger.query, body.sql, timeout_s=timeout_s, max_rows=state.config.max_ledger_rows
         )
-    except Exception as exc:  # noqa: BLE001 - read-only guard, SQL errors: the caller's mistake, not ours
+    except Exception as exc:  # read-only guard, SQL errors: the caller's mistake, not ours
         from scalerl.curriculum.ledger.models import QueryTimeoutError  # importable whenever a ledger is attached
 
         status = 504 if isinstance(exc, QueryTimeoutError) else 400

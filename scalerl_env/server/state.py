@@ -60,7 +60,7 @@ def detect_sandbox_layers(code: Any) -> dict[str, Any]:
         except SandboxUnavailable as exc:
             out.update(meets_minimum=False, unavailable=str(exc))
         return out
-    except Exception as exc:  # noqa: BLE001 - reported through /readyz (not ready), not fatal here
+    except Exception as exc:  # reported through /readyz (not ready), not fatal here
         return {"error": f"{type(exc).__name__}: {exc}", "meets_minimum": False}
 
 

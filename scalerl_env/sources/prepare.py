@@ -74,7 +74,7 @@ def prepare(
         except AdapterError as exc:
             result.errors.append(RowError(manifest.name, origin, number, str(exc)))
             continue
-        except Exception as exc:  # noqa: BLE001 - hostile rows: any failure is reported, never fatal
+        except Exception as exc:  # hostile rows: any failure is reported, never fatal
             result.errors.append(RowError(manifest.name, origin, number, f"{type(exc).__name__}: {exc}"))
             continue
         _add_first(result, seen, record)

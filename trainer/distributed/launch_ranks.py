@@ -33,7 +33,7 @@ class ProcessRanks:
             out = None  # inherit this process's output
             if log_dir is not None:
                 log_dir.mkdir(parents=True, exist_ok=True)
-                out = open(log_dir / f"rank-{spec.rank}.log", "ab")  # noqa: SIM115 - closed in close()
+                out = open(log_dir / f"rank-{spec.rank}.log", "ab")  # closed in close()
                 self._logs.append(out)
             proc = subprocess.Popen([sys.executable, "-m", "scalerl.trainer.distributed.ranks"], stdin=subprocess.PIPE,
                                     stdout=out, stderr=subprocess.STDOUT if out is not None else None, env=env)

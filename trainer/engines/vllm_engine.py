@@ -95,7 +95,7 @@ def checkpoint_shapes(model_dir: str | Path) -> dict[str, tuple[int, ...]]:
         raise FileNotFoundError(f"{model_dir}: no .safetensors files (vLLM engine needs a HF folder)")
     for f in files:
         with safe_open(str(f), framework="pt") as sf:
-            for name in sf.keys():  # noqa: SIM118 - safe_open is not iterable
+            for name in sf.keys():  # safe_open is not iterable
                 shapes[name] = tuple(sf.get_slice(name).get_shape())
     return shapes
 

@@ -74,7 +74,7 @@ def _clean(value: Any) -> Any:
 class RunLog:
     def __init__(self, out: Path, cfg: LoggingConfig, *, total_steps: int, config_dict: dict) -> None:
         self.path = out / "metrics.jsonl"
-        self._fh = open(self.path, "a", buffering=1)  # noqa: SIM115 - lives as long as the run, closed in close()
+        self._fh = open(self.path, "a", buffering=1)  # lives as long as the run, closed in close()
         self.total_steps = total_steps
         self._progress = None
         self._task = None

@@ -32,7 +32,7 @@ from scalerl.env.contracts.records import AssertTests, FunctionalCase, Functiona
 
 def _field(row: dict, name: str) -> Any:
     if not isinstance(row, dict):
-        raise ValueError(f"row must be a mapping, got {type(row).__name__}")  # noqa: TRY004 — the converter contract is ValueError
+        raise ValueError(f"row must be a mapping, got {type(row).__name__}")  # the converter contract is ValueError
     if name not in row or row[name] is None:
         raise ValueError(f"row has no {name!r}")
     return row[name]
@@ -92,7 +92,7 @@ def _lcb_cases(value: Any, name: str) -> list:
             raise ValueError(f"{name!r} is neither JSON nor LiveCodeBench's packed form: {exc}") from exc
     cases = _json(value, name) if value != "" else []
     if not isinstance(cases, list):
-        raise ValueError(f"{name!r} must be a list of test cases")  # noqa: TRY004 — the converter contract is ValueError
+        raise ValueError(f"{name!r} must be a list of test cases")  # the converter contract is ValueError
     return cases
 
 
@@ -180,5 +180,5 @@ def from_mbpp(row: dict) -> AssertTests:
         raise ValueError("'test_list' must be a non-empty list of assert statements")
     imports = row.get("test_imports") or []
     if not isinstance(imports, list):
-        raise ValueError("'test_imports' must be a list of import statements")  # noqa: TRY004 — the converter contract is ValueError
+        raise ValueError("'test_imports' must be a list of import statements")  # the converter contract is ValueError
     return AssertTests(code="\n".join([*imports, *tests]) + "\n")

@@ -92,7 +92,7 @@ class CodeVerifier:
         self._pool.shutdown(wait=True, cancel_futures=True)
         self._sandbox.close()
 
-    def __enter__(self) -> CodeVerifier:  # noqa: PYI034 — Self needs Python 3.11
+    def __enter__(self) -> CodeVerifier:  # Self needs Python 3.11
         return self
 
     def __exit__(self, *exc: object) -> None:

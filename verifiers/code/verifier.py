@@ -56,7 +56,7 @@ class CodeBatchVerifier:
                     from scalerl.verifiers.code.judge import CodeVerifier  # the sandbox loads on first code item
 
                     self._verifier, self._error = CodeVerifier(self.config), None
-                except Exception as exc:  # noqa: BLE001 - not there yet, or its sandbox cannot start here
+                except Exception as exc:  # not there yet, or its sandbox cannot start here
                     self._error = f"{type(exc).__name__}: {exc}"
             return self._verifier
 
@@ -68,7 +68,7 @@ class CodeBatchVerifier:
         if verifier is not None:
             try:
                 return verifier.info() if hasattr(verifier, "info") else {"layers": verifier.layers()}
-            except Exception as exc:  # noqa: BLE001 - info must never take the server down
+            except Exception as exc:  # info must never take the server down
                 return {"error": f"{type(exc).__name__}: {exc}"}
         return {"error": self._error} if self._error else None
 

@@ -102,7 +102,7 @@ def test_killed_generator_is_restarted_and_the_run_continues(cluster, tmp_path):
             result["summary"] = run_in_ray(
                 _config(f"pipeline.max_steps={max_steps}", f"pipeline.k={k}", "ray.enabled=true"), out
             )
-        except BaseException as exc:  # noqa: BLE001 - re-raised in the test thread below
+        except BaseException as exc:  # re-raised in the test thread below
             result["error"] = exc
 
     thread = threading.Thread(target=run)

@@ -115,7 +115,7 @@ def prepare(cfg: dict, seccomp) -> BaseException | None:
         if layers.get("seccomp"):
             seccomp.load()
         _mark(cfg, "child_seccomp")
-    except BaseException as exc:  # noqa: BLE001 — reported on the job's stderr by `receive`
+    except BaseException as exc:  # reported on the job's stderr by `receive`
         return exc
     return None
 
@@ -200,11 +200,11 @@ def _main_namespace() -> dict:
 def _run_main(code, namespace: dict, exit_ok: bool = True) -> None:
     """exec the program; SystemExit(0/None) is a normal end only if `exit_ok`, anything else exits nonzero."""
     try:
-        exec(code, namespace)  # noqa: S102 — running the program is the point
+        exec(code, namespace)  # running the program is the point
     except SystemExit as exc:
         if not exit_ok or exc.code not in (None, 0):
             _flush_exit(exc.code if isinstance(exc.code, int) and exc.code else 1)
-    except BaseException:  # noqa: BLE001 — the program's own failure: print it like Python would
+    except BaseException:  # the program's own failure: print it like Python would
         etype, exc, tb = sys.exc_info()
         if tb is not None and exc is not None:
             exc.__traceback__ = tb.tb_next  # hide the harness frame
@@ -218,7 +218,7 @@ def _flush_exit(status: int) -> None:
     for stream in (sys.stdout, sys.stderr):
         try:
             stream.flush()
-        except BaseException:  # noqa: BLE001
+        except BaseException:
             status = status or 1
     _exit(status & 0xFF)
 
@@ -230,7 +230,7 @@ def _run_functional(job: dict, code) -> None:
     if fn is None and isinstance(namespace.get("Solution"), type):  # LeetCode style, as the APPS harness does
         try:
             fn = getattr(namespace["Solution"](), job["entry_point"], None)
-        except BaseException:  # noqa: BLE001
+        except BaseException:
             fn = None
     if not callable(fn):
         _emit({"i": 0, "ok": 0, "err": f"entry point {job['entry_point']!r} not defined"})
@@ -241,7 +241,7 @@ def _run_functional(job: dict, code) -> None:
         try:
             value = _canon.to_json(_canon.canon(fn(*args, **kwargs)))
             _emit({"i": i, "ok": 1, "v": value, "cpu_s": time.process_time() - t0})
-        except BaseException as exc:  # noqa: BLE001 — SystemExit inside the call fails the case too
+        except BaseException as exc:  # SystemExit inside the call fails the case too
             _emit({"i": i, "ok": 0, "err": f"{type(exc).__name__}: {exc}"[:500]})
     _flush_exit(0)
 
@@ -255,7 +255,7 @@ def _run_assert(job: dict, code) -> None:
         _emit({"test_error": f"{type(exc).__name__}: {exc}"[:2000]})
         _exit(3)
     namespace = _main_namespace()
-    exec(prelude, namespace)  # noqa: S102 — the test's leading imports, visible to the program (MBPP relies on it)
+    exec(prelude, namespace)  # the test's leading imports, visible to the program (MBPP relies on it)
     # Everything used after the program runs is bound now and the harness modules are unlisted, so a
     # program that patches sys.modules entries cannot change what runs after it.
     run_main, emit, flush_exit, equal = _run_main, _emit, _flush_exit, _canon.equal

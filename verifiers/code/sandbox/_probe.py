@@ -24,7 +24,7 @@ def _try_in_child(fn) -> str | None:
         try:
             fn()
             os._exit(0)
-        except BaseException as exc:  # noqa: BLE001
+        except BaseException as exc:
             os.write(w, f"{type(exc).__name__}: {exc}".encode()[:500])
             os._exit(1)
     os.close(w)

@@ -323,7 +323,7 @@ class Server:
         failed = _child.prepare(cfg, self.seccomp)
         try:
             job = _child.receive(cfg, failed)
-        except BaseException as exc:  # noqa: BLE001 — report on stderr, exit with the setup-failure code
+        except BaseException as exc:  # report on stderr, exit with the setup-failure code
             try:
                 os.write(2, f"sandbox setup failed: {type(exc).__name__}: {exc}\n".encode())
             except OSError:
