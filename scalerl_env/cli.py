@@ -17,7 +17,9 @@ COMMAND_MODULES = ("verify", "doctor", "serve", "ledger", "data", "data_filter")
 
 def build_typer_app(name: str, help: str, command_modules: tuple[str, ...]) -> typer.Typer:
     """A root typer app with `--verbose`, logging configured once, and each module's `register(app)`."""
-    app = typer.Typer(name=name, help=help, no_args_is_help=True, add_completion=False)
+    from scalerl.env.cli_help import FlagGroup, apply_help_layout
+
+    app = typer.Typer(name=name, help=help, no_args_is_help=True, add_completion=False, cls=FlagGroup)
 
     @app.callback()
     def _root(verbose: bool = typer.Option(False, "--verbose", "-v", help="debug logging")) -> None:
@@ -25,6 +27,7 @@ def build_typer_app(name: str, help: str, command_modules: tuple[str, ...]) -> t
 
     for module in command_modules:
         importlib.import_module(module).register(app)
+    apply_help_layout(app)  # flags as flags, examples whole at 80 columns
     return app
 
 
