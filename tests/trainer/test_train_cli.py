@@ -1,9 +1,15 @@
-"""`scalerl train` fails fast, with exit code 2 and a message naming the problem, on bad configurations."""
+"""`scalerl train` fails fast, with exit code 2 and a message naming the problem, on bad configurations;
+`--dry-run` exits 2 when the memory plan does not fit and says when it cannot measure prompts."""
 
 from __future__ import annotations
 
+import shutil
+from pathlib import Path
+
 import pytest
+from scalerl.env.contracts.paths import DATASETS
 from scalerl.trainer.cli import build_app
+from scalerl.trainer.run.dry_run import EXAMPLE_CHARS, example_line
 from typer.testing import CliRunner
 
 runner = CliRunner()
@@ -32,3 +38,49 @@ def test_resume_without_a_run_folder_fails_fast(tmp_path):
 def test_help_shows_an_example():
     result = runner.invoke(build_app(), ["train", "--help"])
     assert result.exit_code == 0 and "scalerl train --domains math,code" in result.output
+
+
+SHAPE = DATASETS / "model_shapes" / "smollm2-135m" / "config.json"
+
+
+def _config_only_folder(tmp_path: Path, *extra: tuple[str, str]) -> Path:
+    """A model folder holding only `config.json` (enough for the memory plan), plus `extra` files."""
+    folder = tmp_path / "shape"
+    folder.mkdir()
+    shutil.copy(SHAPE, folder / "config.json")
+    for name, text in extra:
+        (folder / name).write_text(text)
+    return folder
+
+
+@pytest.mark.parametrize("memory,code,verdict", [("1GiB", 2, "DOES NOT FIT"), ("80GiB", 0, " fits")])
+def test_dry_run_exits_2_when_the_memory_plan_does_not_fit(tmp_path, memory, code, verdict):
+    folder = _config_only_folder(tmp_path)
+    result = runner.invoke(build_app(), ["train", "--model", str(folder), "--dry-run", "--device-memory", memory,
+                                         "data.generated_per_domain=50"])
+    assert result.exit_code == code, result.output
+    assert verdict in result.output
+    assert ("error: the memory plan does not fit" in result.output) == (code == 2)
+
+
+@pytest.mark.parametrize("extra,reason", [
+    ((), "no tokenizer in"),
+    ((("tokenizer_config.json", "{}"),), "cannot be loaded"),
+])
+def test_dry_run_without_a_tokenizer_says_the_prompt_statistics_were_skipped(tmp_path, extra, reason):
+    folder = _config_only_folder(tmp_path, *extra)
+    result = runner.invoke(build_app(), ["train", "--model", str(folder), "--dry-run", "--device-memory", "80GiB",
+                                         "data.generated_per_domain=50"])
+    assert result.exit_code == 0, result.output
+    assert "prompt statistics skipped: " in result.output and reason in result.output
+    assert "prompt tokens" not in result.output and "example prompt" not in result.output
+    assert "math: " in result.output and "held-out problems" in result.output  # the counts still show
+    assert "memory plan" in result.output
+
+
+def test_a_long_example_prompt_marks_the_cut():
+    text = "<|im_start|>system\n" + "x" * 1000 + "<|im_start|>assistant\n"
+    line = example_line(text)
+    assert line.startswith(f"example prompt (last {EXAMPLE_CHARS} of {len(text)} characters): '…")
+    assert line.endswith(repr(text[-EXAMPLE_CHARS:])[1:])
+    assert example_line("2+2=") == "example prompt: '2+2='"  # a short one shows whole, with nothing cut

@@ -94,7 +94,11 @@ def register(app: typer.Typer) -> None:
             if dry_run:
                 from scalerl.trainer.run.dry_run import dry_run_report
 
-                typer.echo(dry_run_report(cfg))
+                report = dry_run_report(cfg)
+                typer.echo(report.text)
+                if not report.fits:  # a preflight for scripts and CI: the same exit code as the run itself
+                    typer.echo("error: the memory plan does not fit (exit 2)", err=True)
+                    raise typer.Exit(2)
                 return
         except ConfigError as exc:
             typer.echo(f"error: {exc}", err=True)

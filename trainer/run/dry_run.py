@@ -4,34 +4,89 @@ Loads the data (`scalerl.trainer.run.data_sources.build_data`: a malformed file 
 field) and the tokenizer only (a `.gguf` model is converted once, as a real run would), renders every
 prompt with the run's template and reports per domain: training / held-out problem counts, prompt-length
 percentiles in tokens, how many prompts exceed the budget (prompt + completion budget >
-`engine.max_seq_len`; a real run skips them), an example prompt as the model sees it; and per step:
-samples, the completion budget and the most tokens a step can take. A domain with several sources gets
-one line per source: its training problems, weight and share of the domain's draws.
+`engine.max_seq_len`; a real run skips them), an example prompt as the model sees it (its last
+`EXAMPLE_CHARS` characters, the cut marked `…`); and per step: samples, the completion budget and the
+most tokens a step can take. A domain with several sources gets one line per source: its training
+problems, weight and share of the domain's draws. Then the memory plan (`scalerl.trainer.memory.preflight`).
+
+A model folder without a tokenizer (e.g. only `config.json`, enough for the memory plan) gets the counts
+and the plan, and a line saying the prompt statistics were skipped and why; a tokenizer that cannot be
+loaded, or that encodes every prompt to nothing, is reported the same way. `DryRunReport.fits` is False
+when the memory plan needs more than a device has (the command then exits 2, as the run would).
 """
 
 from __future__ import annotations
 
 from collections import Counter
+from pathlib import Path
+from typing import Any
 
 import numpy as np
+from pydantic import Field
+from scalerl.env.contracts.records import Strict
 from scalerl.trainer.config.train import TrainConfig
 from scalerl.trainer.rollout.problems import DomainPool
-from scalerl.trainer.rollout.prompts import completion_budget, prepare_prompts, run_tokenizer
+from scalerl.trainer.rollout.prompts import ProblemPrompts, completion_budget, prepare_prompts, run_tokenizer
 from scalerl.trainer.run.data_sources import build_data, domain_weights, effective_sources
 
+EXAMPLE_CHARS = 400  # the end of a prompt shows the template's last turn and the generation prompt
+TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "tokenizer.model", "vocab.json")
 
-def dry_run_report(cfg: TrainConfig) -> str:
+
+class DryRunReport(Strict):
+    text: str
+    fits: bool = Field(description="False when the memory plan needs more than a device has")
+
+
+def dry_run_report(cfg: TrainConfig) -> DryRunReport:
+    from scalerl.trainer.memory.preflight import plan_for, plan_report
+
     pools = build_data(cfg)
-    codec, _, _ = prepare_prompts(cfg, run_tokenizer(cfg), pools, drop=False)
-    encode = codec.problem_encoder
-    budget = completion_budget(cfg, codec)
-    p = cfg.pipeline
-    lines = [f"model: {cfg.model or 'built-in tiny model'}   template: {'on' if encode.templated else 'off'}   "
-             f"stop tokens: {codec.stop_token_ids}",
-             "sources: " + "; ".join(f"{s.domain} {s.kind} {','.join(s.files) or f'level {s.level}'} "
-                                      f"w={s.weight:g}" for s in effective_sources(cfg)),
+    encode, budget, why_not = _prompt_encoder(cfg, pools)
+    model = f"model: {cfg.model or 'built-in tiny model'}"
+    if encode is not None:
+        model += f"   template: {'on' if encode.templated else 'off'}   stop tokens: {encode.codec.stop_token_ids}"
+    lines = [model, "sources: " + "; ".join(f"{s.domain} {s.kind} {','.join(s.files) or f'level {s.level}'} "
+                                            f"w={s.weight:g}" for s in effective_sources(cfg)),
              f"domain weights: {domain_weights(cfg)}"]
-    mean_prompt = []
+    if encode is not None:
+        lines += _prompt_lines(cfg, pools, encode, budget)
+    else:
+        lines += [f"{dom}: {len(pool.train)} training, {len(pool.holdout)} held-out problems"
+                  for dom, pool in pools.items()]
+        lines.append(f"prompt statistics skipped: {why_not}")
+    plan, _ = plan_for(cfg)
+    lines.append(plan_report(cfg))
+    return DryRunReport(text="\n".join(lines), fits=plan is None or not plan.overruns())
+
+
+def _prompt_encoder(cfg: TrainConfig, pools: dict[str, DomainPool]) -> tuple[ProblemPrompts | None, int, str]:
+    """(the run's prompt encoder, completion budget, "") or (None, 0, why the prompts cannot be measured)."""
+    tokenizer, why_not = load_tokenizer_or_reason(cfg)
+    if tokenizer is None:
+        return None, 0, why_not
+    codec, _, _ = prepare_prompts(cfg, tokenizer, pools, drop=False)
+    encode = codec.problem_encoder
+    if not any(len(encode(r)) for pool in pools.values() for r in pool.train + pool.holdout):
+        return None, 0, f"the tokenizer of {cfg.model} encodes every prompt to 0 tokens"
+    return encode, completion_budget(cfg, codec), ""
+
+
+def load_tokenizer_or_reason(cfg: TrainConfig) -> tuple[Any, str]:
+    """(the run's tokenizer, "") or (None, why there is none): a model folder without tokenizer files, or a
+    tokenizer `transformers` cannot build."""
+    folder = Path(cfg.model) if cfg.model else None
+    if folder is not None and folder.is_dir() and not any((folder / f).is_file() for f in TOKENIZER_FILES):
+        return None, f"no tokenizer in {folder} (none of {', '.join(TOKENIZER_FILES)})"
+    try:
+        return run_tokenizer(cfg), ""
+    except (OSError, ValueError) as exc:
+        return None, f"the tokenizer of {cfg.model} cannot be loaded: {' '.join(str(exc).split())[:300]}"
+
+
+def _prompt_lines(cfg: TrainConfig, pools: dict[str, DomainPool], encode: ProblemPrompts, budget: int) -> list[str]:
+    """Per domain: counts, prompt lengths, prompts over the budget, an example; then the cost of a step."""
+    lines, mean_prompt = [], []
     for dom, pool in pools.items():
         lengths = np.array([len(encode(r)) for r in pool.train + pool.holdout])
         over = int((lengths + budget > cfg.engine.max_seq_len).sum())
@@ -41,17 +96,21 @@ def dry_run_report(cfg: TrainConfig) -> str:
                      f"(prompt + {budget} > engine.max_seq_len {cfg.engine.max_seq_len}) would be skipped")
         if len(pool.source_weights) > 1:
             lines.append("  " + _source_mix_line(pool))
-        example = encode.text(pool.train[0])
-        lines.append(f"  example prompt: {example[-400:]!r}")
+        lines.append("  " + example_line(encode.text(pool.train[0])))
         mean_prompt.append(float(lengths.mean()))
+    p = cfg.pipeline
     samples = p.prompts_per_step * p.samples_per_prompt
     lines.append(f"per step: {p.prompts_per_step} prompts x {p.samples_per_prompt} samples = {samples} samples; "
                  f"completion budget {budget} tokens; at most {samples * budget} generated tokens, "
                  f"~{round(samples * (np.mean(mean_prompt) + budget))} tokens through the trainer")
-    from scalerl.trainer.memory.preflight import plan_report
+    return lines
 
-    lines.append(plan_report(cfg))
-    return "\n".join(lines)
+
+def example_line(text: str) -> str:
+    """`example prompt: '...'`, or its last `EXAMPLE_CHARS` characters with the cut marked by a leading `…`."""
+    if len(text) <= EXAMPLE_CHARS:
+        return f"example prompt: {text!r}"
+    return f"example prompt (last {EXAMPLE_CHARS} of {len(text)} characters): {'…' + text[-EXAMPLE_CHARS:]!r}"
 
 
 def _source_mix_line(pool: DomainPool) -> str:
