@@ -1,8 +1,11 @@
 """`scalerl train` fails fast, with exit code 2 and a message naming the problem, on bad configurations;
-`--dry-run` exits 2 when the memory plan does not fit and says when it cannot measure prompts."""
+`--dry-run` exits 2 when the memory plan does not fit and says when it cannot measure prompts; a run says
+which limit ended it and what its step line means."""
 
 from __future__ import annotations
 
+import json
+import logging
 import shutil
 from pathlib import Path
 
@@ -84,3 +87,21 @@ def test_a_long_example_prompt_marks_the_cut():
     assert line.startswith(f"example prompt (last {EXAMPLE_CHARS} of {len(text)} characters): '…")
     assert line.endswith(repr(text[-EXAMPLE_CHARS:])[1:])
     assert example_line("2+2=") == "example prompt: '2+2='"  # a short one shows whole, with nothing cut
+
+
+@pytest.mark.timeout(600)
+def test_a_run_ended_by_the_time_limit_says_so_and_explains_its_step_line(tmp_path, caplog):
+    caplog.set_level(logging.INFO, logger="scalerl.trainer.run.log")
+    out = tmp_path / "run"
+    result = runner.invoke(build_app(), [
+        "train", "--domains", "math", "--max-steps", "400", "--out", str(out), "pipeline.max_time_s=1",
+        "warm_start.enabled=false", "validation.enabled=false", "data.generated_per_domain=60",
+        "pipeline.prompts_per_step=2", "pipeline.samples_per_prompt=2", "logging.progress=lines"])
+    assert result.exit_code == 0, result.output + repr(result.exception)
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["stopped_by"] == "max_time_s" and summary["steps"] < 400
+    assert "stopped by the time limit (pipeline.max_time_s)" in result.output
+    assert f"stopped at step {summary['steps']} of at most 400: the time limit" in caplog.text
+    legend = caplog.text[caplog.text.index("step line:"):]
+    assert "lag≤L: the largest lag" in legend and "eff=F: effective batch fraction" in legend
+    assert "pipeline.max_steps=400 or pipeline.max_time_s=1 s of RL, whichever comes first" in legend

@@ -132,7 +132,10 @@ def print_config_text(cfg, layers) -> str:
 
 
 def render_summary(summary: dict) -> str:
-    lines = [f"run folder: {summary['out']}  ({summary['steps']} steps, {summary['elapsed_s']:.0f} s)"]
+    from scalerl.trainer.run.log import STOPPED_BY
+
+    stopped = f"; stopped by {STOPPED_BY[summary['stopped_by']]}" if summary.get("stopped_by") in STOPPED_BY else ""
+    lines = [f"run folder: {summary['out']}  ({summary['steps']} steps, {summary['elapsed_s']:.0f} s{stopped})"]
     for domain, rates in summary.get("heldout_pass_rate", {}).items():
         lines.append(f"  held-out pass rate {domain}: {rates['first']:.3f} -> {rates['last']:.3f}")
     out = summary["out"]

@@ -17,6 +17,10 @@ can use; `compute_busy_s` is generator busy + trainer busy seconds, which leaves
 Lines are appended and flushed one at a time, so a killed run leaves a readable file (at most the
 last line partial; readers skip a partial last line). On resume, lines of steps after the
 checkpoint are dropped.
+
+On the terminal: a legend of the step line (`step_legend`) once at the start, one line per step (or a
+progress bar), and at the end which limit stopped the RL phase (`STOPPED_BY`, also `stopped_by` in
+summary.json), so a run that ends at `step 191/400` says that the time limit ended it.
 """
 
 from __future__ import annotations
@@ -29,7 +33,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from scalerl.trainer.config.train import LoggingConfig, TrainConfig
+from scalerl.trainer.config.train import LoggingConfig, PipelineConfig, TrainConfig
 
 log = logging.getLogger(__name__)
 
@@ -63,6 +67,28 @@ def truncate_after(path: Path, step: int) -> None:
     tmp = path.with_suffix(".tmp")
     tmp.write_text("".join(json.dumps(r) + "\n" for r in keep))
     tmp.replace(path)
+
+
+STOPPED_BY = {"max_steps": "the step limit (pipeline.max_steps)", "max_time_s": "the time limit (pipeline.max_time_s)",
+              "budget": "the compute budget (pipeline.budget)"}
+"""What ended the RL phase, by the `pipeline` setting reached (summary.json's `stopped_by`)."""
+
+
+def step_legend(p: PipelineConfig) -> str:
+    """What the step line's fields mean, and the limits that end the RL phase (whichever comes first)."""
+    limits = [f"pipeline.max_steps={p.max_steps}"]
+    if p.max_time_s is not None:
+        limits.append(f"pipeline.max_time_s={p.max_time_s:g} s of RL")
+    if p.budget is not None:
+        limits.append(f"pipeline.budget={p.budget:g} {p.budget_axis}")
+    stops = limits[0] if len(limits) == 1 else ", ".join(limits[:-1]) + f" or {limits[-1]}, whichever comes first"
+    return "\n".join([
+        "step line: step N/max_steps vN <domain>=R lag≤L eff=F T tok/s",
+        "  vN: policy version; <domain>=R: the batch's mean reward in that domain",
+        "  lag≤L: the largest lag of a trained token, in policy versions from the one that sampled it to the one "
+        f"trained (PipelineRL-k keeps it ≤ k={p.k})",
+        "  eff=F: effective batch fraction, groups kept after the zero-variance filter / prompts per step",
+        f"  the RL phase stops at {stops}"])
 
 
 def _clean(value: Any) -> Any:
@@ -118,6 +144,13 @@ class RunLog:
         else:
             log.info("step %d/%d v%d %s %.0f tok/s", rec["step"], self.total_steps, rec["policy_version"], info,
                      rec.get("tokens_per_s") or 0.0)
+
+    def announce(self, p: PipelineConfig) -> None:
+        """The legend of the step line, once, before the first step."""
+        log.info("%s", step_legend(p))
+
+    def stopped(self, step: int, stopped_by: str) -> None:
+        log.info("stopped at step %d of at most %d: %s reached", step, self.total_steps, STOPPED_BY[stopped_by])
 
     def close(self) -> None:
         if self._progress is not None:

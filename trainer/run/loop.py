@@ -52,7 +52,8 @@ def train(cfg: TrainConfig, out: str | Path, *, resume: bool = False) -> dict[st
         if run.step == 0 and cfg.validation.enabled:
             validate(run)
         t_start = time.monotonic() - run.state.elapsed_s
-        while not finished(run, t_start):
+        run.log.announce(cfg.pipeline)
+        while (stopped_by := stop_reason(run, t_start)) is None:
             t0 = time.perf_counter()
             groups = sample_groups(run)
             record_attempts(run, groups)
@@ -68,15 +69,21 @@ def train(cfg: TrainConfig, out: str | Path, *, resume: bool = False) -> dict[st
                 validate(run)
             if run.step % cfg.checkpoint.every_steps == 0:
                 checkpoint(run)
-        return finish(run)
+        return finish(run, stopped_by)
     finally:
         run.close()
 
 
-def finished(run: Run, t_start: float) -> bool:
+def stop_reason(run: Run, t_start: float) -> str | None:
+    """The `pipeline` limit that ends the RL phase now (a key of `scalerl.trainer.run.log.STOPPED_BY`), or None."""
     p = run.cfg.pipeline
-    return (run.step >= p.max_steps or (p.max_time_s is not None and time.monotonic() - t_start >= p.max_time_s)
-            or (p.budget is not None and run.clock.spent(p.budget_axis) >= p.budget))
+    if run.step >= p.max_steps:
+        return "max_steps"
+    if p.max_time_s is not None and time.monotonic() - t_start >= p.max_time_s:
+        return "max_time_s"
+    if p.budget is not None and run.clock.spent(p.budget_axis) >= p.budget:
+        return "budget"
+    return None
 
 
 # ------------------------------------------------------------------------------------------------ phases
@@ -240,15 +247,17 @@ def checkpoint(run: Run) -> Path:
     return path
 
 
-def finish(run: Run) -> dict[str, Any]:
-    """Final validation, checkpoint, per-domain curve fits (JSON + PNG), and `summary.json`."""
+def finish(run: Run, stopped_by: str) -> dict[str, Any]:
+    """Final validation, checkpoint, per-domain curve fits (JSON + PNG), and `summary.json` (with the limit
+    that stopped the run)."""
     from scalerl.trainer.fit.curves import write_curves
 
+    run.log.stopped(run.step, stopped_by)
     v = run.cfg.validation
     last = validate(run) if v.enabled and run.step % v.every_steps else None
     checkpoint(run)
     curves = write_curves(run.out, run.cfg.domains) if v.enabled and v.fit_at_end else {}
-    summary = summarize(run, last, curves)
+    summary = {**summarize(run, last, curves), "stopped_by": stopped_by}
     (run.out / "summary.json").write_text(json.dumps(summary, indent=2))
     return summary
 
