@@ -12,7 +12,7 @@ RSTAMP := $(RVENV)/.installed
 RTQSTAMP := $(RVENV)/.installed-transferqueue
 export OMP_WAIT_POLICY ?= PASSIVE
 
-.PHONY: install browser demo test test-all bench lint docs clean vllm-env test-main test-vllm rl-env test-rl
+.PHONY: install browser demo test test-all bench lint docs clean vllm-env test-main test-vllm rl-env test-rl light-check
 
 install: $(STAMP)
 
@@ -99,6 +99,11 @@ test-all: install browser vllm-env rl-env
 	$(PY) -m pytest -q -m "not vllm"
 	$(VPY) -m pytest -q -m vllm
 	SCALERL_RL_TESTS=1 $(RPY) -m pytest -q -m rl tests/env/test_adapters_*.py
+
+# The light install (`pip install scalerl`, no extra) from a freshly built wheel in a clean venv: the reward side
+# runs there without torch, `scalerl train` names its extra, and PrimeIntellect's `verifiers` installs beside it.
+light-check:
+	PYTHON=$(PYTHON) bash tests/light_install_check.sh
 
 bench: install
 	for b in benchmarks/bench_*.py; do $(PY) $$b || exit 1; done
