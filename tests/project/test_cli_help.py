@@ -1,8 +1,11 @@
 """`--help` of every command of both CLIs (`scalerl-env`, `scalerl`) at 80 columns: flags show as flags
-(no `<bool>`), and every example command is laid out in whole lines that do not wrap."""
+(no `<bool>`), and every example command is laid out in whole lines that do not wrap. And every command a
+docstring, comment or doc names in backticks (`scalerl profile`, `scalerl-env data prepare`) exists."""
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -13,6 +16,9 @@ from scalerl.trainer.cli import build_app as trainer_app
 from typer.testing import CliRunner
 
 APPS = {"scalerl-env": env_app, "scalerl": trainer_app}
+ROOT = Path(__file__).resolve().parents[2]
+SCANNED = ("scalerl_env", "verifiers", "curriculum", "trainer", "docs", "benchmarks", "examples", "datasets")
+NAMED_COMMAND = re.compile(r"`(scalerl(?:-env)?)((?:\s+(?:#\s*)?[a-z][\w-]*){1,2})")  # a comment may wrap it
 
 
 def command_paths(command: Any, path: tuple[str, ...] = ()) -> list[tuple[str, ...]]:
@@ -72,3 +78,29 @@ def test_a_long_example_is_broken_between_arguments_and_pastes_as_one_command():
     assert all(line.endswith(" \\") for line in body[:-1]) and len(body) > 1
     assert " ".join(line.removesuffix(" \\").strip() for line in body) == command
     assert '"SELECT * FROM pass_rates ORDER BY pass_rate LIMIT 10"' in text  # a quoted argument is never split
+
+
+def unknown_commands(text: str, apps: dict[str, Any]) -> list[str]:
+    """The backticked `scalerl ...` / `scalerl-env ...` names in `text` whose command (or subcommand) does not exist."""
+    bad = []
+    for match in NAMED_COMMAND.finditer(text):
+        command = apps[match[1]]
+        for word in match[2].replace("#", " ").split():
+            subcommands = getattr(command, "commands", None)
+            if not subcommands:  # a command's arguments follow
+                break
+            if word not in subcommands:
+                bad.append(" ".join([match[1], *match[2].replace("#", " ").split()]))
+                break
+            command = subcommands[word]
+    return bad
+
+
+def test_every_command_named_in_the_source_and_the_docs_exists():
+    apps = {name: typer.main.get_command(build()) for name, build in APPS.items()}
+    assert unknown_commands("`scalerl curriculum\n    # profile` and `scalerl-env data prepare`", apps) == [
+        "scalerl curriculum profile"]  # what the presets' comment named once
+    files = [*ROOT.glob("*.md"), *(p for d in SCANNED for p in (ROOT / d).rglob("*") if p.suffix in (".py", ".md"))]
+    found = {f"{p.relative_to(ROOT)}: {name}" for p in files
+             for name in unknown_commands(p.read_text(errors="ignore"), apps)}
+    assert not found, sorted(found)

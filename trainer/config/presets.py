@@ -32,8 +32,8 @@ from scalerl.trainer.core.config import DEFAULT_PHRASE
 PRESETS: dict[str, dict[str, Any]] = {
     "tiny-cpu": {},
     "small-cpu": {
-        # Measured on 2 shared cores (docs/results.md, "Real models": profiles with `scalerl curriculum
-        # profile`, 4 samples per prompt). The Q4_1 135 M model solves 5 % of generator level-1 math
+        # Measured on 2 shared cores (docs/results.md, "Real models": profiles with `scalerl profile`,
+        # 4 samples per prompt). The Q4_1 135 M model solves 5 % of generator level-1 math
         # (2 % at level 0, 5 % at level 2) and 0 % of code at levels 0 and 2 and of MBPP, so level 1.
         "model": "smollm2-135m-instruct",
         "prompts": {"template": "on"},
