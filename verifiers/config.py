@@ -1,4 +1,6 @@
-"""Verifier settings: one pydantic model, the one source of truth for every verifier default."""
+"""Verifier settings: one pydantic model per built-in domain (`verifier.math`, `verifier.code`, `verifier.if`)
+inside `VerifierConfig`, the one source of truth for every verifier default. A plug-in domain's section is
+validated by its own spec's model (`DomainSpec.verifier_config`)."""
 
 from __future__ import annotations
 
@@ -65,14 +67,33 @@ class CodeConfig(Strict):
     )
 
 
-class VerifierConfig(Strict):
-    """The verifiers' settings: `math` and `code` typed here; an installed plug-in domain's section
-    (`verifier.<name>`) is validated by its spec's `verifier_config` model and read with `section(name)`."""
+IfMode = Literal["strict", "loose"]  # IFEval's two ways to check a response (scalerl.verifiers.ifeval.constraints)
 
-    model_config = ConfigDict(extra="allow")
+
+class IfConfig(Strict):
+    """`verifier.if`: how instruction-following items are scored (scalerl.verifiers.ifeval.verifier)."""
+
+    mode: IfMode = Field(default="strict", description="strict: the response as given; loose: IFEval's loose "
+                         "variants too (first/last line removed, `*` removed)")
+    reward: Literal["all", "fraction"] = Field(
+        default="all", description="all: correct only when every constraint is followed (IFEval prompt-level); "
+        "fraction: reward the share followed (instruction-level)")
+    response_after: list[str] = Field(
+        default_factory=lambda: ["</think>"],
+        description="the response is the text after the last of these markers (reasoning is not scored)")
+    max_completion_chars: int = Field(default=200_000, ge=1, description="longer completions are unparsable")
+
+
+class VerifierConfig(Strict):
+    """The verifiers' settings: the built-in domains' sections typed here (`if` is a Python keyword, so its
+    field is `if_`, read and written as `if`); an installed plug-in domain's section (`verifier.<name>`)
+    is validated by its spec's `verifier_config` model. `section(name)` answers any domain's."""
+
+    model_config = ConfigDict(extra="allow", validate_by_name=True, validate_by_alias=True, serialize_by_alias=True)
 
     math: MathConfig = Field(default_factory=MathConfig)
     code: CodeConfig = Field(default_factory=CodeConfig)
+    if_: IfConfig = Field(default_factory=IfConfig, alias="if")
     rewards: RewardTable = Field(default_factory=RewardTable)
 
     @model_validator(mode="after")
@@ -87,8 +108,9 @@ class VerifierConfig(Strict):
 
     def section(self, name: str) -> BaseModel | None:
         """Domain `name`'s settings: the typed field, the validated plug-in section, or its defaults."""
-        if name in type(self).model_fields:
-            return getattr(self, name)
+        typed = next((f for f, info in type(self).model_fields.items() if (info.alias or f) == name), None)
+        if typed is not None:
+            return getattr(self, typed)
         given = (self.__pydantic_extra__ or {}).get(name)
         if given is not None:
             return given

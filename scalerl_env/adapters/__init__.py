@@ -10,7 +10,8 @@ Reference forms (`reference_item`), when no domain is given, in the registry's o
 (`scalerl.env.contracts.domains.domain_of_reference`):
 - code: a JSON object (or its text) that is either a test spec `{"kind": "stdio" | "functional" |
   "assert", ...}`, `{"tests": {...}, "limits": {...}}`, or the APPS/TACO stdio form
-  `{"inputs": ["1 2\\n", ...], "outputs": ["3\\n", ...]}`;
+  `{"inputs": ["1 2\\n", ...], "outputs": ["3\\n", ...]}` (read by the code domain's
+  `scalerl.verifiers.code.reference`);
 - another domain's reference that its spec claims (`claims_reference`, e.g. instruction following's
   ground truth);
 - math: the answer as text, e.g. `"\\frac{1}{2}"` (anything no domain claims).
@@ -19,7 +20,8 @@ With `domain=`, the reference is read as that domain's (`answer` text, or code t
 References and ids usually come from dataset columns (HF `datasets`, parquet, pandas), which do not hand
 back what was written: a struct column gives every row every field of the column, `None` where the row
 had none, and pandas gives numpy arrays and scalars. `reference_item` therefore normalizes a reference
-before the strict models see it (numpy to Python, `None`-valued spec fields dropped) and `id_text` turns
+before the strict models see it (numpy to Python; `None`-valued spec fields are dropped by
+`scalerl.verifiers.code.reference.code_spec`) and `id_text` turns
 integer ids into text. Unknown fields with a value are still errors, and the HTTP API's `VerifyItem`
 is not normalized at all.
 """
@@ -32,14 +34,14 @@ import threading
 from collections.abc import Sequence
 from typing import Any
 
-from pydantic import TypeAdapter, ValidationError
+from pydantic import ValidationError
 from scalerl.env.client import TOKEN_ENV, URL_ENV
 from scalerl.env.contracts.config import validation_problems
 from scalerl.env.contracts.domains import domain as domain_spec
 from scalerl.env.contracts.domains import domain_of_reference
-from scalerl.env.contracts.records import CodeTests, Limits, Verdict, VerifyItem
+from scalerl.env.contracts.records import Verdict, VerifyItem
+from scalerl.verifiers.code.reference import code_spec, tests_and_limits
 
-_TESTS = TypeAdapter(CodeTests)
 _clients: dict[tuple[str, str | None], Any] = {}
 _clients_lock = threading.Lock()
 
@@ -95,7 +97,7 @@ def reference_item(completion: str, reference: Any, *, id: str = "", prompt_id: 
     if spec is None:
         raise AdapterInputError(loc, f"a {target.name} reference must be a test spec, got {type(reference).__name__}")
     try:
-        tests, limits = _code_tests(spec)
+        tests, limits = tests_and_limits(spec)
     except ValidationError as exc:
         problems = "; ".join(validation_problems(exc, whole="spec"))
         raise AdapterInputError(loc, f"not a valid code test spec: {problems}") from None
@@ -113,64 +115,6 @@ def _answer_item(name: str, completion: str, reference: Any, *, id: str, prompt_
         return VerifyItem(id=id, domain=name, completion=completion, answer=str(reference), prompt_id=prompt_id)
     except ValidationError as exc:
         raise AdapterInputError(loc, f"not a valid {name} reference: {validation_problems(exc)[0]}") from None
-
-
-def code_spec(reference: Any) -> dict[str, Any] | None:
-    """The code test spec a reference holds (a dict or its JSON text, nulls dropped), or None."""
-    if isinstance(reference, str):
-        text = reference.strip()
-        if not text.startswith("{"):
-            return None
-        try:
-            reference = json.loads(text)
-        except json.JSONDecodeError:
-            return None  # e.g. a set-valued math answer "{1, 2}"
-    if isinstance(reference, dict):
-        spec = _without_nulls(reference)
-        if {"kind", "tests", "inputs"} & spec.keys():
-            return spec
-    return None
-
-
-def _without_nulls(spec: dict[str, Any]) -> dict[str, Any]:
-    """The spec without `None`-valued fields where Arrow fills them in: the spec, `tests`, `limits`, each
-    case and its `kwargs`. Values inside `args` and `expected` are data and stay as they are."""
-    spec = _drop_nulls(spec)
-    for key in ("tests", "limits"):
-        if isinstance(spec.get(key), dict):
-            spec[key] = _drop_nulls(spec[key])
-    tests = spec.get("tests", spec)
-    if isinstance(tests, dict) and isinstance(tests.get("cases"), list):
-        tests["cases"] = [_case_without_nulls(case) for case in tests["cases"]]
-    return spec
-
-
-def _case_without_nulls(case: Any) -> Any:
-    if not isinstance(case, dict):
-        return case
-    case = _drop_nulls(case)
-    if isinstance(case.get("kwargs"), dict):
-        case["kwargs"] = _drop_nulls(case["kwargs"])
-    return case
-
-
-def _drop_nulls(mapping: dict[str, Any]) -> dict[str, Any]:
-    return {k: v for k, v in mapping.items() if v is not None}
-
-
-def _code_tests(spec: dict[str, Any]) -> tuple[Any, Limits | None]:
-    limits = Limits.model_validate(spec["limits"]) if spec.get("limits") is not None else None
-    if "tests" in spec:
-        return _TESTS.validate_python(spec["tests"]), limits
-    if "kind" in spec:
-        return _TESTS.validate_python({k: v for k, v in spec.items() if k != "limits"}), limits
-    inputs, outputs = spec.get("inputs"), spec.get("outputs")
-    if spec.get("fn_name"):
-        raise ValueError("APPS/TACO call-based tests (fn_name) need the functional form {'kind': 'functional', ...}")
-    if not isinstance(inputs, list) or not isinstance(outputs, list) or len(inputs) != len(outputs):
-        raise ValueError("'inputs' and 'outputs' must be lists of equal length")
-    cases = [{"input": str(i), "output": str(o)} for i, o in zip(inputs, outputs)]
-    return _TESTS.validate_python({"kind": "stdio", "cases": cases}), limits
 
 
 def score_items(items: Sequence[VerifyItem], *, url: str | None = None, token: str | None = None) -> list[Verdict]:

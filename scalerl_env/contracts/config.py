@@ -199,7 +199,8 @@ def reference_markdown(model: type[BaseModel], prefix: str = "", defaults: dict 
     the models, never restated by hand."""
     rows: list[str] = []
     defaults = model().model_dump(mode="json") if defaults is None else defaults
-    for name, field in model.model_fields.items():
+    for attribute, field in model.model_fields.items():
+        name = field.alias or attribute  # the key a file or an override names (`verifier.if`, field `if_`)
         key = f"{prefix}{name}"
         sub = field.annotation if isinstance(field.annotation, type) else None
         if sub is not None and issubclass(sub, BaseModel) and isinstance(defaults.get(name), dict):
@@ -213,6 +214,7 @@ def reference_markdown(model: type[BaseModel], prefix: str = "", defaults: dict 
         text = (field.description or "").replace("|", "\\|").replace("\n", " ")
         rows.append(f"| `{key}` | `{default}` | {text} |")
     extra_model = getattr(model, "EXTRA_MODEL", None)  # typed open sections, e.g. one per domain
-    for name in (n for n in defaults if n not in model.model_fields and extra_model is not None):
+    keys = {field.alias or attribute for attribute, field in model.model_fields.items()}
+    for name in (n for n in defaults if n not in keys and extra_model is not None):
         rows.extend(reference_markdown(extra_model, f"{prefix}{name}.", defaults[name]))
     return rows

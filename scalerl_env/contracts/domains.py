@@ -3,9 +3,10 @@ entry-point group.
 
 A domain is everything the project needs to know to train on and score one kind of problem: the
 reference field a record must carry (`answer` or `tests`) and how to check it, the verifier factory,
-the default prompt template, the procedural generator families, how a public dataset's row becomes a
-reference, and how a verl `ability` names it. The built-in domains (math, code)
-are declared in the project's own `pyproject.toml` exactly as a lab's package declares its own:
+the prompt template (the one source of the domain's instruction: the trainer's `prompts.<name>`
+defaults and `scalerl-env data prepare` read it), the procedural generator families, how a public
+dataset's row becomes a reference, and how a verl `ability` names it. The built-in domains (math,
+code, if) are declared in the project's own `pyproject.toml` exactly as a lab's package declares its own:
 
     [project.entry-points."scalerl.domains"]
     chem = "chem_rlvr.spec:SPEC"
@@ -24,12 +25,13 @@ failures as the built-in ones do only if it is written so.
 from __future__ import annotations
 
 import functools
-import importlib
 import random
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from importlib.metadata import entry_points
 from typing import Any, Literal, Protocol
+
+from pydantic import BaseModel, ConfigDict, Field
 
 ENTRY_POINT_GROUP = "scalerl.domains"
 
@@ -56,20 +58,24 @@ class DomainVerifier(Protocol):
     def close(self) -> None: ...
 
 
-@dataclass(frozen=True)
-class PromptDefaults:
-    """The domain's default chat template: `instruction` is appended to the last user message unless
-    the text already holds `marker`; `system` (when set) goes first. Overridable per run."""
+class PromptDefaults(BaseModel):
+    """A domain's prompt template: `instruction` is appended to the last user message unless the text
+    already holds `marker`; `system` (when set) goes first. A spec holds its defaults; a run's
+    `prompts.<domain>` section is the same model with the keys it names overridden."""
 
-    instruction: str = ""
-    marker: str = ""
-    system: str | None = None
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    system: str | None = Field(default=None, description="system message; None = the chat template's own")
+    instruction: str = Field(default="", description="appended to the last user message unless `marker` is "
+                             "already in it")
+    marker: str = Field(default="", description="text whose presence means the record already carries an "
+                        "instruction")
 
 
 @dataclass(frozen=True)
 class RowReference:
     """What a public dataset's row gives a problem record: the reference, a gold completion and the
-    instruction that follows the problem text."""
+    instruction that follows the problem text (empty: the spec's `prompt.instruction`)."""
 
     answer: str | None = None
     tests: Any = None
@@ -82,8 +88,9 @@ GeneratorFamily = tuple[int, Callable[[random.Random, int], Any]]  # (min_level,
 
 @dataclass(frozen=True)
 class DomainSpec:
-    """One verifiable domain (see the module docstring). Hooks are callables so that loading the
-    registry imports no verifier, sandbox or dataset code until a hook is called."""
+    """One verifiable domain (see the module docstring). Hooks are plain callables; the built-in specs'
+    hooks import their domain's code when called, so loading the registry imports no verifier,
+    sandbox or dataset code."""
 
     name: str
     reference: Literal["answer", "tests"]
@@ -93,7 +100,7 @@ class DomainSpec:
     check_reference: Callable[[Any], None] | None = None  # raises ValueError on a reference it cannot score
     prompt: PromptDefaults = PromptDefaults()
     generator_families: Callable[[], Mapping[str, GeneratorFamily]] | None = None
-    row_reference: Callable[[Any, dict[str, Any], Any], RowReference] | None = None  # (manifest, row, prompts)
+    row_reference: Callable[[Any, dict[str, Any]], RowReference] | None = None  # (SourceManifest, row)
     verl_abilities: tuple[str, ...] = ()  # lower-case words of a verl `ability` that name this domain
     claims_reference: Callable[[Any], bool] | None = None  # an adapter's bare reference is this domain's
     rank: int = 100  # order in listings: the built-ins first
@@ -107,26 +114,6 @@ class DomainSpec:
             raise ValueError(f"{self.name} {noun} need '{self.reference}'")
         if self.check_reference is not None:
             self.check_reference(value)
-
-
-def deferred(target: str, *, call: bool = True) -> Callable[..., Any]:
-    """A hook for `"module:attribute"` that imports the module only when the hook runs, so loading the
-    registry imports none of a domain's verifier, adapter or generator code. `call=True`: the hook calls
-    the attribute with its own arguments; `call=False`: it returns the attribute (a constant, a class)."""
-    module, _, attribute = target.partition(":")
-
-    def hook(*args: Any, **kwargs: Any) -> Any:
-        value = getattr(importlib.import_module(module), attribute)
-        return value(*args, **kwargs) if call else value
-
-    hook.__qualname__ = f"deferred({target!r})"
-    return hook
-
-
-def section_verifier(target: str, name: str) -> Callable[[Any], DomainVerifier]:
-    """The usual verifier hook: the class at `"module:Class"` built from `verifier.<name>` and the rewards."""
-    build = deferred(target, call=False)
-    return lambda config: build()(config.section(name), config.rewards)
 
 
 @functools.cache

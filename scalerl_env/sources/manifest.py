@@ -2,7 +2,7 @@
 
 A manifest says where the data lives on the Hugging Face hub (path, configs, splits), which column
 holds the problem, the answer or the tests, the reference solution and the difficulty, and how
-each is read. Adapters are driven by it, so supporting a renamed column is a YAML edit.
+each is read. Reading rows (rows.py) is driven by it, so supporting a renamed column is a YAML edit.
 
 Guarantees: unknown keys are errors (typos do not silently fall back to defaults); every manifest
 shipped with the project is loaded by the tests. Non-guarantee: that the hub still serves the data
@@ -15,8 +15,9 @@ from pathlib import Path
 from typing import Literal
 
 import yaml
-from pydantic import Field, ValidationError
+from pydantic import Field, ValidationError, field_validator
 from scalerl.env.contracts.records import Domain, Strict
+from scalerl.verifiers.code.converters import CONVERTERS
 
 DATASETS_DIR = Path(__file__).resolve().parents[2] / "datasets"
 MANIFEST_DIR = DATASETS_DIR / "manifests"
@@ -30,7 +31,7 @@ class HubSpec(Strict):
 
 
 class Difficulty(Strict):
-    """How a source's difficulty becomes a pass-rate prior in [0, 1] (see adapters.difficulty_prior)."""
+    """How a source's difficulty becomes a pass-rate prior in [0, 1] (see rows.difficulty_prior)."""
 
     column: str
     kind: Literal["pass_rate", "level", "ordinal"]
@@ -56,7 +57,7 @@ class SourceManifest(Strict):
     skip_answers: list[str] = Field(default_factory=list, description="answers marking unverifiable rows")
     solution: str | None = Field(default=None, description="column with a reference solution")
     solution_format: Literal["text", "json_list", "list", "codecontests", "humaneval"] = "text"
-    converter: str | None = Field(default=None, description="code: function in scalerl.verifiers.code.converters")
+    converter: str | None = Field(default=None, description="code: a converter of scalerl.verifiers.code.converters")
     starter_code: str | None = None
     difficulty: Difficulty | None = None
     id: str | None = Field(default=None, description="column with the source's own row id (kept in metadata)")
@@ -65,6 +66,13 @@ class SourceManifest(Strict):
     fixtures: dict[str, str] = Field(
         default_factory=dict, description="config (or 'default') -> file in datasets/fixtures/"
     )
+
+    @field_validator("converter")
+    @classmethod
+    def _known_converter(cls, name: str | None) -> str | None:
+        if name is not None and name not in CONVERTERS:  # a setup error, not one error per row
+            raise ValueError(f"unknown converter {name!r}; known: {', '.join(CONVERTERS)}")
+        return name
 
 
 class ManifestError(ValueError):

@@ -1,6 +1,6 @@
 """Prepare a source into problem records, hold out a validation split, and self-check gold answers.
 
-`prepare` reads raw rows (loading.py), adapts each (adapters.py), drops repeated prompt ids (first
+`prepare` reads raw rows (loading.py), makes each a record (rows.py), drops repeated prompt ids (first
 kept) and splits off a held-out set. A row that fails is reported as a `RowError` (source, origin,
 row number, reason) and the run goes on. `check_records` scores every record's gold completion
 (`metadata["solution"]`) with `verifiers.verify_batch` and reports those not `correct`.
@@ -22,9 +22,9 @@ from typing import Any
 
 from scalerl.env.contracts.records import Limits, ProblemRecord, VerifyItem
 
-from .adapters import AdapterError, PromptConfig, adapt_row, converter
 from .loading import DataLoadError, RowError, iter_rows
 from .manifest import SourceManifest
+from .rows import RowFormatError, row_record
 
 logger = logging.getLogger(__name__)
 
@@ -47,14 +47,10 @@ def prepare(
     limit: int | None = None,
     holdout: int = 0,
     holdout_seed: int = 0,
-    prompts: PromptConfig | None = None,
     cache_dir: str | None = None,
 ) -> PrepareResult:
     """Rows of `manifest`'s source as records: local `files` (a list, read as `configs[0]`, or a dict
     config → files), else the hub's `configs` (default: all in the manifest) at `split`."""
-    prompts = prompts or PromptConfig()
-    if manifest.converter:
-        converter(manifest.converter)  # a missing converter is a setup error, not thousands of row errors
     result = PrepareResult()
     seen: set[str] = set()
     split = split or manifest.hub.splits[0]
@@ -68,10 +64,8 @@ def prepare(
         origin, number, row = item
         extra = {"split": split, **({"config": config} if config else {})}
         try:
-            record = adapt_row(manifest, row, prompts, extra)
-        except LookupError:
-            raise  # a missing converter is a setup error
-        except AdapterError as exc:
+            record = row_record(manifest, row, extra)
+        except RowFormatError as exc:
             result.errors.append(RowError(manifest.name, origin, number, str(exc)))
             continue
         except Exception as exc:  # hostile rows: any failure is reported, never fatal

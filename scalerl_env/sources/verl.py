@@ -132,9 +132,9 @@ def _foreign_tests(truth: Any):
     data = json.loads(truth) if isinstance(truth, str) else truth
     if isinstance(data, dict) and "kind" in data:
         return _TESTS.validate_python(data)
-    from .adapters import converter
+    from scalerl.verifiers.code.converters import from_apps
 
-    return converter("from_apps")({"input_output": json.dumps(data)})
+    return from_apps({"input_output": json.dumps(data)})
 
 
 class RecordFileError(ValueError):

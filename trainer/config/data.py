@@ -8,11 +8,10 @@ and `data generate` write them) or the procedural generator, for one domain, wit
 
 from __future__ import annotations
 
-import dataclasses
 from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
-from scalerl.env.contracts.domains import check_domain_name, domain, domains
+from scalerl.env.contracts.domains import PromptDefaults, check_domain_name, domain, domains
 from scalerl.env.contracts.records import Domain, Strict
 
 
@@ -37,12 +36,6 @@ class SourceConfig(Strict):
         return self
 
 
-class DomainPrompt(Strict):
-    system: str | None = Field(default=None, description="system message; None = the chat template's own")
-    instruction: str = Field(description="appended to the last user message unless `marker` is already in it")
-    marker: str = Field(description="text whose presence means the record already carries an instruction")
-
-
 class PromptsConfig(Strict):
     """Per-domain template, one section per domain (`prompts.math`, `prompts.code`, ...): a section's missing
     keys come from the domain's spec (`DomainSpec.prompt`), so a run overrides only what it names. The
@@ -53,8 +46,8 @@ class PromptsConfig(Strict):
     (`34+52=`) as they are."""
 
     model_config = ConfigDict(extra="allow")
-    EXTRA_MODEL: ClassVar[type[BaseModel]] = DomainPrompt  # the type of every per-domain section
-    __pydantic_extra__: dict[str, DomainPrompt] = Field(init=False)
+    EXTRA_MODEL: ClassVar[type[BaseModel]] = PromptDefaults  # the type of every per-domain section
+    __pydantic_extra__: dict[str, PromptDefaults] = Field(init=False)
 
     template: Literal["auto", "on", "off"] = "auto"
 
@@ -67,13 +60,13 @@ class PromptsConfig(Strict):
                 check_domain_name(name)
         for name, spec in domains().items():
             given = data.get(name)
-            if not isinstance(given, DomainPrompt) and (name in data or spec.trains_by_default):
-                data[name] = {**dataclasses.asdict(spec.prompt), **(given or {})}
+            if not isinstance(given, PromptDefaults) and (name in data or spec.trains_by_default):
+                data[name] = {**spec.prompt.model_dump(), **(given or {})}
         return data
 
-    def for_domain(self, name: str) -> DomainPrompt:
+    def for_domain(self, name: str) -> PromptDefaults:
         found = self.__pydantic_extra__.get(name)
-        return found if found is not None else DomainPrompt(**dataclasses.asdict(domain(name).prompt))
+        return found if found is not None else domain(name).prompt
 
     def with_domains(self, names: list[str]) -> PromptsConfig:
         """This template with a section (the spec's defaults) for each of `names` it lacks."""

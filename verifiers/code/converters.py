@@ -25,6 +25,7 @@ import io
 import json
 import pickle
 import zlib
+from collections.abc import Callable
 from typing import Any
 
 from scalerl.env.contracts.records import AssertTests, FunctionalCase, FunctionalTests, StdioCase, StdioTests
@@ -182,3 +183,10 @@ def from_mbpp(row: dict) -> AssertTests:
     if not isinstance(imports, list):
         raise ValueError("'test_imports' must be a list of import statements")  # the converter contract is ValueError
     return AssertTests(code="\n".join([*imports, *tests]) + "\n")
+
+
+# The converters a source manifest may name (`converter:`), by name: the one list of them.
+CONVERTERS: dict[str, Callable[[dict], StdioTests | FunctionalTests | AssertTests]] = {
+    fn.__name__: fn
+    for fn in (from_apps, from_livecodebench, from_deepcoder, from_codecontests, from_humaneval, from_mbpp)
+}

@@ -41,10 +41,10 @@ from dataclasses import dataclass
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
+from scalerl.verifiers.config import IfMode
 
 Relation = Literal["less than", "at least", "at most", "exactly", "around"]
 Count = Annotated[int, Field(ge=0)]
-Mode = Literal["strict", "loose"]
 
 CONSTRAINED_RESPONSES = ("My answer is yes.", "My answer is no.", "My answer is maybe.")
 
@@ -99,7 +99,7 @@ def loose_variants(text: str) -> list[str]:
     return cut + [v.replace("*", "") for v in cut]
 
 
-def followed(name: str, text: str, kwargs: dict[str, Any], mode: Mode = "strict") -> bool:
+def followed(name: str, text: str, kwargs: dict[str, Any], mode: IfMode = "strict") -> bool:
     """Whether `text` follows constraint `name` with validated `kwargs` in `mode` (module docstring)."""
     check = CONSTRAINTS[name].check
     variants = [text] if mode == "strict" else loose_variants(text)

@@ -26,26 +26,12 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
-from typing import Any, Literal
+from typing import Any
 
-from pydantic import Field
-from scalerl.env.contracts.records import RewardTable, Status, Strict, Verdict, VerifyItem
-from scalerl.verifiers.ifeval.constraints import ConstraintUnavailable, Mode, followed
+from scalerl.env.contracts.records import RewardTable, Status, Verdict, VerifyItem
+from scalerl.verifiers.config import IfConfig
+from scalerl.verifiers.ifeval.constraints import ConstraintUnavailable, followed
 from scalerl.verifiers.ifeval.reference import parse_reference
-
-
-class IfConfig(Strict):
-    """`verifier.if`: how instruction-following items are scored."""
-
-    mode: Mode = Field(default="strict", description="strict: the response as given; loose: IFEval's loose "
-                       "variants too (first/last line removed, `*` removed)")
-    reward: Literal["all", "fraction"] = Field(
-        default="all", description="all: correct only when every constraint is followed (IFEval prompt-level); "
-        "fraction: reward the share followed (instruction-level)")
-    response_after: list[str] = Field(
-        default_factory=lambda: ["</think>"],
-        description="the response is the text after the last of these markers (reasoning is not scored)")
-    max_completion_chars: int = Field(default=200_000, ge=1, description="longer completions are unparsable")
 
 
 class IfBatchVerifier:

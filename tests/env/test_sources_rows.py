@@ -1,4 +1,4 @@
-"""Every source adapter on its fixture (shaped like the real dataset); ids stable across runs and orders."""
+"""Every source's rows on its fixture (shaped like the real dataset); ids stable across runs and orders."""
 
 from __future__ import annotations
 
@@ -7,16 +7,20 @@ import random
 from pathlib import Path
 
 import pytest
+import yaml
+from scalerl.env.contracts.domains import domain
 from scalerl.env.contracts.records import AssertTests, FunctionalTests, ProblemRecord, StdioTests
-from scalerl.env.sources.adapters import PromptConfig, adapt_row
 from scalerl.env.sources.manifest import (
     DATASETS_DIR,
     FIXTURE_DIR,
+    MANIFEST_DIR,
+    ManifestError,
     fixture_path,
     list_sources,
     load_manifest,
 )
 from scalerl.env.sources.prepare import prepare
+from scalerl.env.sources.rows import row_record
 
 MATH_SOURCES = ["polaris", "deepmath", "deepscaler", "openr1-math", "math", "math500", "gsm8k"]
 CODE_SOURCES = ["deepcoder", "taco", "apps", "codecontests", "livecodebench", "humaneval", "mbpp",
@@ -52,7 +56,7 @@ def test_math_adapter_on_fixture(name):
     for record in result.records:
         assert record.domain == "math" and record.source == name and record.answer
         assert record.prompt[-1].role == "user"
-        assert record.prompt[-1].content.endswith(PromptConfig().math_instruction)
+        assert record.prompt[-1].content.endswith("\n\n" + domain("math").prompt.instruction)  # the spec's
         assert record.metadata["solution"]
 
 
@@ -115,11 +119,31 @@ def test_prompt_ids_are_stable_across_runs_and_orderings(tmp_path: Path):
 def test_instruction_does_not_change_the_prompt_id():
     manifest = load_manifest("polaris")
     row = json.loads((FIXTURE_DIR / "polaris.jsonl").read_text().splitlines()[0])
-    plain = adapt_row(manifest, row, PromptConfig())
-    custom = adapt_row(manifest, row, PromptConfig(math_instruction="Answer in \\boxed{}.", system="Be brief."))
+    plain = row_record(manifest, row)
+    custom = row_record(manifest.model_copy(update={"instruction": "Answer in \\boxed{}."}), row)
     assert plain.prompt_id == custom.prompt_id
-    assert [m.role for m in custom.prompt] == ["system", "user"]
+    assert [m.role for m in custom.prompt] == ["user"]  # the system message is the renderer's (prompts.<domain>)
     assert custom.prompt[-1].content.endswith("Answer in \\boxed{}.")
+    assert not plain.prompt[-1].content.endswith("Answer in \\boxed{}.")
+
+
+def test_code_rows_say_what_to_write_by_test_kind():
+    """The instruction names the function under test, or a stdin/stdout program (the code spec's)."""
+    from scalerl.env.domains.code import FUNCTION_INSTRUCTION, STDIO_INSTRUCTION
+
+    records = _prepare_fixture("taco").records
+    by_kind = {r.tests.kind: r.prompt[-1].content for r in records}
+    assert by_kind["stdio"].endswith(STDIO_INSTRUCTION)
+    functional = next(r for r in records if r.tests.kind == "functional")
+    assert by_kind["functional"].endswith(FUNCTION_INSTRUCTION.format(entry_point=f"`{functional.tests.entry_point}`"))
+
+
+def test_an_unknown_converter_is_refused_when_the_manifest_loads(tmp_path: Path):
+    data = yaml.safe_load((MANIFEST_DIR / "apps.yaml").read_text())
+    path = tmp_path / "apps.yaml"
+    path.write_text(yaml.safe_dump({**data, "converter": "from_nowhere"}))
+    with pytest.raises(ManifestError, match="from_nowhere.*known: from_apps"):
+        load_manifest(path)
 
 
 def test_duplicates_are_dropped_and_counted(tmp_path: Path):
