@@ -1,2 +1,3 @@
-"""The contracts every package shares: records, the `Strict` base, configuration loading, shipped paths
-and the domain registry. Imports no other module of the project, so any package may import it."""
+"""The contracts every package shares: records, the `Strict` base, configuration loading, shipped paths,
+the domain registry and the sigmoid fit record. Imports no other module of the project, so any package
+may import it."""

@@ -3,10 +3,10 @@
 Guaranteed: nothing is written; a file is parsed again only when its size or modification time changed
 (`JsonlCache`); every series a route returns has at most `MAX_POINTS` points (evenly thinned, the last
 point kept, `Series.total` says how many there were), and a page gets at most `MAX_SERIES` series.
-The fitted curve's band is the delta-method confidence band of `scalerl.trainer.fit` (the same formula,
-recomputed here from the fit's covariance because this layer may not import the trainer; a test checks
-they agree). Not guaranteed: a half-written last line of a live run is skipped, not waited for; a run's
-files read at one moment may disagree with each other (the trainer writes them one after another).
+The fitted curve and its band are evaluated by the fit's own record,
+`scalerl.env.contracts.sigmoid.SigmoidFit` (the one definition the trainer's fits use). Not guaranteed: a
+half-written last line of a live run is skipped, not waited for; a run's files read at one moment may
+disagree with each other (the trainer writes them one after another).
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from scalerl.env.contracts.sigmoid import SigmoidFit
 from scalerl.env.dashboard import models as m
 
 MAX_POINTS = 2000
@@ -25,7 +26,6 @@ MAX_SERIES = 64
 STEP_KEYS = ("reward/mean", "effective_batch_fraction", "truncation_rate", "tokens_per_s")
 STEP_PREFIXES = ("reward/", "format_failure_rate/")
 CURRICULUM_PREFIXES = ("curriculum/", "draws/")
-FIT_PARAMS = ("A", "R0", "B", "C_mid")  # scalerl.trainer.fit.model.PARAMS: the covariance's coordinate order
 EXTRAPOLATE = 4.0  # the fitted curve is drawn to this multiple of the largest compute evaluated
 
 
@@ -120,41 +120,32 @@ def curriculum_series(rows: list[dict[str, Any]]) -> list[m.Series]:
     return [series(rows, k) for k in numeric_keys(rows, CURRICULUM_PREFIXES)[:MAX_SERIES]]
 
 
-def fit_band(fit: dict[str, Any], cs: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(curve, low, high) of a `SigmoidFit.to_dict()` at compute `cs`: R0 + (A-R0)/(1+(C_mid/C)^B) and
-    its `level` delta-method confidence band (covariance in (A, R0, log B, log C_mid), free columns)."""
-    a, r0, b, cmid = (float(fit[k]) for k in FIT_PARAMS)
-    pos = cs > 0
-    dlog = np.where(pos, np.log(np.where(pos, cs, 1.0)) - math.log(cmid), 0.0)
-    s = np.where(pos, 0.5 * (1.0 + np.tanh(0.5 * b * dlog)), 0.0)
-    mid = r0 + (a - r0) * s
-    gain = (a - r0) * s * (1.0 - s) * b
-    jac = np.stack([s, 1.0 - s, gain * dlog, -gain], axis=1)[:, [FIT_PARAMS.index(p) for p in fit["free"]]]
-    cov = np.asarray(fit["covariance"], dtype=float).reshape(jac.shape[1], jac.shape[1])
-    half = float(fit["t_quantile"]) * np.sqrt(np.maximum(np.einsum("ij,jk,ik->i", jac, cov, jac), 0.0))
-    return mid, mid - half, mid + half
+def read_fit(path: Path) -> tuple[SigmoidFit | None, str | None]:
+    """(the fit of a `curves/<domain>.json`, or None and why there is none)."""
+    if not path.is_file():
+        return None, "no fit yet (curves/ is written at the run's end)"
+    try:
+        rec = json.loads(path.read_text())
+        if not rec.get("fit"):
+            return None, rec.get("fit_error") or "no fit"
+        return SigmoidFit.model_validate(rec["fit"]), None
+    except (OSError, ValueError, AttributeError) as exc:  # pydantic's ValidationError is a ValueError
+        return None, f"unreadable {path.name}: {exc}"
 
 
 def curve_set(cache: JsonlCache, run: Path, domain: str, grid: int = 80) -> m.CurveSet:
     """Held-out points from metrics.jsonl; the fit (curve to EXTRAPOLATE x the last compute, band) from
     curves/<domain>.json when the run has written it (at its end)."""
     points = heldout_series(metric_rows(cache, run, "validation"), domain)
-    path = run / "curves" / f"{domain}.json"
-    if not path.is_file():
-        return m.CurveSet(domain=domain, points=points, fit_error="no fit yet (curves/ is written at the run's end)")
-    try:
-        rec = json.loads(path.read_text())
-        fit = rec.get("fit")
-    except (OSError, ValueError) as exc:
-        return m.CurveSet(domain=domain, points=points, fit_error=f"unreadable {path.name}: {exc}")
-    if not fit:
-        return m.CurveSet(domain=domain, points=points, fit_error=rec.get("fit_error") or "no fit")
-    last = float(fit["compute_range"][1])
+    fit, error = read_fit(run / "curves" / f"{domain}.json")
+    if fit is None:
+        return m.CurveSet(domain=domain, points=points, fit_error=error)
+    last = fit.compute_range[1]
     cs = np.linspace(0.0, EXTRAPOLATE * last, grid)
-    mid, lo, hi = fit_band(fit, cs)
+    mid, (lo, hi) = fit.predict(cs), fit.band(cs)
     return m.CurveSet(domain=domain, points=points, fit=m.Series(name=f"{domain} fit", x=cs.tolist(), y=mid.tolist(),
                       total=grid), band_low=lo.tolist(), band_high=hi.tolist(), fit_max_compute=last,
-                      asymptote=float(fit["A"]))
+                      asymptote=fit.A)
 
 
 def domains_of(cache: JsonlCache, run: Path) -> list[str]:

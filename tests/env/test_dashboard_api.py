@@ -138,9 +138,9 @@ def test_overview_has_every_step_and_evaluation(client, run):
 
 
 def test_the_fitted_band_is_trainer_fits_band(client, variant):
-    """The curve and band the page draws equal `SigmoidFit.predict` / `band` (recomputed without the trainer)."""
+    """The curve and band the page draws equal `SigmoidFit.predict` / `band` of the fit the trainer wrote."""
+    from scalerl.env.contracts.sigmoid import SigmoidFit
     from scalerl.trainer.commands.dash import build_dash_app
-    from scalerl.trainer.fit.model import SigmoidFit
 
     with TestClient(build_dash_app(variant)) as c:
         (curve,) = c.get("/api/dash/overview").json()["curves"]

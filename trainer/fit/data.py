@@ -26,19 +26,13 @@ from typing import Literal
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict
+from scalerl.env.contracts.sigmoid import COMPUTE_AXES
 from scalerl.trainer.fit.model import FitError
 from scalerl.trainer.run.log import metric_records
 
 ComputeKind = Literal["device_hours", "device_s", "samples", "tokens", "flops"]
-COMPUTE_KEYS: dict[str, tuple[str, float]] = {
-    "device_hours": ("compute_device_s", 1 / 3600),
-    "device_s": ("compute_device_s", 1.0),
-    "samples": ("compute_samples", 1.0),
-    "tokens": ("compute_tokens", 1.0),
-    "flops": ("compute_flops", 1.0),
-}
-COMPUTE_LABELS = {"device_hours": "compute (device-hours)", "device_s": "compute (device-seconds)",
-                  "samples": "compute (samples)", "tokens": "compute (generated tokens)", "flops": "compute (FLOPs)"}
+COMPUTE_KEYS = {axis: (key, scale) for axis, (key, scale, _) in COMPUTE_AXES.items()}
+COMPUTE_LABELS = {axis: label for axis, (_, _, label) in COMPUTE_AXES.items()}
 
 
 class Series(BaseModel):

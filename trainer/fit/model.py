@@ -1,26 +1,22 @@
-"""The sigmoid compute–performance model, its fitted results, and the input checks every fit method shares.
+"""The input checks every fit method shares, the power-law result, and the fit's search bounds.
 
-    R(C) = R0 + (A - R0) / (1 + (C_mid / C)^B)        R(0) = R0
-
-`FitData` is validated input (`prepare`: finite, compute >= 0 and strictly increasing, burn-in and
-fit window applied); `check_enough` / `check_trend` raise `FitError` for data that cannot give a
-meaningful curve. `SigmoidFit` / `PowerLawFit` are results with `predict` and (sigmoid) `band`.
-The fitting methods live in `scalerl.trainer.fit.sigmoid` (default) and `scalerl.trainer.fit.paper` (the paper's grid).
-Importable without torch (numpy, scipy, pydantic).
+The sigmoid itself (`SigmoidFit`, the curve, its Jacobian and band) is the record the trainer writes and
+the dashboard reads, so it is defined once in `scalerl.env.contracts.sigmoid`. Here: `FitData` is
+validated input (`prepare`: finite, compute >= 0 and strictly increasing, burn-in and fit window
+applied); `check_enough` / `check_trend` raise `FitError` for data that cannot give a meaningful
+curve; `PowerLawFit` is the unbounded alternative. The fitting methods live in
+`scalerl.trainer.fit.sigmoid` (default) and `scalerl.trainer.fit.paper` (the paper's grid).
+Importable without torch (numpy, pydantic).
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
-from typing import Literal
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict
+from scalerl.env.contracts.sigmoid import ArrayLike
 
-ArrayLike = Sequence[float] | np.ndarray
-PARAMS = ("A", "R0", "B", "C_mid")
-"""Internal coordinates are (A, R0, log B, log C_mid), in this order."""
 LOG_B_BOUNDS = (math.log(0.05), math.log(50.0))
 EXTRA_POINTS = 3
 """Minimum points = free parameters + EXTRA_POINTS, so the residual variance has >= 3 dof."""
@@ -36,55 +32,6 @@ class FitData(BaseModel):
     model_config = ConfigDict(extra="forbid", arbitrary_types_allowed=True, frozen=True)
     compute: np.ndarray
     reward: np.ndarray
-
-
-class SigmoidFit(BaseModel):
-    """A fitted sigmoid with its intervals; ``predict`` and ``band`` evaluate it anywhere."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-    A: float
-    B: float
-    C_mid: float
-    R0: float
-    intervals: dict[str, tuple[float, float]]
-    level: float
-    method: Literal["default", "paper", "fixed_A"]
-    n_points: int
-    fixed: list[str]
-    sigma: float
-    """Residual standard deviation sqrt(RSS / dof)."""
-    dof: int
-    rss: float
-    compute_range: tuple[float, float]
-    """Smallest and largest compute among the points fitted."""
-    free: list[str]
-    covariance: list[list[float]]
-    """Covariance of the free parameters in internal coordinates (A, R0, log B, log C_mid)."""
-    t_quantile: float
-    warnings: list[str] = []
-
-    def _theta(self) -> np.ndarray:
-        return np.array([self.A, self.R0, math.log(self.B), math.log(self.C_mid)])
-
-    def predict(self, c: float | ArrayLike) -> float | np.ndarray:
-        out = sigmoid_curve(self._theta(), np.asarray(c, dtype=float))
-        return float(out) if np.ndim(c) == 0 else out
-
-    def band(self, c: float | ArrayLike, observation: bool = False) -> tuple:
-        """(lo, hi) at `c`: the `level` confidence band of the curve; plus noise if `observation`."""
-        carr = np.atleast_1d(np.asarray(c, dtype=float))
-        jac = jacobian(self._theta(), carr)[:, [PARAMS.index(p) for p in self.free]]
-        var = np.einsum("ij,jk,ik->i", jac, np.asarray(self.covariance).reshape(jac.shape[1], -1), jac)
-        if observation:
-            var = var + self.sigma**2
-        mid = sigmoid_curve(self._theta(), carr)
-        half = self.t_quantile * np.sqrt(np.maximum(var, 0.0))
-        if np.ndim(c) == 0:
-            return float(mid[0] - half[0]), float(mid[0] + half[0])
-        return mid - half, mid + half
-
-    def to_dict(self) -> dict:
-        return self.model_dump(mode="json")
 
 
 class PowerLawFit(BaseModel):
@@ -104,30 +51,6 @@ class PowerLawFit(BaseModel):
 
     def to_dict(self) -> dict:
         return self.model_dump(mode="json")
-
-
-# ---------------------------------------------------------------------------------------- the curve
-def gate(log_b: np.ndarray | float, log_cmid: np.ndarray | float, c: np.ndarray) -> tuple:
-    """s(C) = 1 / (1 + (C_mid/C)^B) and z-derivative pieces; s(0) = 0. Broadcasts over grids."""
-    pos = c > 0
-    log_c = np.log(np.where(pos, c, 1.0))
-    dlog = log_c - log_cmid
-    z = np.exp(log_b) * dlog
-    s = np.where(pos, 0.5 * (1.0 + np.tanh(0.5 * z)), 0.0)  # tanh form: no overflow for large |z|
-    return s, np.where(pos, dlog, 0.0)
-
-
-def sigmoid_curve(theta: np.ndarray, c: np.ndarray) -> np.ndarray:
-    """R(C) for internal coordinates theta = (A, R0, log B, log C_mid)."""
-    s, _ = gate(theta[2], theta[3], c)
-    return theta[1] + (theta[0] - theta[1]) * s
-
-
-def jacobian(theta: np.ndarray, c: np.ndarray) -> np.ndarray:
-    """dR/d(A, R0, log B, log C_mid), shape (n, 4)."""
-    s, dlog = gate(theta[2], theta[3], c)
-    gain_ds = (theta[0] - theta[1]) * s * (1.0 - s) * math.exp(theta[2])
-    return np.stack([s, 1.0 - s, gain_ds * dlog, -gain_ds], axis=1)
 
 
 # ------------------------------------------------------------------------------------- input checks
@@ -193,6 +116,3 @@ def check_trend(data: FitData) -> None:
             f"no upward trend: reward does not increase with compute (Spearman rho = {rho:.3f}); "
             "a sigmoid gain cannot be fitted"
         )
-
-
-# ------------------------------------------------------------------------------ variable projection

@@ -25,14 +25,8 @@ import logging
 import math
 
 import numpy as np
-from scalerl.trainer.fit.model import (
-    LOG_B_BOUNDS,
-    ArrayLike,
-    FitData,
-    check_enough,
-    check_trend,
-    prepare,
-)
+from scalerl.env.contracts.sigmoid import ArrayLike
+from scalerl.trainer.fit.model import LOG_B_BOUNDS, FitData, check_enough, check_trend, prepare
 
 logger = logging.getLogger(__name__)
 

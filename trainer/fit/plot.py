@@ -14,7 +14,8 @@ from pathlib import Path
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict
-from scalerl.trainer.fit.model import PowerLawFit, SigmoidFit
+from scalerl.env.contracts.sigmoid import SigmoidFit
+from scalerl.trainer.fit.model import PowerLawFit
 
 COLORS = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#17becf")
 

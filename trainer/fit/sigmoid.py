@@ -47,21 +47,8 @@ import math
 from typing import Literal
 
 import numpy as np
-from scalerl.trainer.fit.model import (
-    LOG_B_BOUNDS,
-    PARAMS,
-    ArrayLike,
-    FitData,
-    FitError,
-    PowerLawFit,
-    SigmoidFit,
-    check_enough,
-    check_trend,
-    gate,
-    jacobian,
-    prepare,
-    sigmoid_curve,
-)
+from scalerl.env.contracts.sigmoid import PARAMS, ArrayLike, SigmoidFit, gate, jacobian, sigmoid_curve
+from scalerl.trainer.fit.model import LOG_B_BOUNDS, FitData, FitError, PowerLawFit, check_enough, check_trend, prepare
 
 logger = logging.getLogger(__name__)
 
