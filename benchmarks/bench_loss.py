@@ -1,9 +1,9 @@
 """CISPO training step vs a plain next-token NLL step on the same tiny model and packed batch.
 
 Both steps run forward, backward, grad-norm clip and AdamW on the same Llama (built from config, no
-download) and the same packed batch with per-sequence positions. The CISPO step is
-`PolicyTrainer.step` (fp32 head, token logprobs, prompt-aggregated CISPO loss); the baseline is the
-model's own logits + `cross_entropy` over the completion tokens. Steps alternate so machine noise
+download) and the same packed batch with per-sequence positions. The CISPO step is `RankGroup.step`
+of one rank, the loop's update path (fp32 head, token logprobs, prompt-aggregated CISPO loss); the
+baseline is the model's own logits + `cross_entropy` over the completion tokens. Steps alternate so machine noise
 hits both alike; the median of the per-round ratios is reported (and the ratio of medians).
 Target: ≤ 1.15×.
 
@@ -22,7 +22,8 @@ import torch
 import torch.nn.functional as F
 from scalerl.trainer.core.fp32_head import pad_sequences, resolve_layout
 from scalerl.trainer.core.losses import LossConfig
-from scalerl.trainer.core.update import OptimConfig, PackedBatch, PolicyTrainer, build_optimizer, pack_samples
+from scalerl.trainer.core.update import OptimConfig, PackedBatch, build_optimizer, pack_samples
+from scalerl.trainer.distributed.leader import RankGroup
 from transformers import LlamaConfig, LlamaForCausalLM
 
 TARGET_RATIO = 1.15
@@ -101,7 +102,7 @@ class NLLStep:
 def run(samples: int, repeats: int, vocab: int, seed: int, layout: str = "auto") -> dict:
     batch = make_batch(samples, vocab, seed)
     cfg = OptimConfig(lr=1e-4, warmup_steps=0, micro_batch_tokens=batch.num_tokens, attention_layout=layout)
-    cispo = PolicyTrainer(tiny_model(vocab, seed), cfg, LossConfig())
+    cispo = RankGroup.single(tiny_model(vocab, seed), cfg, LossConfig())
     nll = NLLStep(tiny_model(vocab, seed), cfg)
     times: dict[str, list[float]] = {"cispo": [], "nll": []}
     for i in range(repeats + 1):

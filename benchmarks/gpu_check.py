@@ -30,7 +30,8 @@ import time
 import torch
 from scalerl.trainer.core.fp32_head import token_logprobs
 from scalerl.trainer.core.losses import LossConfig
-from scalerl.trainer.core.update import OptimConfig, PolicyTrainer, pack_samples
+from scalerl.trainer.core.update import OptimConfig, pack_samples
+from scalerl.trainer.distributed.leader import RankGroup
 from scalerl.trainer.engines.base import GenerationRequest, SamplingParams
 from scalerl.trainer.engines.torch_engine import TorchEngine
 
@@ -171,18 +172,15 @@ def training_check(model, groups, device: str) -> None:
     )
     times = {}
     for precision in ("fp32", "bf16"):
-        import copy
-
-        trainer = PolicyTrainer(
-            copy.deepcopy(model).train(), OptimConfig(precision=precision, lr=1e-6), LossConfig()
-        )
-        trainer.step(batch.to(device))  # warm-up (allocator, kernels)
+        # the loop's update path: one trainer rank in this process
+        group = RankGroup.single(copy.deepcopy(model).train(), OptimConfig(precision=precision, lr=1e-6), LossConfig())
+        group.step(batch)  # warm-up (allocator, kernels)
         runs = []
         for _ in range(3):
             if device == "cuda":
                 torch.cuda.synchronize()
             t0 = time.perf_counter()
-            trainer.step(batch.to(device))
+            group.step(batch)
             if device == "cuda":
                 torch.cuda.synchronize()
             runs.append(time.perf_counter() - t0)

@@ -26,9 +26,10 @@ Aggregation turns ℓ_t into the scalar loss L = Σ_t w_t ℓ_t with weights `ag
   at least one unmasked token.
 - `token` (DAPO): w_t = m_t / N, N = unmasked tokens in the batch.
 
-Guarantees: with weights computed on the whole batch and passed to each micro-batch
-(`policy_loss(..., token_weights=w[mb])`), the micro-batch losses sum to the full-batch loss, so
-gradient accumulation is mathematically equivalent to one large batch. An all-masked batch gives a
+Guarantees: `policy_loss` takes the weights of its tokens (`token_weights`) computed on the whole
+batch (`scalerl.trainer.distributed.sharding.cut_batch`, the one caller of `aggregation_weights` in the
+update), so the micro-batch losses sum to the full-batch loss and gradient accumulation is
+mathematically equivalent to one large batch. An all-masked batch gives a
 zero loss that still has a graph (backward is a no-op, never a crash).
 Non-guarantees: no dual-clip for PPO-style losses with negative advantages (a huge ρ is not capped
 for `dapo`/`grpo`, as in the papers); no entropy or KL terms.
@@ -140,12 +141,12 @@ def policy_loss(
     loss_mask: Tensor,
     cfg: LossConfig,
     *,
-    token_weights: Tensor | None = None,
+    token_weights: Tensor,
 ) -> tuple[Tensor, dict[str, float]]:
-    """The aggregated policy loss (to minimise) and its metrics.
+    """The aggregated policy loss Σ_t w_t ℓ_t (to minimise) and its metrics.
 
-    `token_weights`, when given, replaces the aggregation weights computed from this batch: pass the
-    full batch's weights sliced to the micro-batch for exact gradient accumulation.
+    `token_weights` are the tokens' aggregation weights (`aggregation_weights` of the whole batch, sliced
+    to these tokens), so micro-batch losses add up to the whole batch's loss.
     Metrics (floats): `loss`, `tokens/loss` and `tokens/total` (counts), `ratio/mean|min|max` over
     unmasked tokens, `clip_frac` (tokens whose ratio is capped/clipped; veRL `pg_clipfrac`, TRL
     `clip_ratio/region_mean`), `clip_frac/low|high` (clipped tokens whose own ratio is below / above 1), `kl/k1`
@@ -160,12 +161,11 @@ def policy_loss(
         sample_ids=sample_ids,
         group_ids=group_ids,
         loss_mask=loss_mask,
+        token_weights=token_weights,
     )
     if cfg.name not in LOSSES:
         raise ValueError(f"unknown loss {cfg.name!r}; registered: {sorted(LOSSES)}")
     mask = loss_mask.bool()
-    if token_weights is None:
-        token_weights = aggregation_weights(sample_ids, group_ids, mask, cfg.aggregation)
     # Mask before exp: prompt tokens carry placeholder gen logprobs that must not overflow.
     log_ratio = torch.where(mask, logprobs - gen_logprobs.to(logprobs.dtype), torch.zeros_like(logprobs))
     adv = advantages.to(logprobs.dtype)

@@ -1,19 +1,21 @@
-"""The policy update step over a Hugging Face causal LM.
+"""The policy update step over a Hugging Face causal LM, as one trainer rank runs it.
 
-One step = `accumulate(batch)` (forward/backward over token-budget micro-batches) then
-`optimizer_step()` (grad-norm clip, AdamW, scheduler). `step(batch)` does both.
+One step = `accumulate_shard(shard)` (forward/backward over token-budget micro-batches of this rank's
+part of the batch) then `optimizer_step()` (grad-norm clip, AdamW, scheduler). The only caller is the
+rank handler `scalerl.trainer.distributed.ranks` behind `scalerl.trainer.distributed.leader.RankGroup.step`,
+which cuts a packed batch into `Shard`s (`scalerl.trainer.distributed.sharding.cut_batch`) for 1 or N ranks.
 
 - Packing: `pack_samples` concatenates prompt + completion of every sample into one row with
   per-sequence position ids, so the loss tensors carry no padding; the decoder sees the row packed
   or padded per sequence (`attention_layout`, see `scalerl.trainer.core.fp32_head`), and either way each token is
   in exactly the sampler's context.
-- Exact accumulation: the aggregation weights (`scalerl.trainer.core.losses.aggregation_weights`) are computed on
-  the whole batch and sliced per micro-batch, so the summed micro-batch gradients equal the gradient of
-  the whole-batch loss (micro-batch 1 × accumulation 4 ≡ 4 × 1, up to float summation order).
-  Micro-batches are cut at sample boundaries (a sample never spans two, GSPO needs that) and hold at
-  most `micro_batch_tokens` tokens, except a single longer sample which goes alone. With the
-  `packed` attention layout on sdpa the mask and scores are T × T per micro-batch; the `auto` layout
-  avoids that (padded per sequence unless flash attention is in use).
+- Exact accumulation: a `Shard` carries the aggregation weights of its tokens computed on the WHOLE
+  batch (`scalerl.trainer.core.losses.aggregation_weights`), sliced per micro-batch, so the summed
+  micro-batch gradients equal the gradient of the whole-batch loss (micro-batch 1 × accumulation 4 ≡
+  4 × 1, up to float summation order). Micro-batches are cut at sample boundaries (a sample never spans
+  two, GSPO needs that) and hold at most `micro_batch_tokens` tokens, except a single longer sample
+  which goes alone. With the `packed` attention layout on sdpa the mask and scores are T × T per
+  micro-batch; the `auto` layout avoids that (padded per sequence unless flash attention is in use).
 - Hugging Face trap: packing is honoured only without a KV cache. A training forward with the default
   `use_cache=True` gets a DynamicCache and then a plain causal mask across the packed sequences
   (measured: logits off by 0.74 on a tiny Llama). `token_logprobs` always passes `use_cache=False`.
@@ -25,12 +27,9 @@ One step = `accumulate(batch)` (forward/backward over token-budget micro-batches
   bf16), fp32 elsewhere (CPU bf16 matmuls are slow and would only add noise); master weights keep the
   model's dtype. The LM head runs in fp32 either way unless `fp32_head` is off.
 - `policy_version` counts optimizer steps (it is what the generators tag tokens with after a push).
-
-- Shards: `accumulate_shard` runs one data-parallel rank's part of a batch (`Shard`: whole samples,
-  the whole batch's aggregation weights, the micro-batch count every rank runs, padded with
-  zero-weight micro-batches); `accumulate(batch)` is the one-rank case. The logprobs are the forward
+- Shards: a rank runs its whole samples, then zero-weight padding micro-batches up to the micro-batch
+  count every rank runs (sharded layers gather in every micro-batch). The logprobs are the forward
   of the root module `logprob_model`, which `scalerl.trainer.distributed.sharding` shards with FSDP2.
-
 - `activation_checkpointing`: Hugging Face gradient checkpointing (non-reentrant) on the decoder layers,
   enabled before sharding; same gradients, each layer recomputed in backward.
 
@@ -47,7 +46,7 @@ from dataclasses import dataclass, fields
 import torch
 from scalerl.trainer.core.config import LossConfig, OptimConfig
 from scalerl.trainer.core.fp32_head import TokenLogprobs
-from scalerl.trainer.core.losses import aggregation_weights, policy_loss
+from scalerl.trainer.core.losses import policy_loss
 from torch import Tensor, nn
 
 log = logging.getLogger(__name__)
@@ -98,12 +97,6 @@ class Shard:
     token_weights: Tensor
     micro_batches: int
     loss_scale: float = 1.0
-
-
-def whole_batch_shard(batch: PackedBatch, loss_cfg: LossConfig, micro_batch_tokens: int) -> Shard:
-    """The shard of a single rank: the whole batch."""
-    weights = aggregation_weights(batch.sample_ids, batch.group_ids, batch.loss_mask, loss_cfg.aggregation)
-    return Shard(batch, weights, len(micro_batch_bounds(batch.cu_seqlens, micro_batch_tokens)))
 
 
 def _check_sample(i: int, prompt: Sequence[int], completion: Sequence[int], lps, mask) -> None:
@@ -254,13 +247,6 @@ class PolicyTrainer:
         with self._autocast():
             return self.logprob_model(mb.input_ids, mb.position_ids)
 
-    def accumulate(self, batch: PackedBatch) -> dict[str, float]:
-        """Forward and backward over the micro-batches of `batch`; gradients add up in `.grad`."""
-        parts = self.accumulate_shard(whole_batch_shard(batch, self.loss_cfg, self.optim_cfg.micro_batch_tokens))
-        merged = merge_metrics(parts)
-        merged["micro_batches"] = float(len(parts))
-        return merged
-
     def accumulate_shard(self, shard: Shard) -> list[dict[str, float]]:
         """Forward and backward over this rank's micro-batches, then zero-weight padding micro-batches up
         to `shard.micro_batches`; returns the loss metrics of each real micro-batch."""
@@ -312,7 +298,3 @@ class PolicyTrainer:
             "step": float(self.step_count),
             "update_skipped": float(skipped),
         }
-
-    def step(self, batch: PackedBatch) -> dict[str, float]:
-        """One full update on `batch`: metrics of the loss, gradient norm, lr, step."""
-        return {**self.accumulate(batch), **self.optimizer_step()}

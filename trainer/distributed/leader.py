@@ -4,10 +4,11 @@
 (`scalerl.trainer.distributed.launch_ranks`), joins the process groups and broadcasts rank 0's weights.
 Then, for any N:
 
-- `step(batch)`: the aggregation weights are computed on the whole batch; the batch is cut into N
-  shards at sample boundaries, balanced by tokens (`sharding.cut_batch`), one per rank; every rank
-  accumulates its shard and steps AdamW; the metrics of all micro-batches are merged on rank 0 as
-  one rank would merge them. With N = 1 this is exactly `PolicyTrainer.step` (bit-identical).
+- `step(batch)`: the update step of a run, the only one: the aggregation weights are computed on the
+  whole batch and the batch is cut into N shards at sample boundaries, balanced by tokens
+  (`sharding.cut_batch`), one per rank; every rank accumulates its shard and steps AdamW; the metrics
+  of all micro-batches are merged on rank 0. With N = 1 the one shard is the whole batch and the
+  handler runs in this process (no process group).
 - `gather_weights()`: the full weights under Hugging Face names for the generators. N = 1: the
   model's own tensors, as before. N > 1: gathered collectively (finished on every rank before it
   returns), then copied into `mirror`, the plain model rank 0 keeps for the engine, validation and
@@ -30,6 +31,8 @@ from pathlib import Path
 from typing import Any
 
 import torch
+from scalerl.trainer.core.config import LossConfig, OptimConfig
+from scalerl.trainer.core.lora_config import LoraConfig
 from scalerl.trainer.core.update import PackedBatch, PolicyTrainer, merge_metrics
 from scalerl.trainer.distributed import ranks as rk
 from scalerl.trainer.distributed import sharding
@@ -49,12 +52,23 @@ class RankGroup:
         self._failed = False  # a command failed: ranks > 0 have exited or may be stuck; close() ends them
 
     @classmethod
+    def single(cls, model: nn.Module, optim: OptimConfig, loss: LossConfig, *, temperature: float = 1.0,
+               lora: LoraConfig | None = None) -> RankGroup:
+        """One rank in this process, on `model`'s device (no process group). With `lora.enabled` the trainer
+        adapts a copy and `model` stays the plain (merged) mirror."""
+        lora = lora or LoraConfig()
+        trainer = rk.build_trainer(copy.deepcopy(model) if lora.enabled else model, optim, loss,
+                                   temperature=temperature, lora=lora)
+        return cls(trainer, model)
+
+    @classmethod
     def start(cls, model: nn.Module, spec: rk.RankSpec, *, launch: Any = None,
               devices: list[str] | None = None) -> RankGroup:
         """Rank 0 for `spec` (rank 0's spec; `model` holds the weights to start from). `launch(specs)`
         starts ranks 1..N-1 from their specs (default: child processes); `devices[r]` is rank r's."""
-        if spec.world_size == 1:  # LoRA: the trainer adapts a copy, `model` stays the plain (merged) mirror
-            return cls(rk.build_trainer(spec, copy.deepcopy(model) if spec.lora.enabled else model), model)
+        if spec.world_size == 1:
+            return cls.single(model.to(spec.device), spec.optim, spec.loss, temperature=spec.temperature,
+                              lora=spec.lora)
         from scalerl.trainer.distributed.launch_ranks import ProcessRanks
 
         specs = [spec.model_copy(update={"rank": r, "device": devices[r] if devices else _device_of(spec.device, r)})
@@ -62,7 +76,7 @@ class RankGroup:
         launched = (launch or ProcessRanks)(specs)
         try:
             control = _join_watching(spec, launched)
-            trainer = rk.build_trainer(spec, copy.deepcopy(model))
+            trainer = rk.spec_trainer(spec, copy.deepcopy(model))
             group = cls(trainer, model, rk.RankState(trainer, 0, control), launched)
             group.broadcast_from_mirror()
             return group
@@ -74,12 +88,8 @@ class RankGroup:
     # ---------------------------------------------------------------------------------------- update
     def step(self, batch: PackedBatch) -> dict[str, float]:
         """One optimizer step of all ranks on `batch` (see the module docstring)."""
-        from scalerl.trainer.core.losses import aggregation_weights
-
-        cfg = self.trainer.optim_cfg
-        weights = aggregation_weights(batch.sample_ids, batch.group_ids, batch.loss_mask,
-                                      self.trainer.loss_cfg.aggregation)
-        shards = sharding.cut_batch(batch, weights, self.world_size, cfg.micro_batch_tokens)
+        shards = sharding.cut_batch(batch, self.trainer.loss_cfg.aggregation, self.world_size,
+                                    self.trainer.optim_cfg.micro_batch_tokens)
         _, per_rank = self._run("step", shards)
         parts = [p for rank_parts, _ in per_rank for p in rank_parts]
         merged = merge_metrics(parts)

@@ -95,21 +95,29 @@ def build_policy(builder: str, builder_args: dict[str, Any]) -> torch.nn.Module:
     return getattr(importlib.import_module(module), fn)(**builder_args)
 
 
-def build_trainer(spec: RankSpec, model: torch.nn.Module) -> PolicyTrainer:
-    """The rank's trainer: `model` moved to the rank's device, given adapters when `spec.lora.enabled`
-    (`scalerl.trainer.core.lora`: AdamW then sees the adapters only) and sharded before AdamW is built."""
+def build_trainer(model: torch.nn.Module, optim: OptimConfig, loss: LossConfig, *, temperature: float,
+                  lora: LoraConfig, world_size: int = 1) -> PolicyTrainer:
+    """A rank's trainer on `model` (on the rank's device already): adapters when `lora.enabled`
+    (`scalerl.trainer.core.lora`: AdamW then sees the adapters only), sharded before AdamW is built when
+    `world_size` > 1."""
     from functools import partial
 
     from scalerl.trainer.core.update import autocast_dtype
 
-    model.to(spec.device)
-    if spec.lora.enabled:
+    if lora.enabled:
         from scalerl.trainer.core.lora import apply_lora
 
-        apply_lora(model, spec.lora)
-    param_dtype = autocast_dtype(spec.optim.precision, torch.device(spec.device))  # bf16: FSDP2 mixed precision
-    shard = partial(sharding.shard_policy, param_dtype=param_dtype) if spec.world_size > 1 else None
-    return PolicyTrainer(model, spec.optim, spec.loss, temperature=spec.temperature, shard=shard)
+        apply_lora(model, lora)
+    device = next(model.parameters()).device
+    param_dtype = autocast_dtype(optim.precision, device)  # bf16: FSDP2 mixed precision
+    shard = partial(sharding.shard_policy, param_dtype=param_dtype) if world_size > 1 else None
+    return PolicyTrainer(model, optim, loss, temperature=temperature, shard=shard)
+
+
+def spec_trainer(spec: RankSpec, model: torch.nn.Module) -> PolicyTrainer:
+    """The trainer of the rank `spec` describes, `model` moved to its device."""
+    return build_trainer(model.to(spec.device), spec.optim, spec.loss, temperature=spec.temperature,
+                         lora=spec.lora, world_size=spec.world_size)
 
 
 # ------------------------------------------------------------------------------------------------ handlers
@@ -243,7 +251,7 @@ def main_worker(spec: RankSpec) -> None:
     torch.set_num_threads(spec.torch_threads)
     control = join(spec)
     try:
-        trainer = build_trainer(spec, build_policy(spec.builder, spec.builder_args))
+        trainer = spec_trainer(spec, build_policy(spec.builder, spec.builder_args))
         st = RankState(trainer, spec.rank, control)
         serve(st)
     finally:

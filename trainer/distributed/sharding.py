@@ -1,13 +1,14 @@
 """Data-parallel trainer ranks: how a batch is split, how the policy is sharded, how weights come back.
 
-- `cut_batch(batch, weights, world, micro_batch_tokens)`: rank 0 cuts the packed batch into `world`
-  contiguous runs of whole samples, balanced by tokens (each cut at the sample boundary nearest to an
-  equal token share), each carrying the aggregation weights computed on the WHOLE batch and the
-  micro-batch count of the busiest rank. Every rank then runs that many micro-batches, padding with
-  zero-weight ones, because FSDP's per-layer all-gathers are collective. With `loss_scale` = world
-  and the default gradient averaging, the summed update equals the single-rank update on the whole
-  batch (up to float summation order). A rank may get no samples (fewer samples than ranks): it runs
-  padding micro-batches only.
+- `cut_batch(batch, aggregation, world, micro_batch_tokens)`: rank 0 computes the aggregation weights
+  on the WHOLE batch (`scalerl.trainer.core.losses.aggregation_weights`; the one place the update
+  computes them, for 1 or N ranks) and cuts the packed batch into `world` contiguous runs of whole
+  samples, balanced by tokens (each cut at the sample boundary nearest to an equal token share), each
+  carrying its tokens' weights and the micro-batch count of the busiest rank. Every rank then runs
+  that many micro-batches, padding with zero-weight ones, because FSDP's per-layer all-gathers are
+  collective. With `loss_scale` = world and the default gradient averaging, the summed update equals
+  the single-rank update on the whole batch (up to float summation order). A rank may get no samples
+  (fewer samples than ranks): it runs padding micro-batches only.
 - `shard_policy(root)`: FSDP2 (`fully_shard`) on every decoder layer, then on the root module
   (`scalerl.trainer.core.fp32_head.TokenLogprobs`, whose forward runs decoder, FP32 head and logprobs, so no
   computation bypasses the root). `param_dtype=bf16` (`optim.precision` resolving to bf16,
@@ -29,6 +30,8 @@ from collections.abc import Mapping
 from typing import Any
 
 import torch
+from scalerl.trainer.core.config import Aggregation
+from scalerl.trainer.core.losses import aggregation_weights
 from scalerl.trainer.core.update import PackedBatch, Shard, micro_batch_bounds
 from torch import Tensor, nn
 
@@ -56,8 +59,9 @@ def cut_points(cu_seqlens: Tensor, world: int) -> list[tuple[int, int]]:
     return list(zip(cuts[:-1], cuts[1:]))
 
 
-def cut_batch(batch: PackedBatch, token_weights: Tensor, world: int, micro_batch_tokens: int) -> list[Shard]:
-    """One `Shard` per rank (see the module docstring); `token_weights` are the whole batch's."""
+def cut_batch(batch: PackedBatch, aggregation: Aggregation, world: int, micro_batch_tokens: int) -> list[Shard]:
+    """One `Shard` per rank, with the whole batch's aggregation weights (see the module docstring)."""
+    token_weights = aggregation_weights(batch.sample_ids, batch.group_ids, batch.loss_mask, aggregation)
     shards = []
     for start, stop in cut_points(batch.cu_seqlens, world):
         lo, hi = int(batch.cu_seqlens[start]), int(batch.cu_seqlens[stop])

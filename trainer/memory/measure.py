@@ -1,8 +1,8 @@
 """The memory plan checked against PyTorch without a GPU: the project's update step under fake tensors.
 
 `measure_update_step(shape, cfg, ...)` builds the Hugging Face model of `shape` under
-`torch._subclasses.fake_tensor.FakeTensorMode` (shapes, no storage), runs `PolicyTrainer.accumulate`
-(FP32 head, CISPO, micro-batches, autocast) and `optimizer_step` (AdamW) under
+`torch._subclasses.fake_tensor.FakeTensorMode` (shapes, no storage), runs `PolicyTrainer.accumulate_shard`
+on the whole batch (FP32 head, CISPO, micro-batches, autocast) and `optimizer_step` (AdamW) under
 `torch.distributed._tools.mem_tracker.MemTracker`, and returns what the tracker counted per category;
 `measure_fsdp_step(shape, cfg, ..., world=N)` does the same for rank 0 of N FSDP2 ranks
 (`scalerl.trainer.distributed.sharding.shard_policy` over a fake process group,
@@ -119,8 +119,12 @@ def measure_update_step(shape: ModelShape, optim: Any, loss: Any, *, samples: in
 def _tracked_step(tracker: Any, trainer: Any, batch: Any, grad_kind: str) -> tuple[dict, int, dict]:
     """One update under `tracker`: the peak by kind, the gradients after backward, and every kind after
     the optimizer step (when AdamW's states exist)."""
+    from scalerl.trainer.distributed.sharding import cut_batch
+
+    # the whole batch on this rank, as the measured plan assumes (one shard of one rank)
+    shard = cut_batch(batch, trainer.loss_cfg.aggregation, 1, trainer.optim_cfg.micro_batch_tokens)[0]
     with tracker:
-        trainer.accumulate(batch)
+        trainer.accumulate_shard(shard)
         peak = _by_kind(tracker.get_tracker_snapshot("peak"))
         grads = _by_kind(tracker.get_tracker_snapshot("current"))[grad_kind]
         trainer.optimizer_step()

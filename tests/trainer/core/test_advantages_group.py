@@ -5,7 +5,7 @@ import math
 import pytest
 import torch
 from scalerl.trainer.core.advantages import AdvantageConfig, compute_advantages
-from scalerl.trainer.core.losses import LossConfig, policy_loss
+from scalerl.trainer.core.losses import LossConfig, aggregation_weights, policy_loss
 
 # group 7: one correct of four; group 3: all correct (zero variance); group 5: two of four.
 REWARDS = torch.tensor([1.0, 0, 0, 0, 1, 1, 1, 1, 1, 0, 1, 0])
@@ -57,6 +57,8 @@ def test_all_equal_reward_group_contributes_nothing_to_the_gradient():
         GROUPS.repeat_interleave(tokens_per_sample),
         torch.ones(36, dtype=torch.bool),
         LossConfig(),
+        token_weights=aggregation_weights(sample_ids, GROUPS.repeat_interleave(tokens_per_sample),
+                                          torch.ones(36, dtype=torch.bool), "prompt"),
     )
     loss.backward()
     in_flat_group = GROUPS.repeat_interleave(tokens_per_sample) == 3

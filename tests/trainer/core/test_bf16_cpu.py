@@ -16,7 +16,8 @@ import torch
 from scalerl.env.contracts.paths import DATASETS
 from scalerl.trainer.core.config import LossConfig, OptimConfig
 from scalerl.trainer.core.fp32_head import token_logprobs
-from scalerl.trainer.core.update import PolicyTrainer, pack_samples
+from scalerl.trainer.core.update import pack_samples
+from scalerl.trainer.distributed.leader import RankGroup
 from scalerl.trainer.engines.base import GenerationRequest, SamplingParams
 from scalerl.trainer.engines.torch_engine import TorchEngine
 from scalerl.trainer.tiny.model import CharTokenizer, render_prompt
@@ -114,7 +115,7 @@ def test_engine_and_trainer_logprobs_agree_in_bf16(tiny):
 def test_a_bf16_step_runs_in_bf16_keeps_fp32_masters_and_moves_the_weights(tiny):
     model, samples = copy.deepcopy(tiny[0]), tiny[1]
     before = {k: v.detach().clone() for k, v in model.state_dict().items()}
-    trainer = PolicyTrainer(model, OptimConfig(precision="bf16", warmup_steps=0), LossConfig())
+    group = RankGroup.single(model, OptimConfig(precision="bf16", warmup_steps=0), LossConfig())
     rewards = [float(i % 2) for i in range(len(samples))]  # a mixed-sign advantage in every group
     mean = sum(rewards) / len(rewards)
     batch = pack_samples([p for p, _ in samples], [s.token_ids for _, s in samples],
@@ -123,7 +124,7 @@ def test_a_bf16_step_runs_in_bf16_keeps_fp32_masters_and_moves_the_weights(tiny)
     seen = []
     hook = model.model.layers[0].self_attn.q_proj.register_forward_hook(lambda m, i, o: seen.append(o.dtype))
     try:
-        metrics = trainer.step(batch)
+        metrics = group.step(batch)
     finally:
         hook.remove()
     assert set(seen) == {torch.bfloat16}
@@ -145,7 +146,7 @@ def test_a_bf16_step_of_smollm2_keeps_fp32_masters_and_moves_the_weights():
     ids = [torch.randint(1, 49_000, (12,), generator=g).tolist() for _ in range(2)]
     batch = pack_samples([i[:4] for i in ids], [i[4:] for i in ids], [[-3.0] * 8] * 2, [[1] * 8] * 2, [1.0, -1.0],
                          [0, 0])
-    metrics = PolicyTrainer(model, OptimConfig(precision="bf16", warmup_steps=0), LossConfig()).step(batch)
+    metrics = RankGroup.single(model, OptimConfig(precision="bf16", warmup_steps=0), LossConfig()).step(batch)
     assert torch.isfinite(torch.tensor(metrics["loss"])) and metrics["update_skipped"] == 0.0
     assert all(p.dtype == torch.float32 for p in model.parameters())
     assert not torch.equal(model.model.layers[0].mlp.down_proj.weight, before)

@@ -17,9 +17,8 @@ from scalerl.trainer.config.train import TrainConfig
 from scalerl.trainer.core.config import LossConfig, OptimConfig
 from scalerl.trainer.core.lora import ADAPTER_FILE, adapter_state_dict, apply_lora, merged_state_dict
 from scalerl.trainer.core.lora_config import LoraConfig
-from scalerl.trainer.core.update import PolicyTrainer, pack_samples
+from scalerl.trainer.core.update import pack_samples
 from scalerl.trainer.distributed.leader import RankGroup
-from scalerl.trainer.distributed.ranks import RankSpec
 
 from tests.support.models import tiny_llama
 
@@ -36,10 +35,7 @@ def batch(seed: int, n: int = 4, vocab: int = 96):
 
 
 def one_rank(model, lora=LORA):
-    spec = RankSpec(rank=0, world_size=1, init_method="tcp://127.0.0.1:1", backend="gloo", device="cpu",
-                    timeout_s=10, idle_timeout_s=10, builder="tests.support.models:tiny_llama", optim=OPTIM,
-                    loss=LossConfig(), lora=lora)
-    return RankGroup.start(model, spec)
+    return RankGroup.single(model, OPTIM, LossConfig(), lora=lora)
 
 
 def test_the_update_moves_the_adapters_only_and_the_push_is_the_merged_policy():
@@ -129,8 +125,8 @@ def test_one_lora_update_of_smollm2_moves_adapters_not_base_weights():
     model, _ = load_hf_policy(require_model())
     apply_lora(model, LoraConfig(enabled=True, rank=8, target_modules=["q_proj", "v_proj"]))
     frozen = {k: v.clone() for k, v in model.state_dict().items() if ".lora_" not in k}
-    trainer = PolicyTrainer(model, OptimConfig(lr=1e-3, warmup_steps=0, micro_batch_tokens=64), LossConfig())
-    metrics = trainer.step(batch(3, n=2, vocab=49_000))
+    group = RankGroup.single(model, OptimConfig(lr=1e-3, warmup_steps=0, micro_batch_tokens=64), LossConfig())
+    metrics = group.step(batch(3, n=2, vocab=49_000))
     assert torch.isfinite(torch.tensor(metrics["loss"])) and metrics["grad_norm"] > 0
     assert all(torch.equal(v, frozen[k]) for k, v in model.state_dict().items() if k in frozen)
     assert any(float(v.abs().max()) > 0 for k, v in adapter_state_dict(model).items() if "lora_B" in k)

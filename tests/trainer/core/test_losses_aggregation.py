@@ -13,7 +13,8 @@ MASK = torch.tensor([1, 1, 1, 1, 0, 1, 1, 1, 1, 1, 1], dtype=torch.bool)
 def _grad(aggregation, adv):
     lp = torch.full((11,), -1.0, dtype=torch.float64, requires_grad=True)
     loss, _ = policy_loss(
-        lp, lp.detach().clone(), adv, SAMPLE_IDS, GROUP_IDS, MASK, LossConfig(aggregation=aggregation)
+        lp, lp.detach().clone(), adv, SAMPLE_IDS, GROUP_IDS, MASK, LossConfig(aggregation=aggregation),
+        token_weights=aggregation_weights(SAMPLE_IDS, GROUP_IDS, MASK, aggregation),
     )
     loss.backward()
     return lp.grad
@@ -60,6 +61,8 @@ def test_empty_mask_gives_zero_loss_that_backpropagates():
         torch.zeros(3, dtype=torch.long),
         torch.zeros(3, dtype=torch.bool),
         LossConfig(),
+        token_weights=aggregation_weights(torch.arange(3), torch.zeros(3, dtype=torch.long),
+                                          torch.zeros(3, dtype=torch.bool), "prompt"),
     )
     loss.backward()
     assert loss.item() == 0.0 and lp.grad.abs().sum().item() == 0.0
@@ -71,8 +74,8 @@ def test_sliced_weights_make_micro_batch_losses_sum_to_the_full_loss(aggregation
     torch.manual_seed(0)
     lp, gen, adv = torch.randn(11, dtype=torch.float64), torch.randn(11, dtype=torch.float64), torch.randn(11)
     cfg = LossConfig(aggregation=aggregation)
-    full, _ = policy_loss(lp, gen, adv, SAMPLE_IDS, GROUP_IDS, MASK, cfg)
     w = aggregation_weights(SAMPLE_IDS, GROUP_IDS, MASK, aggregation)
+    full, _ = policy_loss(lp, gen, adv, SAMPLE_IDS, GROUP_IDS, MASK, cfg, token_weights=w)
     parts = [
         policy_loss(
             lp[a:b], gen[a:b], adv[a:b], SAMPLE_IDS[a:b], GROUP_IDS[a:b], MASK[a:b], cfg, token_weights=w[a:b]

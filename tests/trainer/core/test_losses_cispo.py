@@ -4,7 +4,7 @@ import math
 
 import pytest
 import torch
-from scalerl.trainer.core.losses import LOSSES, LossConfig, policy_loss, register_loss
+from scalerl.trainer.core.losses import LOSSES, LossConfig, aggregation_weights, policy_loss, register_loss
 
 
 def _run(lp, gen, adv, cfg, *, mask=None, sample_ids=None, group_ids=None):
@@ -21,6 +21,7 @@ def _run(lp, gen, adv, cfg, *, mask=None, sample_ids=None, group_ids=None):
         gids,
         mask,
         cfg,
+        token_weights=aggregation_weights(sids, gids, mask, cfg.aggregation),
     )
     loss.backward()
     return loss.item(), lp.grad.tolist(), metrics
@@ -111,6 +112,7 @@ def test_unknown_names_and_bad_shapes_are_clear_errors():
             torch.zeros(3, dtype=torch.long),
             torch.ones(3, dtype=torch.bool),
             LossConfig(),
+            token_weights=torch.ones(3),
         )
     with pytest.raises(Exception, match="name"):
         LossConfig(name="ppo")

@@ -1,4 +1,6 @@
-"""The update step: packing, exact gradient accumulation, on-policy ratio 1, AdamW schedule."""
+"""The update step, through the loop's path (`RankGroup.step` of one rank; the shard pieces
+`cut_batch` + `accumulate_shard` where a test needs the gradients before AdamW): packing, exact
+gradient accumulation, on-policy ratio 1, AdamW schedule."""
 
 import copy
 
@@ -6,7 +8,9 @@ import pytest
 import torch
 from scalerl.trainer.core.fp32_head import token_logprobs
 from scalerl.trainer.core.losses import LossConfig
-from scalerl.trainer.core.update import OptimConfig, PolicyTrainer, micro_batch_bounds, pack_samples
+from scalerl.trainer.core.update import OptimConfig, PolicyTrainer, merge_metrics, micro_batch_bounds, pack_samples
+from scalerl.trainer.distributed.leader import RankGroup
+from scalerl.trainer.distributed.sharding import cut_batch
 
 from tests.support.models import tiny_llama
 
@@ -36,10 +40,16 @@ def make_batch(model, n_samples=4, seed=1, shift=0.05):
     return batch
 
 
+def accumulate(trainer: PolicyTrainer, batch) -> dict[str, float]:
+    """The first half of `RankGroup.step` on one rank: the whole batch's shard, forward and backward."""
+    shard = cut_batch(batch, trainer.loss_cfg.aggregation, 1, trainer.optim_cfg.micro_batch_tokens)[0]
+    parts = trainer.accumulate_shard(shard)
+    return {**merge_metrics(parts), "micro_batches": float(len(parts))}
+
+
 def _grads_after_accumulate(model, batch, micro_batch_tokens, loss_name, layout):
     cfg = OptimConfig(micro_batch_tokens=micro_batch_tokens, lr=1e-3, warmup_steps=0, attention_layout=layout)
-    trainer = PolicyTrainer(model, cfg, LossConfig(name=loss_name))
-    metrics = trainer.accumulate(batch)
+    metrics = accumulate(PolicyTrainer(model, cfg, LossConfig(name=loss_name)), batch)
     return {n: p.grad.clone() for n, p in model.named_parameters()}, metrics
 
 
@@ -76,7 +86,7 @@ def test_on_policy_ratio_is_one_against_a_kv_cache_sampler():
         completions.append(ids[0, len(prompt) :].tolist())
         gen_lps.append(lps)
     batch = pack_samples(prompts, completions, gen_lps, [[1] * 6] * 2, [1.0, -1.0], [0, 0])
-    metrics = PolicyTrainer(model, OptimConfig(), LossConfig()).accumulate(batch)
+    metrics = accumulate(PolicyTrainer(model, OptimConfig(), LossConfig()), batch)
     assert metrics["ratio/min"] == pytest.approx(1.0, abs=1e-5)
     assert metrics["ratio/max"] == pytest.approx(1.0, abs=1e-5)
     assert metrics["tokens/loss"] == 12
@@ -90,14 +100,14 @@ def test_paper_defaults_and_warmup_then_constant_lr():
     cfg = load_config(TrainConfig, None, [], base=preset_values("paper")).optim
     assert (cfg.lr, cfg.warmup_steps, cfg.eps, cfg.weight_decay) == (5e-7, 100, 1e-15, 0.01)
     model = tiny_llama()
-    trainer = PolicyTrainer(model, OptimConfig(lr=1e-3, warmup_steps=3), LossConfig())
-    assert trainer.optimizer.defaults["eps"] == 1e-15
-    decays = {g["weight_decay"] for g in trainer.optimizer.param_groups}
+    group = RankGroup.single(model, OptimConfig(lr=1e-3, warmup_steps=3), LossConfig())
+    assert group.trainer.optimizer.defaults["eps"] == 1e-15
+    decays = {g["weight_decay"] for g in group.trainer.optimizer.param_groups}
     assert decays == {0.01, 0.0}
     batch = make_batch(model)
-    lrs = [trainer.step(batch)["lr"] for _ in range(5)]
+    lrs = [group.step(batch)["lr"] for _ in range(5)]
     assert lrs == pytest.approx([1e-3 / 3, 2e-3 / 3, 1e-3, 1e-3, 1e-3])
-    assert trainer.policy_version == 5
+    assert group.trainer.policy_version == 5
 
 
 def test_positive_advantage_raises_the_sample_logprob():
@@ -105,10 +115,10 @@ def test_positive_advantage_raises_the_sample_logprob():
     batch = pack_samples([[1, 2]], [[3, 4, 5]], [[0.0] * 3], [[1, 1, 1]], [1.0], [0])
     with torch.no_grad():
         batch.gen_logprobs = token_logprobs(model, batch.input_ids).float() * batch.loss_mask
-    trainer = PolicyTrainer(model, OptimConfig(lr=1e-2, warmup_steps=0), LossConfig())
+    group = RankGroup.single(model, OptimConfig(lr=1e-2, warmup_steps=0), LossConfig())
     before = batch.gen_logprobs[batch.loss_mask].sum()
     for _ in range(3):
-        trainer.step(batch)
+        group.step(batch)
     with torch.no_grad():
         after = token_logprobs(model, batch.input_ids)[batch.loss_mask].sum()
     assert after > before + 0.1
@@ -116,9 +126,8 @@ def test_positive_advantage_raises_the_sample_logprob():
 
 def test_grad_norm_is_clipped():
     model = tiny_llama()
-    trainer = PolicyTrainer(model, OptimConfig(max_grad_norm=1e-3, lr=1e-3), LossConfig())
-    trainer.accumulate(make_batch(model))
-    norm = trainer.optimizer_step()["grad_norm"]
+    norm = RankGroup.single(model, OptimConfig(max_grad_norm=1e-3, lr=1e-3), LossConfig()).step(
+        make_batch(model))["grad_norm"]
     assert norm > 1e-3  # the reported norm is the pre-clip one; the applied update used the clipped one
 
 
@@ -150,8 +159,7 @@ def test_micro_batches_respect_the_token_budget_at_sample_boundaries():
 def test_bf16_autocast_step_keeps_fp32_master_weights_and_a_near_one_ratio():
     model = tiny_llama()
     batch = make_batch(model, shift=0.0)
-    trainer = PolicyTrainer(model, OptimConfig(precision="bf16", lr=1e-3, warmup_steps=0), LossConfig())
-    metrics = trainer.step(batch)
+    metrics = RankGroup.single(model, OptimConfig(precision="bf16", lr=1e-3, warmup_steps=0), LossConfig()).step(batch)
     assert all(p.dtype == torch.float32 for p in model.parameters())
     assert metrics["update_skipped"] == 0.0
     # bf16 trunk vs the fp32 sampler: close to, but not exactly, on-policy.

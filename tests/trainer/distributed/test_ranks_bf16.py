@@ -11,7 +11,6 @@ import copy
 
 import torch
 from scalerl.trainer.core.config import OptimConfig
-from scalerl.trainer.core.update import PolicyTrainer
 from scalerl.trainer.distributed.leader import RankGroup
 from scalerl.trainer.distributed.ranks import RankSpec, free_port
 
@@ -32,7 +31,7 @@ def float32_llama():
 
 def test_two_bf16_ranks_run_layers_in_bf16_and_match_one_rank():
     start = float32_llama()
-    ref = PolicyTrainer(copy.deepcopy(start), OPTIM, LOSS)
+    ref = RankGroup.single(copy.deepcopy(start), OPTIM, LOSS)
     ref_norms = [ref.step(b)["grad_norm"] for b in BATCHES[:2]]
     spec = RankSpec(rank=0, world_size=2, init_method=f"tcp://127.0.0.1:{free_port()}", backend="gloo",
                     device="cpu", timeout_s=TIMEOUT_S, idle_timeout_s=120,

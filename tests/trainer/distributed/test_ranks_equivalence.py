@@ -18,9 +18,8 @@ import time
 import pytest
 import torch
 import torch.distributed as dist
-from scalerl.trainer.core.checkpoint import load_checkpoint, save_checkpoint
 from scalerl.trainer.core.config import LossConfig, OptimConfig
-from scalerl.trainer.core.update import PolicyTrainer, pack_samples
+from scalerl.trainer.core.update import pack_samples
 from scalerl.trainer.distributed.leader import RankGroup
 from scalerl.trainer.distributed.ranks import RankSpec, free_port
 
@@ -95,12 +94,12 @@ def runs(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("ranks")
     start = float64_llama()
     out: dict = {"ref_norms": [], "group_norms": [], "spread": [], "micro": []}
-    ref = PolicyTrainer(copy.deepcopy(start), OPTIM, LOSS)
+    ref = RankGroup.single(copy.deepcopy(start), OPTIM, LOSS)
     for b in BATCHES[:3]:
         out["ref_norms"].append(ref.step(b)["grad_norm"])
-    save_checkpoint(tmp / "one_rank", ref.model, ref)
+    ref.save_checkpoint(tmp / "one_rank")
     ref.step(BATCHES[3])
-    out["ref_final"] = params(ref.model)
+    out["ref_final"] = params(ref.mirror)
 
     group = RankGroup.start(copy.deepcopy(start), spec(2))
     try:
@@ -124,10 +123,10 @@ def runs(tmp_path_factory):
         out["timeout"] = lonely_collective()
     finally:
         group.close()
-    resumed = PolicyTrainer(float64_llama(), OPTIM, LOSS)  # 2 -> 1 rank
-    load_checkpoint(tmp / "two_ranks", resumed.model, resumed)
+    resumed = RankGroup.single(float64_llama(), OPTIM, LOSS)  # 2 -> 1 rank
+    resumed.load_checkpoint(tmp / "two_ranks")
     resumed.step(BATCHES[3])
-    out["resumed_2_to_1"] = params(resumed.model)
+    out["resumed_2_to_1"] = params(resumed.mirror)
     out["hf_keys"] = set(start.state_dict())
     out["shapes"] = {k: tuple(v.shape) for k, v in start.state_dict().items()}
     return out

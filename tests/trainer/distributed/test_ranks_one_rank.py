@@ -1,5 +1,5 @@
 """One trainer rank takes the N-rank path (cut, shard, accumulate, merge) and is bit-identical to the
-plain update step as it was before ranks existed; how batches are cut for N ranks."""
+update step written out by hand; how batches are cut for N ranks."""
 
 from __future__ import annotations
 
@@ -18,8 +18,8 @@ from tests.trainer.distributed.test_ranks_equivalence import BATCHES, LOSS, OPTI
 
 
 def plain_step(trainer: PolicyTrainer, batch) -> dict[str, float]:
-    """The update step written out as it was before trainer ranks: the functional FP32-head logprobs on
-    the model, whole-batch weights sliced per micro-batch, then the trainer's optimizer step."""
+    """The update step written out: the functional FP32-head logprobs on the model, whole-batch weights
+    sliced per micro-batch, then the trainer's optimizer step."""
     weights = aggregation_weights(batch.sample_ids, batch.group_ids, batch.loss_mask, LOSS.aggregation)
     parts = []
     for start, stop in micro_batch_bounds(batch.cu_seqlens, OPTIM.micro_batch_tokens):
@@ -62,7 +62,7 @@ def test_cuts_fall_on_sample_boundaries_balanced_by_tokens():
 def test_shards_carry_whole_batch_weights_and_one_micro_batch_count():
     batch = BATCHES[0]
     weights = aggregation_weights(batch.sample_ids, batch.group_ids, batch.loss_mask, "prompt")
-    shards = cut_batch(batch, weights, 2, OPTIM.micro_batch_tokens)
+    shards = cut_batch(batch, "prompt", 2, OPTIM.micro_batch_tokens)
     assert sum(s.batch.num_tokens for s in shards) == batch.num_tokens
     assert torch.equal(torch.cat([s.token_weights for s in shards]), weights)
     assert float(sum(s.token_weights.sum() for s in shards)) == pytest.approx(1.0)

@@ -8,7 +8,6 @@ import copy
 from functools import partial
 
 import pytest
-from scalerl.trainer.core.update import PolicyTrainer
 from scalerl.trainer.distributed.launch_ranks import RayRanks, node_address
 from scalerl.trainer.distributed.leader import RankGroup, architecture_args
 from scalerl.trainer.distributed.ranks import RankSpec, free_port
@@ -31,7 +30,7 @@ def test_ray_actor_rank_gives_the_one_rank_parameters():
                         builder="scalerl.trainer.distributed.leader:architecture",
                          builder_args=architecture_args(start),
                         optim=OPTIM, loss=LOSS)
-        ref = PolicyTrainer(copy.deepcopy(start), OPTIM, LOSS)
+        ref = RankGroup.single(copy.deepcopy(start), OPTIM, LOSS)
         group = RankGroup.start(copy.deepcopy(start), spec, launch=partial(RayRanks, num_cpus=1, num_gpus=0))
         try:
             for b in BATCHES:
@@ -39,6 +38,6 @@ def test_ray_actor_rank_gives_the_one_rank_parameters():
             pushed = group.gather_weights()
         finally:
             group.close()
-        assert max(float((pushed[k] - v).abs().max()) for k, v in ref.model.state_dict().items()) < PARAM_TOL
+        assert max(float((pushed[k] - v).abs().max()) for k, v in ref.mirror.state_dict().items()) < PARAM_TOL
     finally:
         ray.shutdown()

@@ -6,6 +6,7 @@ import torch
 from scalerl.env.contracts.config import load_config
 from scalerl.trainer.config.train import TrainConfig
 from scalerl.trainer.core.update import PolicyTrainer, pack_samples
+from scalerl.trainer.distributed.sharding import cut_batch
 from scalerl.trainer.tiny.model import CharTokenizer, build_tiny_model
 
 from tests.support.tiny_policy import SMALL_MODEL
@@ -19,7 +20,7 @@ def grads(checkpointing: bool) -> list[torch.Tensor]:
     assert model.is_gradient_checkpointing == checkpointing
     batch = pack_samples([[1, 2, 3], [4, 5]], [[6, 7], [8, 9, 10]], [[-1.0, -2.0], [-1.0, -1.5, -2.0]],
                          [[1, 1], [1, 1, 1]], [1.0, -1.0], [0, 0])
-    trainer.accumulate(batch)
+    trainer.accumulate_shard(cut_batch(batch, cfg.loss.aggregation, 1, cfg.optim.micro_batch_tokens)[0])
     return [p.grad.clone() for p in model.parameters() if p.grad is not None]
 
 
