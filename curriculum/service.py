@@ -45,12 +45,12 @@ from scalerl.curriculum.ledger.store import Ledger
 from scalerl.curriculum.policy import policy_for
 from scalerl.curriculum.sampler import Sampler, SamplerExhausted
 from scalerl.curriculum.service_models import (
-    DomainCounts,
     DrawnPrompt,
     DrawRequest,
     DrawResponse,
     ReportRequest,
     ReportResponse,
+    SetDomainCounts,
     SetState,
     SetSummary,
 )
@@ -83,6 +83,13 @@ class SetInputError(ServiceError):
     def __init__(self, field: str, msg: str) -> None:
         super().__init__(f"{field}: {msg}")
         self.field, self.msg = field, msg
+
+
+class MissingInputError(SetInputError):
+    """A field naming what does not exist (a prompt the set does not hold, a file the server does not
+    have): the request is well formed, its target is not found."""
+
+    status = 404
 
 
 @dataclass(frozen=True)
@@ -274,7 +281,7 @@ class CurriculumSet:
         for i, g in enumerate(req.groups):
             m = self.members.get(g.prompt_id)
             if m is None:
-                raise SetInputError(f"groups.{i}.prompt_id", f"{g.prompt_id!r} is not a prompt of set {self.name!r}")
+                raise MissingInputError(f"groups.{i}.prompt_id", f"{g.prompt_id!r} is not a prompt of set {self.name!r}")
             if g.correct is not None and len(g.correct) != len(g.rewards):
                 raise SetInputError(f"groups.{i}.correct", f"{len(g.correct)} flags for {len(g.rewards)} rewards")
             bad = next((j for j, r in enumerate(g.rewards) if not math.isfinite(r)), None)
@@ -306,13 +313,13 @@ class CurriculumSet:
     def state(self) -> SetState:
         with self._lock:
             order = self.ledger.retired_seq()
-            domains: dict[str, DomainCounts] = {}
+            domains: dict[str, SetDomainCounts] = {}
             epochs = self.sampler.epochs()
             for d in sorted({m.domain for m in self.members.values()}):
                 mine = [m for m in self.members.values() if m.domain == d]
                 train = [m for m in mine if m.split == "train"]
                 retired = sum(m.prompt_id in order for m in train)
-                domains[d] = DomainCounts(train=len(train), heldout=len(mine) - len(train), retired=retired,
+                domains[d] = SetDomainCounts(train=len(train), heldout=len(mine) - len(train), retired=retired,
                                           active=len(train) - retired, epoch=epochs.get(d, -1))
             retired_ids = sorted((pid for pid, m in self.members.items() if pid in order and m.split == "train"),
                                  key=lambda pid: order[pid])

@@ -1,7 +1,8 @@
 """`scalerl-env ledger query|snapshot|ingest|stats`: read and feed the DuckDB pass-rate ledger.
 
 `query` and `stats` go to a running owner when `--url` is given (the reward server's `POST
-/v1/ledger/query`), otherwise they open the file read-only (which fails, with a hint, while an owner
+/v1/ledger/query`, with the bearer token of `--token`, `--token-file` or `$SCALERL_REWARD_TOKEN`),
+otherwise they open the file read-only (which fails, with a hint, while an owner
 holds it). Only single SELECT statements are accepted, with a time limit. Exit codes: 0 done, 2 bad
 input or refused (the message says why), 1 unexpected failure.
 """
@@ -22,6 +23,8 @@ import typer
 LEDGER_OPT = typer.Option(None, "--ledger", help="ledger file (DuckDB)")
 URL_OPT = typer.Option(None, "--url", help="a running owner, e.g. http://127.0.0.1:8000")
 TIMEOUT_OPT = typer.Option(10.0, "--timeout-s", min=0.1, help="query time limit, seconds")
+TOKEN_OPT = typer.Option(None, "--token", help="with --url: a `read` bearer token (default: $SCALERL_REWARD_TOKEN)")
+TOKEN_FILE_OPT = typer.Option(None, "--token-file", help="with --url: a file holding the token (instead of --token)")
 
 STATS_SQL = {
     "totals": """SELECT (SELECT count(*) FROM problems) AS problems, count(*) AS prompts_seen,
@@ -46,17 +49,40 @@ def _fail(message: str, code: int = 2) -> None:
     raise typer.Exit(code)
 
 
-def run_query(sql: str, *, ledger: Path | None, url: str | None, timeout_s: float):
-    """QueryResult from the owner at `url`, or from the file opened read-only."""
+def bearer_token(token: str | None, token_file: Path | None) -> str | None:
+    """`--token`, else the one token in `--token-file`, else $SCALERL_REWARD_TOKEN, else None."""
+    from scalerl.env.client import client_token
+
+    if token is not None and token_file is not None:
+        _fail("give --token or --token-file, not both")
+    if token_file is not None:
+        from scalerl.env.server.auth import TokenFileError, read_token_file
+
+        try:
+            return read_token_file(token_file)
+        except (OSError, TokenFileError) as exc:
+            _fail(f"--token-file: {exc}")
+    return client_token(token)
+
+
+def _refusal(status: int, detail: object) -> str:
+    """The owner's refusal, and for 401/403 what to send instead."""
+    from scalerl.env.client import TOKEN_ENV
+
+    hint = {401: f"; give a `read` token: --token TOKEN, --token-file FILE or ${TOKEN_ENV}",
+            403: "; this token's scope does not allow it (queries need `read` or `score`)"}.get(status, "")
+    return f"owner answered {status}: {detail}{hint}"
+
+
+def run_query(sql: str, *, ledger: Path | None, url: str | None, timeout_s: float, token: str | None = None):
+    """QueryResult from the owner at `url` (sending `token` as the bearer), or from the file opened read-only."""
     from scalerl.curriculum.ledger.models import LedgerError, QueryResult
 
     if (ledger is None) == (url is None):
         _fail("give exactly one of --ledger FILE or --url URL")
     if url is not None:
         import httpx
-        from scalerl.env.client import client_token
 
-        token = client_token()  # $SCALERL_REWARD_TOKEN: a server with --token-file wants a read token
         headers = {"Authorization": f"Bearer {token}"} if token else {}
         try:
             resp = httpx.post(url.rstrip("/") + "/v1/ledger/query", json={"sql": sql, "timeout_s": timeout_s},
@@ -68,7 +94,7 @@ def run_query(sql: str, *, ledger: Path | None, url: str | None, timeout_s: floa
                 detail = resp.json().get("detail", resp.text)
             except ValueError:
                 detail = resp.text
-            _fail(f"owner answered {resp.status_code}: {detail}")
+            _fail(_refusal(resp.status_code, detail))
         body = resp.json()
         return QueryResult(columns=body["columns"], rows=body["rows"], truncated=body.get("truncated", False))
     from scalerl.curriculum.ledger.store import Ledger
@@ -104,13 +130,13 @@ def query(
     sql: str = typer.Argument(..., help="one SELECT statement"),
     ledger: Path | None = LEDGER_OPT, url: str | None = URL_OPT,
     fmt: Format = typer.Option(Format.table, "--format", help="table | csv | json"),
-    timeout_s: float = TIMEOUT_OPT,
+    timeout_s: float = TIMEOUT_OPT, token: str | None = TOKEN_OPT, token_file: Path | None = TOKEN_FILE_OPT,
 ) -> None:
     """Run one read-only SQL statement against the ledger.
 
     Example: scalerl-env ledger query "SELECT * FROM pass_rates ORDER BY pass_rate LIMIT 10" --ledger runs/ledger.duckdb
     """
-    result = run_query(sql, ledger=ledger, url=url, timeout_s=timeout_s)
+    result = run_query(sql, ledger=ledger, url=url, timeout_s=timeout_s, token=bearer_token(token, token_file))
     sys.stdout.write(_render(result, fmt))
     if result.truncated:
         typer.echo(f"(truncated to {len(result.rows)} rows)", err=True)
@@ -195,12 +221,14 @@ def _without_pandas() -> Iterator[None]:
 
 def stats(
     ledger: Path | None = LEDGER_OPT, url: str | None = URL_OPT, timeout_s: float = TIMEOUT_OPT,
+    token: str | None = TOKEN_OPT, token_file: Path | None = TOKEN_FILE_OPT,
 ) -> None:
     """One-screen summary: prompts, attempts, pass-rate histogram per domain, retired count.
 
     Example: scalerl-env ledger stats --ledger runs/ledger.duckdb
     """
-    res = {k: run_query(sql, ledger=ledger, url=url, timeout_s=timeout_s) for k, sql in STATS_SQL.items()}
+    bearer = bearer_token(token, token_file)
+    res = {k: run_query(sql, ledger=ledger, url=url, timeout_s=timeout_s, token=bearer) for k, sql in STATS_SQL.items()}
     totals = dict(zip(res["totals"].columns, res["totals"].rows[0]))
     lines = [" · ".join(f"{k} {v}" for k, v in totals.items()), ""]
     lines.append(_render(res["domains"], Format.table).rstrip())

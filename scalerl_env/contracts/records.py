@@ -16,13 +16,44 @@ import json
 from enum import Enum
 from typing import Annotated, Any, ClassVar, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, model_validator
+from pydantic_core import PydanticCustomError
 from scalerl.env.contracts.domains import check_domain_name, domain
 
 # The name of an installed domain (scalerl.env.contracts.domains): math, code, if, or a plug-in's.
 # A domain is any installed spec's name (the built-ins and plug-ins), so the schema says string, not an enum.
 Domain = Annotated[str, AfterValidator(check_domain_name), Field(
-    description="an installed domain (scalerl.env.contracts.domains): math, code or a plug-in's", examples=["math"])]
+    description="an installed domain (scalerl.env.contracts.domains): math, code, if or a plug-in's",
+    examples=["math"])]
+
+
+def _only(schema_type: str, error: str, accepts: Any) -> Any:
+    def check(value: Any) -> Any:
+        if not accepts(value):
+            raise PydanticCustomError(error, "Input should be a valid {kind}, not {got}",
+                                      {"kind": schema_type, "got": type(value).__name__})
+        return value
+
+    return BeforeValidator(check)
+
+
+# The JSON Schema types the OpenAPI document states, and nothing more: lax pydantic would read `false` as 0
+# and "5" as 5, which the document calls invalid. An integral float (4096.0) is a JSON Schema integer.
+# Bounds go before the validator (`Annotated[int, Field(ge=0), JSON_INTEGER] | None`), so that an
+# optional field's JSON Schema says minimum/maximum.
+JSON_INTEGER = _only("integer", "int_type", lambda v: not isinstance(v, (bool, str, bytes)))
+JSON_NUMBER = _only("number", "float_type", lambda v: not isinstance(v, (bool, str, bytes)))
+JSON_BOOLEAN = _only("boolean", "bool_type",
+                     lambda v: isinstance(v, bool) or not isinstance(v, (int, float, str, bytes)))
+WireInt = Annotated[int, JSON_INTEGER]
+WireFloat = Annotated[float, JSON_NUMBER]
+WireBool = Annotated[bool, JSON_BOOLEAN]
+# The largest integer every JSON reader takes exactly (I-JSON, RFC 7493): a bound above it would let a
+# reader that parses numbers as doubles call 2**63 valid.
+JSON_SAFE_INT = 2**53 - 1
+# A count or step in the ledger's BIGINT columns, and an index in its INTEGER columns.
+LedgerBigint = Annotated[int, Field(ge=0, le=JSON_SAFE_INT), JSON_INTEGER]
+LedgerInteger = Annotated[int, Field(ge=0, le=2**31 - 1), JSON_INTEGER]
 
 
 class Strict(BaseModel):
@@ -73,9 +104,9 @@ class Verdict(Strict):
     """The result of scoring one completion."""
 
     status: Status
-    reward: float
+    reward: WireFloat
     details: dict[str, Any] = Field(default_factory=dict)
-    elapsed_s: float = 0.0
+    elapsed_s: WireFloat = 0.0
     id: str | None = None
 
     @property
@@ -141,8 +172,8 @@ CodeTests = Annotated[StdioTests | FunctionalTests | AssertTests, Field(discrimi
 
 
 class Limits(Strict):
-    time_s: float = Field(default=2.0, gt=0, le=60, description="CPU-time limit per test, seconds")
-    memory_mb: int = Field(default=512, ge=16, le=8192, description="address-space limit, MiB")
+    time_s: WireFloat = Field(default=2.0, gt=0, le=60, description="CPU-time limit per test, seconds")
+    memory_mb: WireInt = Field(default=512, ge=16, le=8192, description="address-space limit, MiB")
 
 
 def _check_reference(record, noun: str):
@@ -168,13 +199,13 @@ class VerifyItem(Strict):
         "the problem text, optional: the math verifier then also checks the answer forms it states "
         "(\"as a common fraction\", \"in the form y = mx + b\"; docs/math.md)"))
     prompt_id: str | None = None
-    # Optional training context carried into the ledger when a prompt_id is present. Bounds are the
-    # ledger's column ranges (BIGINT, INTEGER): out-of-range values are rejected here, naming the field.
-    step: int | None = Field(default=None, ge=0, le=2**63 - 1)
-    policy_version: int | None = Field(default=None, ge=0, le=2**63 - 1)
-    sample_index: int | None = Field(default=None, ge=0, le=2**31 - 1)
-    truncated: bool | None = None
-    completion_tokens: int | None = Field(default=None, ge=0, le=2**63 - 1)
+    # Optional training context carried into the ledger when a prompt_id is present. Bounds fit the
+    # ledger's columns (BIGINT, INTEGER): out-of-range values are rejected here, naming the field.
+    step: LedgerBigint | None = None
+    policy_version: LedgerBigint | None = None
+    sample_index: LedgerInteger | None = None
+    truncated: WireBool | None = None
+    completion_tokens: LedgerBigint | None = None
 
     @model_validator(mode="after")
     def _needs_reference(self) -> VerifyItem:

@@ -1,20 +1,23 @@
 """The reward server's FastAPI app, built by `create_app` (a factory: no app exists at import time).
 
 Middleware order, outermost first: request timing (per route, fixed label set) → `BearerAuth` (401/403,
-only when the config names a token file; see `auth`) → `BodyGuard` (413 for
-oversized bodies, 400 for invalid UTF-8) → `HotRoutes` (the scoring routes' valid JSON bodies, answered
-without Starlette's routing) → FastAPI (422 with the field path for schema errors).
+only when the config names a token file; see `auth`) → `BodyGuard` (413 for oversized bodies, 400 for
+invalid UTF-8) → `_OneValueEach` (422 for a query parameter given twice) → `HotRoutes` (the scoring
+routes' valid JSON bodies, answered without Starlette's routing) → FastAPI (422 with the field path for
+schema errors, logged). The OpenAPI document states the rules between fields too (`openapi_rules`).
 The app's lifespan creates the verifier pool and opens the ledger on start-up and, on shutdown (after
 uvicorn has drained in-flight requests), closes the pool (killing sandboxes) and flushes the ledger.
 """
 
 from __future__ import annotations
 
+import logging
 import os
 import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
+from urllib.parse import parse_qsl
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
@@ -25,11 +28,13 @@ from scalerl.env.server.config import ServerConfig
 from scalerl.env.server.curriculum_routes import router as curriculum_router
 from scalerl.env.server.ledger_routes import ingest_router
 from scalerl.env.server.limits import BodyGuard
+from scalerl.env.server.openapi_rules import state_rules
 from scalerl.env.server.routes import ROUTE_PATHS, HotRoutes, router
 from scalerl.env.server.state import Pool, ServerState, build_version
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 PROFILE_ENV = "SCALERL_SERVER_PROFILE"
+logger = logging.getLogger(__name__)
 
 
 def create_app(config: ServerConfig | None = None, *, pool: Pool | None = None, ledger: Any | None = None) -> FastAPI:
@@ -64,12 +69,15 @@ def create_app(config: ServerConfig | None = None, *, pool: Pool | None = None, 
     app.include_router(build_router(dash))  # the read-only dashboard at /, its JSON routes under /api/dash/
     app.add_exception_handler(RequestValidationError, _validation_error)
     app.add_middleware(HotRoutes, routes=[*router.routes, *ingest_router.routes])
+    app.add_middleware(_OneValueEach)
     reject = lambda reason: state.metrics.rejected.labels(reason=reason).inc()
     app.add_middleware(BodyGuard, max_body_bytes=config.limits.max_body_bytes, on_reject=reject)
     if config.security.token_file:
         app.add_middleware(BearerAuth, tokens=load_tokens(config.security.token_file), on_reject=reject)
     openapi = app.openapi
-    app.openapi = lambda: app.openapi_schema or secure_openapi(openapi())  # FastAPI caches openapi_schema
+    max_items = config.limits.max_batch_items
+    # FastAPI caches openapi_schema (the dict both functions change in place)
+    app.openapi = lambda: app.openapi_schema or secure_openapi(state_rules(openapi(), max_items))
     app.add_middleware(_Timing, state=state)
     return app
 
@@ -88,7 +96,8 @@ def _event_loop_profiler() -> Any:
 
 
 async def _validation_error(request: Request, exc: RequestValidationError) -> JSONResponse:
-    """422 naming each offending field by its dotted path; the input is not echoed back (it may be huge)."""
+    """422 naming each offending field by its dotted path; the input is not echoed back (it may be huge),
+    and the refusal is logged (method, path, fields)."""
     request.app.state.scalerl.metrics.rejected.labels(reason="invalid").inc()
     detail = []
     for err in exc.errors():
@@ -98,8 +107,33 @@ async def _validation_error(request: Request, exc: RequestValidationError) -> JS
         if kind == "json_invalid":  # FastAPI puts the character offset where a field path would be
             reason = (err.get("ctx") or {}).get("error", "")
             msg, path = f"invalid JSON at character {path[0] if path else '?'}: {reason}".rstrip(": "), []
+        elif kind == "string_type" and path[-1:] == ["answer"] and isinstance(err.get("input"), (dict, list)):
+            msg += "; a structured reference (an if item's constraints) goes as its JSON text: json.dumps(...)"
         detail.append({"field": ".".join(str(p) for p in path) or "body", "loc": loc, "msg": msg, "type": kind})
+    logger.info("422 %s %s: %s", request.method, request.url.path,
+                "; ".join(f"{d['field']}: {d['msg']}" for d in detail[:5]) + (" ..." if len(detail) > 5 else ""))
     return JSONResponse({"detail": detail}, status_code=422)
+
+
+class _OneValueEach:
+    """422 for a query parameter given more than once: each of this API's query parameters takes one value,
+    and FastAPI would silently keep the last."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        query = scope.get("query_string", b"") if scope["type"] == "http" else b""
+        names = [name for name, _ in parse_qsl(query.decode("latin-1"), keep_blank_values=True)] if query else []
+        repeated = sorted({name for name in names if names.count(name) > 1})
+        if not repeated:
+            await self.app(scope, receive, send)
+            return
+        exc = RequestValidationError([{"loc": ("query", name), "type": "multiple_values",
+                                       "msg": f"given {names.count(name)} times; it takes one value"}
+                                      for name in repeated])
+        response = await _validation_error(Request(scope, receive), exc)
+        await response(scope, receive, send)
 
 
 class _Timing:

@@ -20,6 +20,8 @@ Guarantees:
   neither the position of a mismatch nor the tokens' lengths change the time taken).
 - The check runs before the request body is read: an anonymous caller cannot make the server read
   a large body.
+- Each refusal is logged at INFO: method, path and the reason (no token, an unknown one, the scope
+  missing), never the token.
 
 Not guaranteed: tokens are read once at start-up (restart to rotate them); plain HTTP carries tokens
 in clear text, so beyond one trusted network use TLS (`--ssl-certfile/--ssl-keyfile`) or a proxy.
@@ -31,6 +33,7 @@ import enum
 import hashlib
 import hmac
 import ipaddress
+import logging
 import os
 import re
 from collections.abc import Callable
@@ -47,6 +50,7 @@ READ_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 # POSTs that only read: their body is a query, not something to score or record.
 READ_POSTS = frozenset({"/v1/ledger/query"})
 _TOKEN = re.compile(r"[!-~]{16,}")
+logger = logging.getLogger(__name__)
 
 
 class Access(str, enum.Enum):
@@ -201,7 +205,10 @@ class BearerAuth:
         if held is not None and held.allows(needed):
             await self.app(scope, receive, send)
             return
+        # Logged without the token: the method, the path, and what was wrong with the credentials.
         if held is None:
+            logger.info("401 %s %s: %s", scope["method"], scope["path"],
+                        "unknown bearer token" if presented else "no bearer token")
             self.on_reject("unauthorized")
             error = ', error="invalid_token"' if presented else ""
             detail = ("invalid bearer token" if presented else
@@ -209,6 +216,7 @@ class BearerAuth:
             response = JSONResponse({"detail": detail}, status_code=401,
                                     headers={"WWW-Authenticate": f'Bearer realm="scalerl"{error}'})
         else:
+            logger.info("403 %s %s: scope %s, needs %s", scope["method"], scope["path"], held.value, needed.value)
             self.on_reject("forbidden")
             detail = (f"this token has scope {held.value!r}; {scope['method']} {scope['path']} "
                       f"needs scope {needed.value!r}")

@@ -18,7 +18,7 @@ from fastapi import APIRouter, HTTPException, Request
 from fastapi.exceptions import RequestValidationError
 from pydantic import ValidationError
 from scalerl.curriculum.ledger.models import LedgerError
-from scalerl.curriculum.service import CurriculumService, Member, ServiceError, SetInputError
+from scalerl.curriculum.service import CurriculumService, Member, MissingInputError, ServiceError, SetInputError
 from scalerl.curriculum.service_models import (
     DrawRequest,
     DrawResponse,
@@ -38,7 +38,8 @@ NO_LEDGER = "no ledger is attached to this server: the curriculum lives in the l
 
 
 DESCRIBED = {400: "malformed body (invalid UTF-8, bad Content-Length)",
-             404: "no set of that name is registered",
+             404: "no set of that name is registered; or (`detail` starting with the field) a prompt the set "
+                  "does not hold, a Parquet file the server does not have",
              409: "no ledger attached, or a conflict with what was registered or drawn before",
              413: "body larger than limits.max_body_bytes"}
 
@@ -66,6 +67,8 @@ async def _call(request: Request, work: Any) -> Any:
 
     try:
         return await asyncio.to_thread(run)
+    except MissingInputError as exc:  # well formed, naming what is not there: 404, the detail naming the field
+        raise HTTPException(404, str(exc)) from None
     except SetInputError as exc:
         raise _field_error(exc.field, exc.msg) from None
     except ServiceError as exc:
@@ -83,7 +86,7 @@ def _parquet_members(path: str, split: str, field: str) -> list[Member]:
     from scalerl.env.sources.verl import read_records
 
     if not Path(path).is_file():
-        raise SetInputError(field, f"no such file on the server: {path}")
+        raise MissingInputError(field, f"no such file on the server: {path}")
     try:
         records, errors = read_records(path)
     except Exception as exc:  # not a parquet file: the caller's input, named
@@ -125,7 +128,7 @@ def _members(body: RegisterSetRequest) -> tuple[list[Member], str]:
     return out, "records"
 
 
-@router.post("/sets", response_model=SetSummary, responses=_responses(400, 409, 413))
+@router.post("/sets", response_model=SetSummary, responses=_responses(400, 404, 409, 413))
 async def register_set(body: RegisterSetRequest, request: Request) -> SetSummary:
     """Register a problem set (or get it back unchanged: registering the same spec again is a no-op)."""
 

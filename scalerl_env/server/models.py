@@ -6,11 +6,21 @@ OpenRLHF route takes the shape OpenRLHF's remote reward model sends (`query`, `p
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
 from pydantic import Field, model_validator
 from scalerl.curriculum.ledger.models import MAX_KEY_CHARS
-from scalerl.env.contracts.records import Domain, Strict, Verdict, VerifyItem
+from scalerl.env.contracts.records import (
+    JSON_NUMBER,
+    Domain,
+    LedgerBigint,
+    LedgerInteger,
+    Strict,
+    Verdict,
+    VerifyItem,
+    WireBool,
+    WireInt,
+)
 
 # Request header naming one scoring request; its items are identified by their index in the request, so a
 # server records each (key, index) once however often the request is re-sent (the client sets one always).
@@ -18,7 +28,18 @@ IDEMPOTENCY_HEADER = "Idempotency-Key"
 
 
 class VerifyRequest(Strict):
-    items: list[VerifyItem] = Field(description="math and code items, mixed freely; answered in order")
+    items: list[VerifyItem] = Field(description=(
+        "items of any installed domain (math, code, if, a plug-in's), mixed freely; answered in order; a "
+        "reference its domain cannot read (e.g. an `if` answer that is not JSON text naming constraints) is "
+        "refused, naming the field"))
+
+    @model_validator(mode="before")
+    @classmethod
+    def _bare_item(cls, data: Any) -> Any:
+        """One clear error for an item posted without the wrapper, instead of one per field it holds."""
+        if isinstance(data, dict) and "items" not in data and {"domain", "completion"} & data.keys():
+            raise ValueError('this is one item, not a request: send {"items": [ITEM, ...]}')
+        return data
 
 
 class VerifyResponse(Strict):
@@ -39,7 +60,8 @@ class Readiness(Strict):
 
 class LedgerQueryRequest(Strict):
     sql: str = Field(min_length=1, max_length=100_000, description="one read-only SQL statement")
-    timeout_s: float | None = Field(default=None, gt=0, description="defaults to the server's setting")
+    timeout_s: Annotated[float, Field(gt=0), JSON_NUMBER] | None = Field(
+        default=None, description="defaults to the server's setting")
 
 
 class LedgerQueryResponse(Strict):
@@ -54,10 +76,11 @@ class RewardRequest(Strict):
     """OpenRLHF remote reward model request: `query` is prompt + response, `labels` the references."""
 
     query: list[str]
-    prompts: list[str] | None = Field(default=None, description="stripped from the front of each query")
-    labels: list[str | dict[str, Any]] = Field(
-        description="math: the answer; code: a JSON object with the tests (see docs/server.md)"
-    )
+    prompts: list[str] | None = Field(default=None, description=(
+        "as many as query; each is stripped from the front of its query"))
+    labels: list[str | dict[str, Any]] = Field(description=(
+        "as many as query; math: the answer text; code: a test spec, as an object or its JSON text; if: the "
+        "constraints, as an object or its JSON text (docs/server.md, 'References, as datasets hand them over')"))
 
     @model_validator(mode="after")
     def _same_lengths(self) -> RewardRequest:
@@ -104,16 +127,16 @@ class RecordedItem(Strict):
     id: str = ""
     domain: Domain
     prompt_id: str = Field(min_length=1)
-    step: int | None = Field(default=None, ge=0, le=2**63 - 1)
-    policy_version: int | None = Field(default=None, ge=0, le=2**63 - 1)
-    sample_index: int | None = Field(default=None, ge=0, le=2**31 - 1)
-    truncated: bool | None = None
-    completion_tokens: int | None = Field(default=None, ge=0, le=2**63 - 1)
+    step: LedgerBigint | None = None
+    policy_version: LedgerBigint | None = None
+    sample_index: LedgerInteger | None = None
+    truncated: WireBool | None = None
+    completion_tokens: LedgerBigint | None = None
 
 
 class IngestRow(Strict):
     key: str = Field(min_length=1, max_length=MAX_KEY_CHARS, description="the scoring request's idempotency key")
-    index: int = Field(ge=0, le=2**31 - 1, description="the item's index within that request")
+    index: WireInt = Field(ge=0, le=2**31 - 1, description="the item's index within that request")
     item: RecordedItem
     verdict: Verdict
 

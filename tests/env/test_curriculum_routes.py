@@ -168,10 +168,12 @@ def test_errors_are_typed_and_name_the_field(server, files):
     cases = [
         (f"{base}/sums/draw", {"draw_id": 0, "rank": 2, "world_size": 2, "n": 1}, "rank"),
         (f"{base}/sums/draw", {"draw_id": 0, "n": 0}, "n"),
-        (f"{base}/sums/report", {"groups": [{"prompt_id": "nope", "rewards": [1.0]}]}, "groups.0.prompt_id"),
+        (f"{base}/sums/draw", {"draw_id": 0, "rank": False, "n": 1}, "rank"),
+        (f"{base}/sums/draw", {"draw_id": "0", "n": 1}, "draw_id"),
+        (f"{base}/sums/report", {"groups": [{"prompt_id": "a", "rewards": [True]}]}, "groups.0.rewards.0"),
+        (f"{base}/sums/report", {"groups": [{"prompt_id": "a", "rewards": [1.0]}], "step": False}, "step"),
         (base, {"name": "x", "records": [{"prompt_id": "a", "domain": "math"}], "curriculum": {"skip.mode": "all"}},
          "curriculum.skip.mode"),
-        (base, {"name": "x", "parquet": str(files / "missing.parquet")}, "parquet"),
         (base, {"name": "x"}, "records"),
         (base, {"name": "x", "records": [{"prompt_id": "a", "domain": "math", "prompt": [
             {"role": "user", "content": "1+1?"}]}]}, "records.0"),
@@ -180,6 +182,11 @@ def test_errors_are_typed_and_name_the_field(server, files):
         response = post(server.url, path, body)
         assert response.status_code == 422, (path, body, response.text)
         assert [e["field"] for e in response.json()["detail"]][0].startswith(field), response.json()
+    for path, body, field in [  # well formed, naming what is not there: 404, the detail starting with the field
+            (f"{base}/sums/report", {"groups": [{"prompt_id": "nope", "rewards": [1.0]}]}, "groups.0.prompt_id"),
+            (base, {"name": "x", "parquet": str(files / "missing.parquet")}, "parquet")]:
+        response = post(server.url, path, body)
+        assert response.status_code == 404 and response.json()["detail"].startswith(field + ": "), response.text
     missing = post(server.url, f"{base}/nothing/draw", {"draw_id": 0, "n": 1})
     assert missing.status_code == 404 and "sums" in missing.json()["detail"]
     assert httpx.get(server.url + f"{base}/nothing").status_code == 404

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 
 import httpx
@@ -266,3 +267,46 @@ def test_second_server_on_an_owned_ledger_exits_with_a_clear_error(server):
     assert proc.returncode != 0
     assert "start-up failed" in proc.stderr and ledger in proc.stderr
     assert httpx.get(server.url + "/healthz").status_code == 200
+
+
+def test_numbers_and_flags_are_json_types_not_coerced(server):
+    """`false` is not 0 and "5" is not 5: the document says integer/boolean, and so does the server."""
+    for field, value in (("step", False), ("step", "5"), ("sample_index", True), ("truncated", 1)):
+        item = math_item(0, "1", "1", prompt_id="strict-1", **{field: value})
+        response = httpx.post(server.url + "/v1/verify", json={"items": [item]})
+        assert response.status_code == 422, (field, value, response.text)
+        assert response.json()["detail"][0]["field"] == f"items.0.{field}"
+    whole = httpx.post(server.url + "/v1/verify", json={"items": [math_item(0, "1", "1", step=4.0)]})
+    assert whole.status_code == 200, whole.text  # 4.0 is a JSON Schema integer
+
+
+def test_a_bare_item_gets_one_error_naming_the_wrapper(server):
+    response = httpx.post(server.url + "/v1/verify", json=math_item(0, "1", "1"))
+    assert response.status_code == 422
+    detail = response.json()["detail"]
+    assert len(detail) == 1 and '{"items": [ITEM, ...]}' in detail[0]["msg"], detail
+
+
+def test_a_structured_answer_is_told_to_go_as_json_text(server):
+    constraints = {"instruction_id_list": ["punctuation:no_comma"], "kwargs": [{}]}
+    item = {"domain": "if", "completion": "no commas here", "answer": constraints}
+    response = httpx.post(server.url + "/v1/verify", json={"items": [item]})
+    assert response.status_code == 422
+    error = response.json()["detail"][0]
+    assert error["field"] == "items.0.answer" and "JSON text" in error["msg"] and "json.dumps" in error["msg"]
+    sent_as_text = httpx.post(server.url + "/v1/verify", json={"items": [{**item, "answer": json.dumps(constraints)}]})
+    assert sent_as_text.status_code == 200 and sent_as_text.json()["results"][0]["status"] == "correct"
+
+
+def test_422_is_logged_with_method_path_and_field(server):
+    httpx.post(server.url + "/v1/verify", json={"items": [math_item(0, "1", "1", policy_version="x7")]})
+    deadline = time.monotonic() + 10
+    while "items.0.policy_version" not in server.log() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    line = next(ln for ln in server.log().splitlines() if "items.0.policy_version" in ln)
+    assert "422 POST /v1/verify" in line
+
+
+def test_a_query_parameter_given_twice_is_422(server):
+    response = httpx.get(server.url + "/api/dash/prompts?q=a&limit=5&limit=7")
+    assert response.status_code == 422 and response.json()["detail"][0]["field"] == "query.limit"

@@ -203,10 +203,40 @@ def test_ledger_cli_sends_the_token_from_the_environment(server):
     env = {k: v for k, v in os.environ.items() if k != TOKEN_ENV}
     refused = subprocess.run(query, cwd=REPO, capture_output=True, text=True, timeout=120, check=False, env=env)
     assert refused.returncode != 0 and "owner answered 401" in refused.stderr
+    assert TOKEN_ENV in refused.stderr and "--token" in refused.stderr and "--token-file" in refused.stderr
     proc = subprocess.run(query, cwd=REPO, capture_output=True, text=True, timeout=120, check=False,
                           env={**env, TOKEN_ENV: READ})
     assert proc.returncode == 0, proc.stderr
     assert "1" in proc.stdout
+
+
+def test_ledger_cli_takes_the_token_as_an_option_or_a_file(server, tmp_path):
+    import os
+
+    env = {k: v for k, v in os.environ.items() if k != TOKEN_ENV}
+    (tmp_path / "read.token").write_text(f"# a read token\n{READ}\n")
+    base = [sys.executable, "-m", "scalerl.env.cli", "ledger"]
+    for how in (["--token", READ], ["--token-file", str(tmp_path / "read.token")]):
+        for command in (["query", "--url", server.url, "SELECT 41 + 1 AS n"], ["stats", "--url", server.url]):
+            proc = subprocess.run(base + command + how, cwd=REPO, capture_output=True, text=True, timeout=120,
+                                  check=False, env=env)
+            assert proc.returncode == 0, (command, how, proc.stderr)
+    both = subprocess.run(base + ["query", "--url", server.url, "SELECT 1", "--token", READ, "--token-file",
+                                  str(tmp_path / "read.token")], cwd=REPO, capture_output=True, text=True,
+                          timeout=120, check=False, env=env)
+    assert both.returncode == 2 and "not both" in both.stderr
+
+
+def test_refusals_are_logged_without_the_token(server):
+    wrong = "wrong-token-0123456789abcdef"
+    post(server, "/v1/verify", {"items": [ITEM]}, bearer(wrong))
+    post(server, "/v1/verify", {"items": [ITEM]}, bearer(READ))
+    deadline = time.monotonic() + 10
+    while "403 POST /v1/verify" not in server.log() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    log = server.log()
+    assert "401 POST /v1/verify: unknown bearer token" in log and "403 POST /v1/verify" in log
+    assert wrong not in log and READ not in log
 
 
 def test_curriculum_routes_are_covered(server):
