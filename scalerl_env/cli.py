@@ -12,7 +12,7 @@ import logging
 
 import typer
 
-COMMAND_MODULES = ("verify", "doctor", "serve", "ledger", "data", "data_filter")
+COMMAND_MODULES = ("verify", "doctor", "serve", "ledger", "data")
 
 
 def build_typer_app(name: str, help: str, command_modules: tuple[str, ...]) -> typer.Typer:

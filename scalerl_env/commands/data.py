@@ -6,6 +6,7 @@
     scalerl-env data prepare verl --data-files verl_gsm8k.parquet --out runs/data/gsm8k.parquet
     scalerl-env data generate math --count 5000 --seed 0 --level 0 --out runs/data/gen_math.parquet
     scalerl-env data check runs/data/gsm8k.parquet --drop-failing
+    scalerl-env data filter runs/data/gsm8k.parquet --ledger runs/profile.duckdb --pass-rate 0.01:0.99 --out f.parquet
 
 Output files use the verl parquet schema (scalerl_env/sources/verl.py). Bad rows are reported with
 source, file and row number and never stop a run; `check` exits 1 when a gold answer fails (unless
@@ -18,6 +19,7 @@ import json
 from pathlib import Path
 
 import typer
+from scalerl.env.commands.data_filter import filter_cmd
 
 MAX_SHOWN = 20
 
@@ -30,6 +32,7 @@ def register(app: typer.Typer) -> None:
     data.command("prepare")(prepare_cmd)
     data.command("generate")(generate_cmd)
     data.command("check")(check_cmd)
+    data.command("filter")(filter_cmd)
     app.add_typer(data, name="data")
 
 

@@ -9,7 +9,7 @@ attempt in the ledger are dropped and counted (`--keep-unprofiled` keeps them). 
 input's own parquet table, filtered row by row: same columns, same order, same schema.
 
 This command lives in `scalerl_env` (it needs only the ledger); profiling needs the trainer's
-engines, so it is `scalerl profile`. Attached to the `data` group by `register`.
+engines, so it is `scalerl profile`. A command of the `data` group (`scalerl_env/commands/data.py`).
 """
 
 from __future__ import annotations
@@ -89,11 +89,3 @@ def filter_cmd(
                f"(below {s.below}, above {s.above}, unprofiled {s.unprofiled}"
                f"{' kept' if keep_unprofiled else ' dropped'})")
 
-
-def register(app: typer.Typer) -> None:
-    """Add `filter` to the app's `data` group (registered before this module)."""
-    for group in app.registered_groups:
-        if group.name == "data" and group.typer_instance is not None:
-            group.typer_instance.command("filter")(filter_cmd)
-            return
-    raise RuntimeError("scalerl.env.commands.data_filter must be registered after the data group")

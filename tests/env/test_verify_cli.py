@@ -71,7 +71,7 @@ def test_missing_file_is_a_clear_error(tmp_path):
 
 def test_help_shows_an_example():
     result = run(["verify", "--help"])
-    assert result.exit_code == 0 and "Example: scalerl-env verify --file" in result.output
+    assert result.exit_code == 0 and "Example:" in result.output and "scalerl-env verify --file" in result.output
 
 
 def test_demo_sample_scores_as_shipped(tmp_path):
@@ -88,3 +88,17 @@ def test_demo_sample_scores_as_shipped(tmp_path):
     assert all(s == "wrong" for k, s in by_id.items() if k.endswith("#other-answer"))
     assert by_id["adversarial#false-positive"] == "wrong"
     assert "accuracy" in proc.stdout and "correct" in proc.stdout
+
+
+def test_each_command_module_registers_on_its_own_in_any_order():
+    """A command group is registered by its own module, whatever the order of the modules (`data filter`
+    once needed `data` registered before it)."""
+    from scalerl.env.cli import COMMAND_MODULES, build_typer_app
+
+    modules = [f"scalerl.env.commands.{name}" for name in COMMAND_MODULES]
+    for order in (modules, modules[::-1]):
+        app = build_typer_app("scalerl-env", "test", tuple(order))
+        assert CliRunner().invoke(app, ["data", "filter", "--help"]).exit_code == 0
+    for module in modules:
+        build_typer_app("scalerl-env", "test", (module,))
+    assert "filter" in run(["data", "--help"]).output
