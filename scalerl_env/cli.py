@@ -34,7 +34,8 @@ def build_typer_app(name: str, help: str, command_modules: tuple[str, ...]) -> t
 def build_app() -> typer.Typer:
     return build_typer_app(
         "scalerl-env",
-        "Verifiable-reward environment for RL on LLMs.\n\nExample: scalerl-env verify --file items.jsonl",
+        "Verifiable-reward environment for RL on LLMs: domains math, code and if (instruction following), "
+        "and a plug-in's.\n\nExample: scalerl-env verify --file items.jsonl",
         tuple(f"scalerl.env.commands.{name}" for name in COMMAND_MODULES),
     )
 

@@ -136,13 +136,15 @@ def report_audit(items: list, math_config) -> int:
 def register(app: typer.Typer) -> None:
     """Add the `verify` command to `app`."""
 
-    @app.command("verify", help=f"Score verify items (JSONL) into verdicts.\n\nExample: {EXAMPLE}")
+    @app.command("verify", help=f"Score verify items (JSONL) of any domain (math, code, if, a plug-in's) into "
+                                f"verdicts.\n\nExample: {EXAMPLE}")
     def verify(
         file: str = typer.Option(..., "--file", "-f", help="JSONL verify items, one per line; - for stdin"),
         out: Path | None = typer.Option(None, "--out", "-o", help="verdicts JSONL (default: stdout)"),
         workers: int | None = typer.Option(None, "--workers", "-w", min=1, help="math worker processes"),
         config: Path | None = typer.Option(None, "--config", help="VerifierConfig YAML"),
-        overrides: list[str] | None = typer.Argument(None, help="dotted overrides, e.g. math.timeout_s=2"),
+        overrides: list[str] | None = typer.Argument(
+            None, help="dotted overrides, e.g. math.timeout_s=2 if.mode=loose"),
         audit: bool = typer.Option(False, "--audit", help="also report items where strict and default "
                                    "extraction, or the fast path and sympy, disagree (stderr, JSON lines)"),
     ) -> None:

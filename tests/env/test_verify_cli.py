@@ -102,3 +102,8 @@ def test_each_command_module_registers_on_its_own_in_any_order():
     for module in modules:
         build_typer_app("scalerl-env", "test", (module,))
     assert "filter" in run(["data", "--help"]).output
+
+
+def test_help_names_every_built_in_domain():
+    assert "domains math, code and if" in " ".join(run(["--help"]).output.split())
+    assert "(math, code, if, a plug-in's)" in " ".join(run(["verify", "--help"]).output.split())
