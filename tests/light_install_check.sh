@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The light install end to end (run by .ci/run; a few minutes with a warm pip cache):
 #   1. build the wheel from SOURCE (default: this repository) and install it without extras into a clean venv;
-#   2. there, none of the `train` extra's libraries is installed, `scalerl train` names the extra and exits 2;
+#   2. there, none of the `train` extra's libraries is installed, `scalerl train` names the extra and exits 2,
+#      and every static file of the dashboard (package data) is installed;
 #   3. `scalerl-env verify` scores a math, a code and an `if` item; `scalerl-env serve` answers one scoring
 #      request and records it in its ledger; `scalerl-env ledger query` reads that ledger file;
 #   4. PrimeIntellect's `verifiers` (PyPI) goes in beside it: one process imports both `verifiers` and
@@ -49,6 +50,23 @@ set +e
 rc=$?
 set -e
 [ "$rc" = 2 ] && grep -q "pip install 'scalerl\[train\]'" train.err || { cat train.err; echo "scalerl train: rc $rc"; exit 1; }
+
+step "the wheel carries every static file of the dashboard"
+"$VPY" - "$SOURCE/scalerl_env/dashboard/static" <<'EOF'
+import sys
+from pathlib import Path
+
+import scalerl.env.dashboard
+
+
+def files(root: Path) -> set[str]:
+    return {p.relative_to(root).as_posix() for p in root.rglob("*") if p.is_file()}
+
+
+installed = Path(scalerl.env.dashboard.__file__).parent / "static"
+missing = files(Path(sys.argv[1])) - files(installed)
+assert not missing, f"not in the wheel (pyproject's package-data): {sorted(missing)}"
+EOF
 
 step "scalerl-env verify"
 cat > items.jsonl <<'EOF'
