@@ -1,5 +1,6 @@
 """Ship the built-in CPU default's warm start: train it (or take it from the user cache) and copy the
-folder to `datasets/warm_start/<key>/`, removing folders of older keys.
+folder to `datasets/warm_start/<key>/`, removing folders of older keys. It learns every domain of
+`warm_start.domains` (math, code, if), so any subset of them starts RL at once.
 
     python datasets/warm_start/build.py
 
@@ -16,13 +17,13 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from scalerl.trainer.config.train import TrainConfig
-from scalerl.trainer.run.data_sources import build_data
+from scalerl.trainer.run.data_sources import build_data, warm_start_problems
 from scalerl.trainer.tiny import warm_start as ws
 
 
 def default_key_and_problems() -> tuple[str, list]:
     cfg = TrainConfig()
-    problems = [p for pool in build_data(cfg).values() for p in pool.train]
+    problems = warm_start_problems(cfg, build_data(cfg))
     return ws.cache_key(cfg.tiny, cfg.warm_start, problems), problems
 
 

@@ -20,6 +20,8 @@ Guarantees:
   training. A prompt id found in two sources of a domain belongs to the first (the record kept).
   Each pool carries every problem's source label (`source_labels`: the file name, or `generator`)
   for the sampler, the `draws/<domain>/<source>` step metrics and `rollouts.jsonl`.
+- The tiny model's warm start learns `warm_start_problems`: the training pools of `warm_start.domains`
+  (generated for a domain the run does not train), so every subset of those domains shares one.
 Not guaranteed: exact shares when a source runs out of active problems (retired) or a strategy passes
 over prompts; to mix files in proportion to their sizes, list them in one source.
 """
@@ -36,7 +38,7 @@ from scalerl.trainer.config.data import SourceConfig
 from scalerl.trainer.config.train import TrainConfig
 from scalerl.trainer.rollout.problems import DomainPool
 
-__all__ = ["DataFileError", "build_data", "domain_weights", "effective_sources", "source_labels"]
+__all__ = ["DataFileError", "build_data", "domain_weights", "effective_sources", "source_labels", "warm_start_problems"]
 
 
 class DataFileError(ConfigError):
@@ -152,3 +154,16 @@ def build_data(cfg: TrainConfig) -> dict[str, DomainPool]:
         pools[dom] = DomainPool(train=train, holdout=held, source_of=source_of,
                                 source_weights={label: s.weight for label, s in mine})
     return pools
+
+
+def warm_start_problems(cfg: TrainConfig, pools: dict[str, DomainPool]) -> list[ProblemRecord]:
+    """What the tiny model's warm start learns: the training pool of each `warm_start.domains` entry in that
+    order (the run's own, or for a domain the run does not train the generator's at the run's data level,
+    count and seed), then the run's other domains. Every subset of those domains on generated data thus
+    gets the same problems, so the same warm start (the shipped one); held-out problems never appear."""
+    extra = [dom for dom in cfg.warm_start.domains if dom not in pools]
+    if extra:
+        generated = cfg.data.model_copy(update={"sources": [], "heldout": {}, "domain_weights": {}})
+        pools = {**pools, **build_data(cfg.model_copy(update={"domains": extra, "data": generated}))}
+    order = dict.fromkeys([*cfg.warm_start.domains, *pools])
+    return [p for dom in order for p in pools[dom].train]

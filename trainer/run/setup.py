@@ -37,7 +37,7 @@ from scalerl.trainer.rollout.runtime import LocalRuntime
 from scalerl.trainer.rollout.sample_log import RolloutLog
 from scalerl.trainer.rollout.worker import Rollouts
 from scalerl.trainer.run.compute import COUNTERS, ComputeClock, FlopModel
-from scalerl.trainer.run.data_sources import build_data, domain_weights
+from scalerl.trainer.run.data_sources import build_data, domain_weights, warm_start_problems
 from scalerl.trainer.run.log import RunLog, truncate_after
 from scalerl.trainer.run.sampling import build_policy
 from scalerl.trainer.run.state import Run, RunState
@@ -89,7 +89,7 @@ def load_policy(cfg: TrainConfig, pools: dict[str, DomainPool]) -> tuple[Any, An
             threads = torch.get_num_threads()
             torch.set_num_threads(os.cpu_count() or 1)  # nothing else runs yet: use every core
             try:
-                folder = warm_start(cfg.tiny, cfg.warm_start, [p for pool in pools.values() for p in pool.train])
+                folder = warm_start(cfg.tiny, cfg.warm_start, warm_start_problems(cfg, pools))
             finally:
                 torch.set_num_threads(threads)
             load_model_weights(folder, model)

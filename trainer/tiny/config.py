@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pydantic import Field, model_validator
-from scalerl.env.contracts.records import Strict
+from scalerl.env.contracts.records import Domain, Strict
 
 
 class TinyModelConfig(Strict):
@@ -29,7 +29,12 @@ class WarmStartConfig(Strict):
     """Short supervised phase on generator-made solutions, so the RL start is between 0 and 1."""
 
     enabled: bool = True
-    steps: int = Field(default=950, ge=0)
+    domains: list[Domain] = Field(
+        default_factory=lambda: ["math", "code", "if"],
+        description="learned whatever the run trains (a domain the run does not train: the generator's training "
+        "pool at the run's data level, count and seed), so every subset of them starts from one warm start, the "
+        "shipped one on the CPU default; a trained domain not named is learned as well")
+    steps: int = Field(default=1200, ge=0)
     batch_size: int = Field(default=128, ge=1, description="rows per supervised batch")
     batch_size_by_domain: dict[str, int] = Field(
         default_factory=lambda: {"code": 64},

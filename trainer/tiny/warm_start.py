@@ -6,9 +6,11 @@ and its eos are in the loss) over the *training* pools (held-out problems are ne
 share `wrong_fraction` of the targets deliberately replaced by the solution of another problem of
 the same domain, so the policy starts with a pass rate well above 0 and well below 1, and with a
 sampled pass rate well below its greedy one: the gap RL closes first. Each batch holds one domain,
-drawn by `domain_weights` (default math 2.8 : code 1: level-0 math rows are ~4x shorter, so cheaper,
-and need more steps), with `batch_size_by_domain` rows. The defaults (950 steps, 40 % wrong) are
-measured in docs/train.md.
+drawn by `domain_weights` (default math 2.8 : code 1 : if 1: level-0 math rows are ~4x shorter, so
+cheaper, and need more steps), with `batch_size_by_domain` rows. The problems are those of
+`scalerl.trainer.run.data_sources.warm_start_problems`: every domain of `warm_start.domains` (math,
+code, if) whatever the run trains, so every subset of them shares one warm start. The defaults
+(1200 steps, 40 % wrong) are measured in docs/train.md.
 
 Cache: the result is an ordinary Hugging Face folder under `<cache>/warm_start/<key>/`, where
 `<cache>` is `$SCALERL_CACHE_DIR`, else `$XDG_CACHE_HOME/scalerl`, else `~/.cache/scalerl`, and
@@ -16,7 +18,8 @@ Cache: the result is an ordinary Hugging Face folder under `<cache>/warm_start/<
 ids and solutions). It is written atomically (temp folder + rename). A cached folder is reused.
 The built-in CPU default's folder also ships in the repository (`datasets/warm_start/<key>/`, built by
 `datasets/warm_start/build.py`; a test fails when it no longer matches the default's key), so a fresh
-clone's first run and CI skip the ~5-minute phase; it is read, never written. Other keys train here.
+clone's first run and CI skip the ~7-minute phase (idle 2 cores) for any subset of math, code and if;
+it is read, never written. Other keys train here.
 
 Not guaranteed: bitwise-identical weights across machines or torch versions (the key does not
 include them); that the pass rates land in a given range for other sizes or levels.

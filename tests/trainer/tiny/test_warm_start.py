@@ -18,8 +18,8 @@ PROBLEMS = list(generate("math", seed=0, count=6, level=0)) + list(generate("cod
 # One changed value per field: a field added to a config without a line here fails the coverage tests.
 MODEL_CHANGES = {"hidden_size": 64, "num_layers": 2, "num_heads": 2, "head_dim": 64, "intermediate_size": 64,
                  "max_position_embeddings": 256, "rope_theta": 500.0, "seed": 1}
-WS_CHANGES = {"enabled": False, "steps": 3, "batch_size": 5, "batch_size_by_domain": {"code": 3}, "lr": 1e-3,
-              "wrong_fraction": 0.2, "domain_weights": {"math": 1.0, "code": 1.0}, "seed": 7}
+WS_CHANGES = {"enabled": False, "domains": ["math"], "steps": 3, "batch_size": 5, "batch_size_by_domain": {"code": 3},
+              "lr": 1e-3, "wrong_fraction": 0.2, "domain_weights": {"math": 1.0, "code": 1.0}, "seed": 7}
 
 
 def key(model=SMALL_MODEL, ws=WS, problems=PROBLEMS) -> str:
