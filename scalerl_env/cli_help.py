@@ -81,14 +81,17 @@ def format_examples(text: str) -> str:
 
 def break_command(command: str, lead: str) -> list[str]:
     """`command` as lines of at most `EXAMPLE_WIDTH` characters, broken between arguments (never inside a
-    quoted one) with ` \\` continuations; later lines are indented two more spaces."""
+    quoted one) with ` \\` continuations; later lines are indented two more spaces. An option stays with its
+    value unless the two do not fit on one line."""
+    continued = EXAMPLE_WIDTH - len(lead) - len(INDENT) - len(" \\")  # the room of a continuation line
     pieces: list[str] = []
     for word in _words(command):
-        room = EXAMPLE_WIDTH - len(lead) - len(" \\") - (len(INDENT) if len(pieces) > 1 else 0)
-        if pieces and len(pieces[-1]) + 1 + len(word) <= room:
-            pieces[-1] += " " + word
-        else:
-            pieces.append(word)
+        for part in word.split(" ", 1) if len(word) > continued else [word]:
+            room = continued + (0 if len(pieces) > 1 else len(INDENT))
+            if pieces and len(pieces[-1]) + 1 + len(part) <= room:
+                pieces[-1] += " " + part
+            else:
+                pieces.append(part)
     last = len(pieces) - 1
     return [lead + (INDENT if i else "") + piece + (" \\" if i < last else "") for i, piece in enumerate(pieces)]
 

@@ -104,3 +104,11 @@ def test_every_command_named_in_the_source_and_the_docs_exists():
     found = {f"{p.relative_to(ROOT)}: {name}" for p in files
              for name in unknown_commands(p.read_text(errors="ignore"), apps)}
     assert not found, sorted(found)
+
+
+def test_an_option_whose_value_does_not_fit_beside_it_moves_the_value_to_the_next_line():
+    command = "scalerl ablate --variants " + ",".join(f"loo-variant{i}" for i in range(5)) + " --seeds 2 --budget 150"
+    lines = format_examples(f"Ablate.\n\nExample: {command}").splitlines()
+    body = lines[lines.index("Example:") + 2:]
+    assert all(len(line) <= EXAMPLE_WIDTH for line in lines) and len(body) > 1
+    assert " ".join(line.removesuffix(" \\").strip() for line in body) == command

@@ -38,9 +38,10 @@ def test_resume_without_a_run_folder_fails_fast(tmp_path):
     assert result.exit_code == 2 and "no config.yaml" in result.output
 
 
-def test_help_shows_an_example():
-    result = runner.invoke(build_app(), ["train", "--help"])
+def test_help_shows_an_example_and_names_every_domain():
+    result = CliRunner(env={"COLUMNS": "200"}).invoke(build_app(), ["train", "--help"])
     assert result.exit_code == 0 and "scalerl train --domains math,code" in result.output
+    assert "of: math,code,if (default math,code)" in result.output  # the if domain is found from --help
 
 
 SHAPE = DATASETS / "model_shapes" / "smollm2-135m" / "config.json"

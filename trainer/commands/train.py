@@ -1,11 +1,12 @@
-"""`scalerl train`: ScaleRL with PipelineRL-k on math and code, into a run folder.
+"""`scalerl train`: ScaleRL with PipelineRL-k on math and code (and `if` when named), into a run folder.
 
 Configuration: `TrainConfig` defaults → `--preset NAME` → `--config FILE.yaml` → the flags below →
 dotted overrides (`loss.eps_max=4 pipeline.k=4`); `--print-config` names the layer of each value.
-With no `--model` it runs the built-in CPU default (tiny model, warm start, procedural level-0 math
-and code). `--model` without `--preset` and `--config` on a cpu engine
-takes `--preset small-cpu`'s values (all but `model`), logged in one line. Bad configurations stop
-before any work with exit code 2 and a message naming the key.
+With no `--model` it runs the built-in CPU default (tiny model, the shipped warm start, procedural
+level-0 math and code; `--domains math,code,if` adds instruction following from the same warm start).
+`--model` without `--preset` and `--config` on a cpu engine takes `--preset small-cpu`'s values (all
+but `model`), logged in one line. Bad configurations stop before any work with exit code 2 and a
+message naming the key.
 """
 
 from __future__ import annotations
@@ -19,11 +20,13 @@ import typer
 
 log = logging.getLogger(__name__)
 
-HELP = """Train with ScaleRL (CISPO, PipelineRL-k) on math and code, with real verifiers.
+HELP = """Train with ScaleRL (CISPO, PipelineRL-k) on math, code and if, with real verifiers.
 
 Examples:
 
-  scalerl train                                   # the built-in CPU default (tiny model, ~10 min)
+  scalerl train                                   # the built-in CPU default (tiny model, ~3 min)
+
+  scalerl train --domains math,code,if            # instruction following (if) too
 
   scalerl train --domains math,code --max-steps 50 --out runs/try pipeline.k=4 loss.eps_max=4
 
@@ -45,13 +48,20 @@ Examples:
 """
 
 
+def domains_help() -> str:
+    """The installed domains and the default ones, from the domain registry (plug-ins included)."""
+    from scalerl.env.contracts.domains import default_domains, domain_names
+
+    return f"comma-separated, of: {','.join(domain_names())} (default {','.join(default_domains())})"
+
+
 def register(app: typer.Typer) -> None:
     """Add the `train` command to `app`."""
 
     @app.command("train", help=HELP)
     def train(
         overrides: Annotated[list[str] | None, typer.Argument(help="dotted overrides, e.g. pipeline.k=4")] = None,
-        domains: Annotated[str | None, typer.Option(help="comma-separated: math,code (default both)")] = None,
+        domains: Annotated[str | None, typer.Option(help=domains_help())] = None,
         model: Annotated[str | None, typer.Option(
             help="HF folder, cached hub id, .gguf file or smollm2-135m-instruct; default: the tiny model. Without "
                  "--preset/--config on a cpu engine it takes --preset small-cpu's values (all but the model)")] = None,
