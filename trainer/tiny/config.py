@@ -3,7 +3,13 @@
 from __future__ import annotations
 
 from pydantic import Field, model_validator
+from scalerl.env.contracts.domains import domains
 from scalerl.env.contracts.records import Domain, Strict
+
+
+def domains_with_generators() -> list[str]:
+    """The installed domains whose spec has a problem generator (the built-ins: math, code, if), in rank order."""
+    return [name for name, spec in domains().items() if spec.generator_families is not None]
 
 
 class TinyModelConfig(Strict):
@@ -30,10 +36,11 @@ class WarmStartConfig(Strict):
 
     enabled: bool = True
     domains: list[Domain] = Field(
-        default_factory=lambda: ["math", "code", "if"],
+        default_factory=domains_with_generators,
         description="learned whatever the run trains (a domain the run does not train: the generator's training "
         "pool at the run's data level, count and seed), so every subset of them starts from one warm start, the "
-        "shipped one on the CPU default; a trained domain not named is learned as well")
+        "shipped one on the CPU default; a trained domain not named is learned as well. Default: every installed "
+        "domain with a generator")
     steps: int = Field(default=1200, ge=0)
     batch_size: int = Field(default=128, ge=1, description="rows per supervised batch")
     batch_size_by_domain: dict[str, int] = Field(
