@@ -281,7 +281,8 @@ class CurriculumSet:
         for i, g in enumerate(req.groups):
             m = self.members.get(g.prompt_id)
             if m is None:
-                raise MissingInputError(f"groups.{i}.prompt_id", f"{g.prompt_id!r} is not a prompt of set {self.name!r}")
+                raise MissingInputError(f"groups.{i}.prompt_id",
+                                        f"{g.prompt_id!r} is not a prompt of set {self.name!r}")
             if g.correct is not None and len(g.correct) != len(g.rewards):
                 raise SetInputError(f"groups.{i}.correct", f"{len(g.correct)} flags for {len(g.rewards)} rewards")
             bad = next((j for j, r in enumerate(g.rewards) if not math.isfinite(r)), None)
