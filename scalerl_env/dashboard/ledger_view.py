@@ -3,6 +3,9 @@
 Guaranteed: only `SELECT`s through `Ledger.query` (read-only, time-limited); text from the page goes in
 as an escaped SQL string literal; every list is bounded (histograms: at most `MAX_HIST_STEPS` steps;
 search: `limit` rows; a prompt's history: `MAX_HISTORY_STEPS` steps; sources: 200 rows).
+The pass-rate histogram's bins are the rates one group can have, k/n for n samples per prompt (the run's
+`pipeline.samples_per_prompt`, else the ledger's most common group size, else 10); a prompt with more
+samples falls in the bin of the nearest k/n. "benched" counts are given only when the run benches prompts.
 Not guaranteed: counts of a live ledger agree across two calls (each is its own snapshot); "benched" is
 read from the attempts alone (drawn, not retired, no attempt in the last quarter of the steps), not from
 the curriculum strategy's own state.
@@ -17,7 +20,7 @@ from scalerl.env.dashboard import models as m
 
 MAX_HIST_STEPS = 12
 MAX_HISTORY_STEPS = 1000
-BINS = 10
+FALLBACK_SAMPLES = 10  # bins of 0.1 when neither the run nor the ledger says how many samples a group has
 
 
 def _q(ledger: Any, sql: str) -> list[list[Any]]:
@@ -28,7 +31,8 @@ def _lit(text: str) -> str:
     return "'" + text.replace("'", "''") + "'"
 
 
-def counts(ledger: Any) -> list[m.DomainCounts]:
+def counts(ledger: Any, bench: bool = False) -> list[m.DomainCounts]:
+    """Per domain: prompts, attempts, retired, never drawn; benched only when `bench` (the run benches)."""
     rows = _q(ledger, """
         WITH last AS (SELECT coalesce(max(step), 0) AS s FROM attempts),
              pr AS (SELECT * FROM pass_rates)
@@ -40,11 +44,24 @@ def counts(ledger: Any) -> list[m.DomainCounts]:
                                 AND pr.last_step < (SELECT s FROM last) * 3 / 4) AS benched
         FROM problems p LEFT JOIN pr USING (prompt_id) GROUP BY p.domain ORDER BY p.domain""")
     return [m.DomainCounts(domain=r[0], prompts=r[1], attempts=int(r[2]), retired=r[3], never_drawn=r[4],
-                           benched=r[5]) for r in rows]
+                           benched=r[5] if bench else None) for r in rows]
 
 
-def histograms(ledger: Any) -> list[m.Histogram]:
-    """Per domain, at up to MAX_HIST_STEPS evenly spaced steps, prompts per pass-rate bin (attempts so far)."""
+def group_size(ledger: Any) -> int | None:
+    """The most common number of attempts of one prompt at one step (the samples per prompt of its groups), or
+    None when that is below 2 (a group has at least 2 samples: these attempts were not recorded as groups)."""
+    rows = _q(ledger, """SELECT n FROM (SELECT count(*) AS n FROM attempts WHERE step IS NOT NULL
+                                       GROUP BY prompt_id, step) GROUP BY n ORDER BY count(*) DESC, n DESC LIMIT 1""")
+    return int(rows[0][0]) if rows and rows[0][0] >= 2 else None
+
+
+def bin_labels(samples: int) -> list[str]:
+    return [f"{k}/{samples}" for k in range(samples + 1)]
+
+
+def histograms(ledger: Any, samples: int) -> list[m.Histogram]:
+    """Per domain, at up to MAX_HIST_STEPS evenly spaced steps, prompts per pass-rate bin k/`samples` (the
+    nearest one to the pass rate of the attempts so far)."""
     pick = [r[0] for r in _q(ledger, f"""
         WITH s AS (SELECT DISTINCT step FROM attempts WHERE step IS NOT NULL),
              r AS (SELECT step, row_number() OVER (ORDER BY step) - 1 AS i, count(*) OVER () AS n FROM s)
@@ -59,11 +76,11 @@ def histograms(ledger: Any) -> list[m.Histogram]:
                             avg(CASE WHEN a.correct THEN 1.0 ELSE 0.0 END) AS pr
                      FROM attempts a JOIN cut ON a.step <= cut.s WHERE a.status <> 'error'
                      GROUP BY cut.s, a.domain, a.prompt_id)
-        SELECT s, domain, least(CAST(floor(pr * {BINS}) AS INTEGER), {BINS - 1}) AS bin, count(*)
+        SELECT s, domain, CAST(round(pr * {int(samples)}) AS INTEGER) AS bin, count(*)
         FROM per GROUP BY ALL ORDER BY ALL""")
     out: dict[tuple[str, int], list[int]] = {}
     for s, dom, b, n in rows:
-        out.setdefault((dom, int(s)), [0] * BINS)[b] = int(n)
+        out.setdefault((dom, int(s)), [0] * (samples + 1))[b] = int(n)
     return [m.Histogram(domain=d, step=s, counts=c) for (d, s), c in sorted(out.items())]
 
 
@@ -77,12 +94,15 @@ def sources(ledger: Any) -> list[m.SourceDifficulty]:
             for r in rows]
 
 
-def view(ledger: Any | None, reason: str | None = None) -> m.LedgerView:
+def view(ledger: Any | None, reason: str | None = None, settings: m.RunSettings | None = None) -> m.LedgerView:
+    """The Ledger page; `settings` (the run's, when there is a run folder) decide the bins and the benched counts."""
     if ledger is None:
         return m.LedgerView(available=False, reason=reason or "no ledger")
+    settings = settings or m.RunSettings()
+    samples = settings.samples_per_prompt or group_size(ledger) or FALLBACK_SAMPLES
     total = int(_q(ledger, "SELECT count(*) FROM attempts")[0][0])
-    return m.LedgerView(available=True, attempts=total, counts=counts(ledger), histograms=histograms(ledger),
-                        sources=sources(ledger))
+    return m.LedgerView(available=True, attempts=total, bins=bin_labels(samples), counts=counts(ledger, settings.bench),
+                        histograms=histograms(ledger, samples), sources=sources(ledger))
 
 
 def texts(ledger: Any, prompt_ids: list[str]) -> dict[str, str]:

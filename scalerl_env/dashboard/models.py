@@ -48,7 +48,11 @@ class CurveSet(Strict):
     band_high: list[float] | None = None
     fit_max_compute: float | None = Field(default=None, description="past this compute the curve is extrapolated")
     asymptote: float | None = Field(default=None, description="the fit's A")
+    warnings: list[str] = Field(default=[], description="the fit's own warnings (A at its bound, ...), as "
+                                "`scalerl fit` prints them")
     fit_error: str | None = None
+    x_label: str = Field(description="the compute axis with its unit")
+    y_range: tuple[float, float] = Field(description="the pass-rate axis: from 0 to the data, never past 1")
 
 
 class Overview(Strict):
@@ -66,13 +70,23 @@ class DomainCounts(Strict):
     attempts: int
     retired: int
     never_drawn: int = Field(description="in the pool (problems table), no attempt recorded")
-    benched: int = Field(description="drawn, not retired, no attempt in the last quarter of the steps so far")
+    benched: int | None = Field(description="drawn, not retired, no attempt in the last quarter of the steps so "
+                                "far; null when the run has no bench strategy (or it is not known)")
+
+
+class RunSettings(Strict):
+    """What the Ledger page needs from a run's `config.yaml` (unknown without a run folder)."""
+
+    samples_per_prompt: int | None = Field(default=None, description="pipeline.samples_per_prompt")
+    bench: bool = Field(default=False, description="whether the run benches prompts (curriculum.bench, or a "
+                        "stage's drop_above)")
 
 
 class Histogram(Strict):
     domain: str
     step: int
-    counts: list[int] = Field(description="prompts per pass-rate bin of width 0.1, attempts up to `step`")
+    counts: list[int] = Field(description="prompts per bin of `LedgerView.bins` (pass rate of the attempts up "
+                              "to `step`, rounded to the nearest k/n)")
 
 
 class SourceDifficulty(Strict):
@@ -88,6 +102,8 @@ class LedgerView(Strict):
     available: bool
     reason: str | None = Field(default=None, description="why the ledger cannot be read, when not available")
     attempts: int = 0
+    bins: list[str] = Field(default=[], description="the histogram's bins: k/n for the samples per prompt n, the "
+                            "rates one group can have")
     counts: list[DomainCounts] = []
     histograms: list[Histogram] = []
     sources: list[SourceDifficulty] = []
@@ -153,5 +169,7 @@ class CompareView(Strict):
     runs: list[str]
     key: str
     x: str = Field(description="the x axis: 'step', or 'compute_device_s' for held-out keys (val.<domain>)")
+    x_label: str = Field(description="the x axis with its unit")
+    y_range: tuple[float, float] | None = Field(default=None, description="held-out keys: the pass-rate axis")
     series: list[Series]
     keys: list[str] = Field(description="keys every compared run has (choices)")

@@ -18,7 +18,9 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from scalerl.env.contracts.sigmoid import SigmoidFit
+import yaml
+from scalerl.curriculum.strategy_config import BenchConfig, StageConfig
+from scalerl.env.contracts.sigmoid import COMPUTE_AXES, SigmoidFit
 from scalerl.env.dashboard import models as m
 
 MAX_POINTS = 2000
@@ -27,6 +29,8 @@ STEP_KEYS = ("reward/mean", "effective_batch_fraction", "truncation_rate", "toke
 STEP_PREFIXES = ("reward/", "format_failure_rate/")
 CURRICULUM_PREFIXES = ("curriculum/", "draws/")
 EXTRAPOLATE = 4.0  # the fitted curve is drawn to this multiple of the largest compute evaluated
+HELDOUT_AXIS = "device_s"  # the held-out points and the run-end fits (`scalerl.trainer.fit.curves`) use this axis
+HELDOUT_KEY, _, HELDOUT_X_LABEL = COMPUTE_AXES[HELDOUT_AXIS]
 
 
 class JsonlCache:
@@ -93,10 +97,10 @@ def series(rows: list[dict[str, Any]], key: str, x_key: str = "step", name: str 
 
 
 def heldout_series(rows: list[dict[str, Any]], domain: str, name: str | None = None) -> m.Series:
-    """Held-out pass rate of `domain` against compute_device_s, one point per validation line."""
+    """Held-out pass rate of `domain` against compute (HELDOUT_KEY), one point per validation line."""
     xs, ys = [], []
     for r in rows:
-        x, val = _num(r.get("compute_device_s")), (r.get("val") or {}).get(domain)
+        x, val = _num(r.get(HELDOUT_KEY)), (r.get("val") or {}).get(domain)
         if x is not None and isinstance(val, dict):
             xs.append(x)
             ys.append(_num(val.get("pass_rate")))
@@ -133,19 +137,49 @@ def read_fit(path: Path) -> tuple[SigmoidFit | None, str | None]:
         return None, f"unreadable {path.name}: {exc}"
 
 
+def pass_rate_range(values: list[float | None]) -> tuple[float, float]:
+    """A pass-rate axis: 0 to the next tenth above the largest value drawn, never past 1 (a band or an
+    extrapolated curve may run past 1; the axis does not follow it)."""
+    top = max((v for v in values if v is not None and math.isfinite(v)), default=0.0)
+    return 0.0, min(1.0, max(0.1, math.ceil(top * 10 - 1e-9) / 10))
+
+
+def fit_grid(fit: SigmoidFit, n: int) -> np.ndarray:
+    """Compute 0, then `n - 1` log-spaced points from a tenth of the first fitted compute to EXTRAPOLATE x the
+    last: smooth on a linear and on a log compute axis."""
+    lo, hi = fit.compute_range
+    return np.concatenate([[0.0], np.geomspace(lo / 10, EXTRAPOLATE * hi, n - 1)])
+
+
 def curve_set(cache: JsonlCache, run: Path, domain: str, grid: int = 80) -> m.CurveSet:
-    """Held-out points from metrics.jsonl; the fit (curve to EXTRAPOLATE x the last compute, band) from
-    curves/<domain>.json when the run has written it (at its end)."""
+    """Held-out points from metrics.jsonl; the fit (curve to EXTRAPOLATE x the last compute, band, warnings)
+    from curves/<domain>.json when the run has written it (at its end)."""
     points = heldout_series(metric_rows(cache, run, "validation"), domain)
     fit, error = read_fit(run / "curves" / f"{domain}.json")
     if fit is None:
-        return m.CurveSet(domain=domain, points=points, fit_error=error)
-    last = fit.compute_range[1]
-    cs = np.linspace(0.0, EXTRAPOLATE * last, grid)
+        return m.CurveSet(domain=domain, points=points, fit_error=error, x_label=HELDOUT_X_LABEL,
+                          y_range=pass_rate_range(points.y))
+    cs = fit_grid(fit, grid)
     mid, (lo, hi) = fit.predict(cs), fit.band(cs)
     return m.CurveSet(domain=domain, points=points, fit=m.Series(name=f"{domain} fit", x=cs.tolist(), y=mid.tolist(),
-                      total=grid), band_low=lo.tolist(), band_high=hi.tolist(), fit_max_compute=last,
-                      asymptote=fit.A)
+                      total=grid), band_low=lo.tolist(), band_high=hi.tolist(), fit_max_compute=fit.compute_range[1],
+                      asymptote=fit.A, warnings=fit.warnings, x_label=HELDOUT_X_LABEL,
+                      y_range=pass_rate_range([*points.y, *mid.tolist(), *hi.tolist()]))
+
+
+def run_settings(run: Path | None) -> m.RunSettings:
+    """Samples per prompt and whether the run benches prompts, from its `config.yaml` (defaults when absent
+    or unreadable: nothing known)."""
+    if run is None:
+        return m.RunSettings()
+    try:
+        cfg = yaml.safe_load((run / "config.yaml").read_text())
+        pipeline, cur = (cfg.get("pipeline") or {}), (cfg.get("curriculum") or {})
+        bench = BenchConfig.model_validate(cur.get("bench") or {}).active or any(
+            StageConfig.model_validate(s).drop_above is not None for s in cur.get("stages") or [])
+        return m.RunSettings(samples_per_prompt=pipeline.get("samples_per_prompt"), bench=bench)
+    except (OSError, ValueError, AttributeError, yaml.YAMLError):  # pydantic's ValidationError is a ValueError
+        return m.RunSettings()
 
 
 def domains_of(cache: JsonlCache, run: Path) -> list[str]:
@@ -173,12 +207,12 @@ def compare_keys(cache: JsonlCache, runs: list[Path]) -> list[str]:
 
 
 def compare(cache: JsonlCache, runs: list[Path], key: str) -> m.CompareView:
-    """`key` of each run on one chart: `val.<domain>` against compute_device_s, a step key against step."""
+    """`key` of each run on one chart: `val.<domain>` against compute (HELDOUT_KEY), a step key against step."""
     names = [r.name if r.name not in [o.name for o in runs[:i]] else str(r) for i, r in enumerate(runs)]
+    keys = compare_keys(cache, runs)
     if key.startswith("val."):
         out = [heldout_series(metric_rows(cache, r, "validation"), key[4:], name=n) for r, n in zip(runs, names)]
-        x = "compute_device_s"
-    else:
-        out = [series(metric_rows(cache, r, "step"), key, name=n) for r, n in zip(runs, names)]
-        x = "step"
-    return m.CompareView(runs=names, key=key, x=x, series=out[:MAX_SERIES], keys=compare_keys(cache, runs))
+        return m.CompareView(runs=names, key=key, x=HELDOUT_KEY, x_label=HELDOUT_X_LABEL, series=out[:MAX_SERIES],
+                             keys=keys, y_range=pass_rate_range([y for s in out for y in s.y]))
+    out = [series(metric_rows(cache, r, "step"), key, name=n) for r, n in zip(runs, names)]
+    return m.CompareView(runs=names, key=key, x="step", x_label="step", series=out[:MAX_SERIES], keys=keys)

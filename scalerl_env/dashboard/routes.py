@@ -1,5 +1,5 @@
 """The dashboard's routes: `build_router(source)` gives the pages at `/` and `/dash/<page>`, typed JSON
-under `/api/dash/`, and the two static files under `/dash-static/`.
+under `/api/dash/`, and the static files (`ASSETS`) under `/dash-static/`.
 
 A `DashSource` says where the data is: a run folder (metrics, curves, rollouts, and its ledger), or only
 a ledger (the reward server's own, whose `query` is read-only). A run folder's ledger is opened
@@ -29,7 +29,9 @@ PAGES = ("overview", "ledger", "rollouts", "curriculum", "compare")
 NO_RUN = {404: {"model": m.ErrorDetail, "description": "no run folder behind this dashboard (a reward server's)"}}
 NO_PROMPT = {404: {"model": m.ErrorDetail, "description": "no such prompt, or no ledger"}}
 LEDGER_FAILED = {503: {"model": m.ErrorDetail, "description": "the ledger query failed (the reason is given)"}}
-ASSETS = {"app.js": "text/javascript; charset=utf-8", "style.css": "text/css; charset=utf-8"}
+JS, CSS = "text/javascript; charset=utf-8", "text/css; charset=utf-8"
+ASSETS = {"app.js": JS, "style.css": CSS, "vendor/uPlot.iife.min.js": JS, "vendor/uPlot.min.css": CSS}
+"""Every static file a page loads (the vendored charting library, uPlot, is under vendor/ with its licence)."""
 
 
 class DashSource:
@@ -131,7 +133,7 @@ def _pages(router: APIRouter) -> None:
             raise HTTPException(404, f"no page {page!r}")
         return HTMLResponse(_asset("index.html"))
 
-    @router.get("/dash-static/{name}", include_in_schema=False)
+    @router.get("/dash-static/{name:path}", include_in_schema=False)
     def asset(name: str) -> Response:
         if name not in ASSETS:
             raise HTTPException(404, f"no asset {name!r}")
@@ -193,7 +195,8 @@ def _ledger_call(source: DashSource, fn: Any) -> Any:
 def _ledger_routes(router: APIRouter, source: DashSource) -> None:
     @router.get("/api/dash/ledger", response_model=m.LedgerView, responses=LEDGER_FAILED)
     def ledger() -> m.LedgerView:
-        view, where = _ledger_call(source, ledger_view.view)
+        settings = readers.run_settings(source.run)
+        view, where = _ledger_call(source, lambda led: ledger_view.view(led, settings=settings))
         return view if view is not None else ledger_view.view(None, where)
 
     @router.get("/api/dash/prompts", response_model=list[m.PromptHit], responses=LEDGER_FAILED)

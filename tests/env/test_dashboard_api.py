@@ -25,6 +25,7 @@ SHORT = [f"pipeline.max_steps={STEPS}", "pipeline.k=2", "pipeline.prompts_per_st
 BIG_ATTEMPTS, BIG_PROMPTS = 200_000, 2_000
 SANDBOX_PROGRAM = "```python\nprint('partial answer: 41')\nraise ValueError('boom on line 2')\n```"
 SANDBOX_TESTS = {"kind": "stdio", "cases": [{"input": "", "output": "42\n"}]}
+STATIC = Path(__file__).resolve().parents[2] / "scalerl_env" / "dashboard" / "static"
 DASH_ROUTES = {"/api/dash/info", "/api/dash/overview", "/api/dash/ledger", "/api/dash/prompts",
                "/api/dash/prompts/{prompt_id}", "/api/dash/rollouts", "/api/dash/curriculum", "/api/dash/compare"}
 
@@ -245,7 +246,12 @@ def test_pages_and_assets_are_served_without_any_external_url(client):
     assert client.get("/dash/nope").status_code == 404
     for asset in ("app.js", "style.css"):
         text = client.get(f"/dash-static/{asset}").text
-        assert "http://" not in text.replace("http://www.w3.org/2000/svg", "") and "https://" not in text
+        assert "http://" not in text and "https://" not in text
+    for asset in ("vendor/uPlot.iife.min.js", "vendor/uPlot.min.css"):  # served from the package, as shipped
+        got = client.get(f"/dash-static/{asset}")
+        assert got.status_code == 200 and got.content == (STATIC / asset).read_bytes()
+    assert client.get("/dash-static/vendor/README.md").status_code == 404  # only the files a page loads
+    assert client.get("/dash-static/../routes.py").status_code == 404
     assert "innerHTML" not in client.get("/dash-static/app.js").text
 
 
@@ -319,3 +325,130 @@ def test_a_live_run_reads_the_latest_checkpoints_ledger(run, tmp_path):
         assert led is not None and "checkpoint" in where
         assert led.query("SELECT count(*) FROM attempts").rows[0][0] > 0
         src.close()
+
+
+def saturating_run(root: Path) -> Path:
+    """A run folder whose held-out pass rate climbs past 0.9 within its evaluations, written by the trainer's
+    writers: its fit puts A at the pass-rate bound 1 (with the warning `scalerl fit` prints) and its band
+    runs past 1."""
+    from scalerl.trainer.config.train import LoggingConfig
+    from scalerl.trainer.fit.curves import write_curves
+    from scalerl.trainer.run.log import RunLog
+
+    out = root / "saturating"
+    out.mkdir()
+    cs = np.linspace(0.0, 60.0, 13)
+    ys = np.clip(0.1 + cs / (cs + 6.0) + np.random.default_rng(3).normal(0, 0.02, cs.size), 0, 1)
+    log = RunLog(out, LoggingConfig(progress="lines"), total_steps=13, config_dict={})
+    for i, (c, y) in enumerate(zip(cs, ys)):
+        log.write("validation", {"step": i, "policy_version": i, "compute_device_s": float(c),
+                                 "val": {"math": {"pass_rate": float(y), "n": 64.0}}})
+    log.close()
+    write_curves(out, ["math"])
+    return out
+
+
+def test_pass_rate_axis_stops_at_1_the_compute_axis_has_its_unit_and_the_fit_warns(tmp_path):
+    """A fit at A = 1: the axis ends at 1 although the band runs past it, the compute axis names its unit,
+    and the page carries the fit's own warnings, the lines `scalerl fit` prints for the same file."""
+    from scalerl.env.contracts.sigmoid import COMPUTE_AXES
+    from scalerl.trainer.cli import build_app
+    from scalerl.trainer.commands.dash import build_dash_app
+    from typer.testing import CliRunner
+
+    run = saturating_run(tmp_path)
+    with TestClient(build_dash_app(run)) as c:
+        (curve,) = c.get("/api/dash/overview").json()["curves"]
+    assert curve["asymptote"] == pytest.approx(1.0) and max(curve["band_high"]) > 1.0
+    assert curve["y_range"] == [0.0, 1.0]
+    assert curve["x_label"] == COMPUTE_AXES["device_s"][2] == "compute (device-seconds)"
+    assert any("sits at its bound 1" in w for w in curve["warnings"])
+    printed = CliRunner().invoke(build_app(), ["fit", "--metrics", str(run / "metrics.jsonl"), "--compute", "device_s"])
+    assert printed.exit_code == 0, printed.output
+    assert [f"  warning: {w}" for w in curve["warnings"]] == [x for x in printed.output.splitlines() if "warning:" in x]
+
+
+def test_pass_rate_axis_follows_the_data_below_1(client, variant):
+    from scalerl.env.dashboard.readers import pass_rate_range
+
+    (curve,) = [c for c in client.get("/api/dash/overview").json()["curves"] if c["domain"] == "math"]
+    top = max([y for y in curve["points"]["y"] if y is not None])
+    assert curve["y_range"][0] == 0.0 and top <= curve["y_range"][1] <= min(1.0, top + 0.1)
+    assert pass_rate_range([0.31, None, 1.2062]) == (0.0, 1.0) and pass_rate_range([0.31, 0.4]) == (0.0, 0.4)
+    compare = client.get("/api/dash/compare", params={"key": "val.math"}).json()
+    assert compare["x_label"] == "compute (device-seconds)" and compare["y_range"][1] <= 1.0
+    assert client.get("/api/dash/compare", params={"key": "reward/mean"}).json()["x_label"] == "step"
+
+
+def group_ledger(path: Path, correct_per_prompt: list[int], samples: int = 8):
+    """A ledger with one group of `samples` attempts per prompt at step 1, `correct_per_prompt[i]` of them correct."""
+    from scalerl.curriculum.ledger.store import Ledger
+
+    from tests.support.ledger_data import problem
+
+    led = Ledger(path)
+    led.upsert_problems([problem(i, "math") for i in range(len(correct_per_prompt))])
+    rows = [{"prompt_id": f"math-{i:03d}", "domain": "math", "step": 1, "sample_index": j,
+             "status": "correct" if j < k else "wrong"}
+            for i, k in enumerate(correct_per_prompt) for j in range(samples)]
+    led.record_attempts(rows)
+    return led
+
+
+def test_histogram_bins_are_the_rates_a_group_can_have(tmp_path):
+    """8 samples per prompt: the bins are 0/8 ... 8/8, and a prompt with 4 of 8 correct is in 4/8 (with bins
+    of width 0.1 the 0.4-0.5 bin could never be filled: 4/8 fell in 0.5-0.6)."""
+    from scalerl.env.dashboard import ledger_view
+    from scalerl.env.dashboard.models import RunSettings
+
+    with group_ledger(tmp_path / "l.duckdb", list(range(9))) as led:
+        given = ledger_view.view(led, settings=RunSettings(samples_per_prompt=8))
+        inferred = ledger_view.view(led)  # no run folder: the ledger's own group size
+    for d in (given, inferred):
+        assert d.bins == [f"{k}/8" for k in range(9)]
+        assert [(h.domain, h.step, h.counts) for h in d.histograms] == [("math", 1, [1] * 9)]
+
+
+def test_benched_counts_only_when_the_run_benches(client, run, tmp_path):
+    from scalerl.env.dashboard import ledger_view
+    from scalerl.env.dashboard.readers import run_settings
+
+    assert run_settings(run).bench is False and run_settings(run).samples_per_prompt == 8
+    d = client.get("/api/dash/ledger").json()
+    assert d["counts"] and all(c["benched"] is None for c in d["counts"])
+    assert d["bins"] == [f"{k}/8" for k in range(9)]
+    for bench in ({"bench": {"last_k": 2, "hard_at": 0.0}}, {"stages": [{"drop_above": 0.9}]}):
+        (tmp_path / "config.yaml").write_text(json.dumps({"pipeline": {"samples_per_prompt": 4}, "curriculum": bench}))
+        settings = run_settings(tmp_path)
+        assert settings.bench and settings.samples_per_prompt == 4
+        with group_ledger(tmp_path / "l.duckdb", [0, 4]) as led:
+            assert [c.benched for c in ledger_view.view(led, settings=settings).counts] == [0]
+        (tmp_path / "l.duckdb").unlink()
+
+
+def test_the_vendored_chart_library_is_the_noted_release_and_ships_in_the_wheel():
+    """uPlot's files match the versions and hashes in vendor/README.md, its licence is there, the pages load it
+    from this server, pyproject's package-data ships it, and no hand-drawn SVG chart code is left."""
+    import hashlib
+    import re
+
+    from scalerl.env.contracts.paths import REPO
+
+    from tests.project.test_packaging import pyproject
+
+    static = REPO / "scalerl_env" / "dashboard" / "static"
+    table_row = re.compile(r"^\| `([^`]+)` \| `[^`]+` \| `([0-9a-f]{64})` \|$", re.M)
+    noted = dict(table_row.findall((static / "vendor/README.md").read_text()))
+    assert set(noted) == {"uPlot.iife.min.js", "uPlot.min.css", "uPlot.LICENSE"}
+    for name, digest in noted.items():
+        assert hashlib.sha256((static / "vendor" / name).read_bytes()).hexdigest() == digest, name
+    assert "(v1.6.32)" in (static / "vendor/uPlot.iife.min.js").read_text()[:200]
+    assert "MIT License" in (static / "vendor/uPlot.LICENSE").read_text()
+    html = (static / "index.html").read_text()
+    assert re.findall(r'(?:src|href)="(/dash-static/[^"]+)"', html) == [
+        "/dash-static/vendor/uPlot.min.css", "/dash-static/style.css", "/dash-static/vendor/uPlot.iife.min.js",
+        "/dash-static/app.js"]
+    data = pyproject()["tool"]["setuptools"]["package-data"]
+    assert "static/vendor/*" in data["scalerl.env.dashboard"]
+    app = (static / "app.js").read_text()
+    assert "new uPlot(" in app and "createElementNS" not in app and "polyline" not in app

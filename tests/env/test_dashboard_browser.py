@@ -115,10 +115,12 @@ def browser():
 
 @pytest.fixture
 def page(browser):
-    """A fresh page whose console errors and uncaught exceptions are collected in `page.errors`."""
+    """A fresh page whose console errors and uncaught exceptions are collected in `page.errors`, and every URL
+    it requests in `page.requests`."""
     ctx = browser.new_context(viewport={"width": 1280, "height": 900})
     pg = ctx.new_page()
-    pg.errors = []
+    pg.errors, pg.requests = [], []
+    pg.on("request", lambda req: pg.requests.append(req.url))
     pg.on("console", lambda msg: pg.errors.append(f"console: {msg.text}") if msg.type == "error" else None)
     pg.on("pageerror", lambda exc: pg.errors.append(f"page error: {exc}"))
     yield pg
@@ -150,28 +152,64 @@ def test_every_page_renders_without_errors_and_is_photographed(page, dash, rewar
     page.screenshot(path=str(shots / "server-ledger.png"), full_page=True)
     load(page, f"{reward_server.url}/")
     assert page.locator("#no-run").count() == 1  # no run folder behind the reward server: said, not an error
+    assert "/dash-static/vendor/uPlot.iife.min.js" in "".join(page.requests)
+    outside = [u for u in page.requests if not u.startswith((dash.url, reward_server.url, "data:"))]
+    assert outside == []  # the chart library and the pages come from the server itself: no network
 
 
-def test_overview_charts_have_the_runs_points(page, dash, runs):
+def drawn(chart, series: int = 1) -> list:
+    """The values uPlot holds for one series of a chart (its aligned data, gaps left out)."""
+    return chart.evaluate(f"el => el.uplot.data[{series}].filter(v => v !== null && v !== undefined)")
+
+
+def ticks(chart, axis: str) -> list[float]:
+    """The tick labels the chart drew on `axis` ("x" or "y"), as numbers."""
+    return [float(v) for v in (chart.get_attribute(f"data-{axis}-ticks") or "").split()]
+
+
+def hover(page, chart, fraction: float) -> dict[str, str]:
+    """Move the mouse over the plot at `fraction` of its width; the legend's values by series label."""
+    box = chart.locator(".u-over").bounding_box()
+    page.mouse.move(box["x"] + fraction * box["width"], box["y"] + box["height"] / 2)
+    page.wait_for_timeout(100)
+    labels = chart.locator(".u-legend .u-series th").all_inner_texts()
+    return dict(zip((x.strip() for x in labels), chart.locator(".u-legend .u-series td.u-value").all_inner_texts()))
+
+
+def test_overview_charts_have_the_runs_points_ticks_and_units(page, dash, runs):
     metrics = lines(runs[0] / "metrics.jsonl")
     steps = [r for r in metrics if r["kind"] == "step"]
     vals = [r for r in metrics if r["kind"] == "validation"]
     load(page, f"{dash.url}/dash/overview")
     for domain in ("math", "code"):
         chart = page.locator(f'.chart[data-title="held-out {domain}"]')
-        assert chart.locator("circle.pt").count() == len(vals) == int(chart.get_attribute("data-points"))
+        assert drawn(chart) == [v["val"][domain]["pass_rate"] for v in vals] and len(vals) == int(
+            chart.get_attribute("data-points"))
+        assert len(ticks(chart, "x")) >= 3 and 3 <= len(ticks(chart, "y")) and max(ticks(chart, "y")) <= 1.0
+        assert chart.evaluate("el => el.uplot.axes[0].label") == "compute (device-seconds)"
     reward = page.locator('.chart[data-title="reward/mean"]')
-    assert reward.locator("circle.pt").count() == len([r for r in steps if r.get("reward/mean") is not None])
+    assert drawn(reward) == [r["reward/mean"] for r in steps if r.get("reward/mean") is not None]
+    assert ticks(reward, "x")[-1] <= STEPS and len(ticks(reward, "x")) >= 3
     assert len(steps) == STEPS
 
 
-def test_a_fitted_run_shows_its_curve_band_and_extrapolation(page, variant_dash, shots):
+def test_a_fitted_run_shows_its_curve_band_extrapolation_and_hover_values(page, variant_dash, shots):
     load(page, f"{variant_dash.url}/dash/overview")
-    page.locator("#heldout").screenshot(path=str(shots / "overview-fit.png"))
     chart = page.locator('.chart[data-title="held-out math"]')
-    assert chart.locator("circle.pt").count() == 21
-    assert chart.locator("polyline.line").count() == 1 and chart.locator("polygon.band").count() == 1
-    assert chart.locator("rect.extrapolation").count() == 1
+    assert len(drawn(chart)) == 21 and len(drawn(chart, 2)) == 80  # the points; the fitted curve
+    assert chart.evaluate("el => el.uplot.bands.length") == 1 and len(drawn(chart, 3)) == len(drawn(chart, 4)) == 80
+    assert float(chart.get_attribute("data-extrapolated-after")) == 120.0
+    assert max(ticks(chart, "y")) <= 1.0 and len(ticks(chart, "x")) >= 3
+    empty = hover(page, chart, 0.0)
+    values = hover(page, chart, 0.2)  # the cursor's nearest evaluation and the curve there
+    assert float(values["math"]) > 0 and float(values["math fit"]) > 0 and values != empty, values
+    page.locator("#heldout").screenshot(path=str(shots / "overview-fit.png"))
+    load(page, f"{variant_dash.url}/dash/overview?logx=1")
+    chart = page.locator('.chart[data-title="held-out math"]')
+    assert page.locator("#log-x").is_checked() and chart.evaluate("el => el.uplot.scales.x.distr") == 3
+    assert len(drawn(chart)) == 20  # the evaluation at compute 0 has no place on a log axis
+    hover(page, chart, 0.5)
+    page.locator("#heldout").screenshot(path=str(shots / "overview-fit-log.png"))
 
 
 def test_a_code_rollout_shows_the_sandbox_output(page, variant_dash, runs, shots):
@@ -193,6 +231,9 @@ def test_prompt_search_finds_a_prompt_and_shows_its_attempts(page, dash, runs, s
         total = con.execute("SELECT count(*) FROM attempts").fetchone()[0]
     load(page, f"{dash.url}/dash/ledger")
     assert page.locator("#ledger-attempts").inner_text() == str(total)
+    heads = page.locator("#ledger-hist th").all_inner_texts()
+    assert heads == ["domain", "step"] + [f"{k}/8" for k in range(9)]  # the rates a group of 8 can have
+    assert "benched (idle)" not in page.locator("#ledger-counts th").all_inner_texts()  # no bench strategy
     page.fill("#prompt-q", pid)
     page.click("#prompt-search button")
     page.wait_for_selector("#prompt-attempts")
@@ -233,8 +274,9 @@ def test_compare_puts_both_runs_on_one_chart(page, dash, runs):
     load(page, f"{dash.url}/dash/compare?key=val.math")
     chart = page.locator(".chart")
     n_vals = [len([r for r in lines(run / "metrics.jsonl") if r["kind"] == "validation"]) for run in runs]
-    assert chart.locator("circle.pt").count() == sum(n_vals)
-    assert set(chart.locator("circle.pt").evaluate_all("cs => cs.map(c => c.dataset.series)")) == {r.name for r in runs}
+    assert [len(drawn(chart, i + 1)) for i in range(len(runs))] == n_vals
+    assert chart.evaluate("el => el.uplot.series.slice(1).map(s => s.label)") == [r.name for r in runs]
+    assert max(ticks(chart, "y")) <= 1.0
 
 
 def test_a_200k_attempt_ledger_renders_bounded(page, reward_server):

@@ -1,18 +1,14 @@
-// scalerl dashboard: plain JavaScript and SVG, no library, no network beyond this server's /api/dash routes.
+// scalerl dashboard: plain JavaScript over this server's /api/dash routes; charts are drawn by the vendored
+// uPlot (/dash-static/vendor/, loaded before this file), no other library and no network.
 // Every value goes into the page through textContent or an attribute, never as HTML.
 "use strict";
-const SVG = "http://www.w3.org/2000/svg";
 const COLORS = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#17becf", "#8c564b"];
+const BAND_FILL = "rgba(214,39,40,0.18)", EXTRAPOLATED_FILL = "rgba(128,128,128,0.10)";
 
 function el(tag, attrs, ...kids) {
   const e = document.createElement(tag);
   for (const [k, v] of Object.entries(attrs || {})) e.setAttribute(k, v);
   for (const k of kids) e.append(k instanceof Node ? k : document.createTextNode(String(k)));
-  return e;
-}
-function sv(tag, attrs) {
-  const e = document.createElementNS(SVG, tag);
-  for (const [k, v] of Object.entries(attrs || {})) e.setAttribute(k, v);
   return e;
 }
 async function getJSON(url) {
@@ -21,55 +17,92 @@ async function getJSON(url) {
   return r.json();
 }
 function fmt(v) { return v === null || v === undefined ? "–" : (typeof v === "number" ? +v.toFixed(4) : v); }
+function tick(v) {
+  if (v === null || v === undefined) return null;
+  const a = Math.abs(v);
+  return a !== 0 && (a >= 1e5 || a < 1e-3) ? v.toExponential(1) : String(+v.toPrecision(4));
+}
+const logX = () => new URLSearchParams(location.search).get("logx") === "1";
 
-// One chart: each series is {name, x, y}; points are circles (class pt), `lines` are polylines.
-function chart(title, points, lines, opts) {
-  opts = opts || {};
-  const W = opts.width || 420, H = opts.height || 220, L = 60, B = 28, all = [];
-  for (const s of points.concat(lines || [])) s.x.forEach((x, i) => { if (s.y[i] !== null) all.push([x, s.y[i]]); });
-  for (const b of opts.bands || []) b.high.forEach((y, i) => all.push([b.x[i], y]));
+// The log-compute switch: kept in the URL (?logx=1), so a reload or a link keeps the choice.
+function logSwitch() {
+  const box = el("input", {type: "checkbox", id: "log-x"});
+  box.checked = logX();
+  box.addEventListener("change", () => {
+    const q = new URLSearchParams(location.search);
+    if (box.checked) q.set("logx", "1"); else q.delete("logx");
+    location.search = q.toString();
+  });
+  return el("label", {class: "log-switch"}, box, " log compute axis");
+}
+
+// Aligned uPlot data from tables [x, y...] (uPlot.join: x values merged, gaps between tables skipped by the
+// cursor); on a log axis the rows at x <= 0 are left out (log 0 does not exist).
+function tables(spec) {
+  const keep = x => !spec.logX || x > 0;
+  const cut = cols => { const i = cols[0].map((x, k) => keep(x) ? k : -1).filter(k => k >= 0); return cols.map(c => i.map(k => c[k])); };
+  const out = [], series = [{label: spec.xLabel}], bands = [];
+  spec.points.forEach((s, k) => {
+    out.push(cut([s.x, s.y]));
+    series.push({label: s.name, stroke: COLORS[k % COLORS.length], width: spec.connect ? 1 : 0,
+                 paths: spec.connect ? undefined : () => null, points: {show: true, size: 5, fill: COLORS[k % COLORS.length]}});
+  });
+  (spec.lines || []).forEach((s, k) => {
+    out.push(cut([s.x, s.y]));
+    series.push({label: s.name, stroke: COLORS[(k + 1) % COLORS.length], width: 2, spanGaps: true, points: {show: false}});
+  });
+  if (spec.band) {
+    out.push(cut([spec.band.x, spec.band.high, spec.band.low]));
+    const hi = series.length;
+    series.push({label: "band high", stroke: BAND_FILL, spanGaps: true, points: {show: false}},
+                {label: "band low", stroke: BAND_FILL, spanGaps: true, points: {show: false}});
+    bands.push({series: [hi, hi + 1], fill: BAND_FILL});
+  }
+  return {data: uPlot.join(out), series, bands};
+}
+
+// A y range around the data; a constant series gets a range around its value (uPlot's own would be 0-100).
+function flatSafe(u, min, max) {
+  if (min !== max) return uPlot.rangeNum(min, max, 0.1, true);
+  const pad = Math.abs(min) * 0.1 || 0.5;
+  return [min === 0 ? 0 : min - pad, max + pad];
+}
+
+// The extrapolated part of a fit (past the last compute fitted), shaded under the series.
+function shadeAfter(x0) {
+  return {hooks: {drawClear: [u => {
+    const left = u.valToPos(x0, "x", true), right = u.bbox.left + u.bbox.width;
+    if (!(left < right)) return;
+    const from = Math.max(left, u.bbox.left);
+    u.ctx.save(); u.ctx.fillStyle = EXTRAPOLATED_FILL;
+    u.ctx.fillRect(from, u.bbox.top, right - from, u.bbox.height); u.ctx.restore();
+  }]}};
+}
+
+// One chart. spec: {points: [series], lines: [series], band: {x, low, high}, xLabel, yLabel, yRange, logX,
+// extrapolateAfter, connect, width, height}; a series is {name, x, y, total}. The drawn tick labels are kept
+// in data-x-ticks / data-y-ticks, the uPlot instance in the element's `uplot` property.
+function chart(title, spec) {
   const div = el("div", {class: "chart", "data-title": title, "data-points": 0}, el("h3", {}, title));
-  const svg = sv("svg", {width: W, height: H, viewBox: `0 0 ${W} ${H}`});
-  div.append(svg);
-  if (!all.length) { div.append(el("div", {class: "note"}, "no data yet")); return div; }
-  const xs = all.map(p => p[0]), ys = all.map(p => p[1]);
-  let x0 = Math.min(...xs), x1 = Math.max(...xs), y0 = Math.min(0, ...ys), y1 = Math.max(...ys);
-  if (x1 === x0) x1 = x0 + 1; if (y1 === y0) y1 = y0 + 1;
-  const px = x => L + (x - x0) / (x1 - x0) * (W - L - 10), py = y => H - B - (y - y0) / (y1 - y0) * (H - B - 10);
-  svg.append(sv("line", {x1: L, y1: H - B, x2: W - 10, y2: H - B, stroke: "#999"}));
-  svg.append(sv("line", {x1: L, y1: 10, x2: L, y2: H - B, stroke: "#999"}));
-  for (const [v, x, y, a] of [[y0, L - 4, H - B, "end"], [y1, L - 4, 16, "end"], [x0, L, H - 8, "start"], [x1, W - 10, H - 8, "end"]]) {
-    const t = sv("text", {x, y, "font-size": 10, "text-anchor": a}); t.textContent = fmt(v); svg.append(t);
-  }
-  (opts.bands || []).forEach(b => {
-    const up = b.x.map((x, i) => `${px(x)},${py(b.high[i])}`), dn = b.x.map((x, i) => `${px(x)},${py(b.low[i])}`).reverse();
-    svg.append(sv("polygon", {points: up.concat(dn).join(" "), fill: "#1f77b4", "fill-opacity": 0.12, class: "band"}));
-  });
-  if (opts.extrapolateAfter !== undefined && opts.extrapolateAfter < x1) {
-    svg.append(sv("rect", {x: px(opts.extrapolateAfter), y: 10, width: W - 10 - px(opts.extrapolateAfter),
-                           height: H - B - 10, fill: "#888", "fill-opacity": 0.08, class: "extrapolation"}));
-  }
-  const legend = el("div", {class: "legend"});
-  (lines || []).forEach((s, k) => {
-    const pts = s.x.map((x, i) => s.y[i] === null ? null : `${px(x)},${py(s.y[i])}`).filter(Boolean).join(" ");
-    svg.append(sv("polyline", {points: pts, fill: "none", stroke: COLORS[(k + 1) % COLORS.length], class: "line", "data-series": s.name}));
-    legend.append(el("span", {style: `color:${COLORS[(k + 1) % COLORS.length]}`}, "— " + s.name));
-  });
-  points.forEach((s, k) => {
-    if (opts.connect) {
-      const pts = s.x.map((x, i) => s.y[i] === null ? null : `${px(x)},${py(s.y[i])}`).filter(Boolean).join(" ");
-      svg.append(sv("polyline", {points: pts, fill: "none", stroke: COLORS[k % COLORS.length], "stroke-opacity": 0.5, class: "trace"}));
-    }
-    s.x.forEach((x, i) => {
-      if (s.y[i] === null) return;
-      svg.append(sv("circle", {cx: px(x), cy: py(s.y[i]), r: 2.5, fill: COLORS[k % COLORS.length], class: "pt", "data-series": s.name}));
-    });
-    legend.append(el("span", {style: `color:${COLORS[k % COLORS.length]}`}, "● " + s.name));
-  });
-  div.append(legend);
-  const shown = points.reduce((n, s) => n + s.y.filter(y => y !== null).length, 0);
+  const {data, series, bands} = tables(spec);
+  const shown = spec.points.reduce((n, s) => n + s.y.filter((y, i) => y !== null && (!spec.logX || s.x[i] > 0)).length, 0);
   div.setAttribute("data-points", shown);
-  const thinned = points.concat(lines || []).filter(s => s.total > s.x.length);
+  if (!data.slice(1).some(ys => ys.some(y => y !== null && y !== undefined))) {
+    div.append(el("div", {class: "note"}, "no data yet")); return div;
+  }
+  const ticks = key => (u, splits) => { const v = splits.map(tick); div.dataset[key] = v.filter(s => s !== null).join(" "); return v; };
+  const opts = {
+    width: spec.width || 440, height: spec.height || 240, series, bands,
+    scales: {x: {time: false, distr: spec.logX ? 3 : 1}, y: {range: spec.yRange || flatSafe}},
+    axes: [{label: spec.xLabel, values: ticks("xTicks"), grid: {stroke: "#eee"}},
+           {label: spec.yLabel, values: ticks("yTicks"), grid: {stroke: "#eee"}, size: 56}],
+    legend: {live: true}, cursor: {points: {size: 7}},
+    plugins: spec.extrapolateAfter != null ? [shadeAfter(spec.extrapolateAfter)] : [],
+  };
+  if (spec.band) opts.series.slice(-2).forEach(s => { s.value = (u, v) => fmt(v); });
+  div.uplot = new uPlot(opts, data, div);
+  if (spec.extrapolateAfter != null) div.setAttribute("data-extrapolated-after", spec.extrapolateAfter);
+  const thinned = spec.points.concat(spec.lines || []).filter(s => s.total > s.x.length);
   if (thinned.length) div.append(el("div", {class: "note"}, thinned.map(s => `${s.name}: ${s.x.length} of ${s.total} points shown`).join("; ")));
   return div;
 }
@@ -84,17 +117,21 @@ async function overview(main) {
   if (!INFO.run) { noRun(main); return; }
   const d = await getJSON("/api/dash/overview");
   main.append(el("h2", {}, `Run ${d.run}: ${d.steps} steps, ${d.validations} evaluations`));
-  const held = el("section", {id: "heldout"}, el("h3", {}, "Held-out pass rate vs compute (device-seconds): points, fit, confidence band, extrapolation shaded"));
+  const held = el("section", {id: "heldout"}, el("h3", {}, "Held-out pass rate vs compute: points, fit, confidence band, extrapolation shaded"), logSwitch());
   for (const c of d.curves) {
-    const bands = c.band_low ? [{x: c.fit.x, low: c.band_low, high: c.band_high}] : [];
-    held.append(chart("held-out " + c.domain, [c.points], c.fit ? [c.fit] : [], {bands, extrapolateAfter: c.fit_max_compute ?? undefined}));
-    if (c.fit_error) held.append(el("div", {class: "note fit-error"}, `${c.domain}: ${c.fit_error}`));
-    if (c.asymptote !== null) held.append(el("div", {class: "note"}, `${c.domain}: fitted asymptote A = ${fmt(c.asymptote)}`));
+    const band = c.band_low ? {x: c.fit.x, low: c.band_low, high: c.band_high} : null;
+    const box = el("div", {class: "curve", "data-domain": c.domain});
+    box.append(chart("held-out " + c.domain, {points: [c.points], lines: c.fit ? [c.fit] : [], band, xLabel: c.x_label,
+      yLabel: "held-out pass rate", yRange: c.y_range, logX: logX(), extrapolateAfter: c.fit_max_compute}));
+    if (c.fit_error) box.append(el("div", {class: "note fit-error"}, `${c.domain}: ${c.fit_error}`));
+    if (c.asymptote !== null) box.append(el("div", {class: "note"}, `${c.domain}: fitted asymptote A = ${fmt(c.asymptote)}`));
+    for (const w of c.warnings) box.append(el("div", {class: "fit-warning"}, `warning: ${w}`));
+    held.append(box);
   }
   if (!d.curves.length) held.append(el("p", {class: "note"}, "no evaluation yet"));
   main.append(held);
   const steps = el("section", {id: "steps"}, el("h3", {}, "Per step: training reward, effective batch, truncation, format failures, throughput"));
-  for (const s of d.step_series) steps.append(chart(s.name, [s], [], {connect: true}));
+  for (const s of d.step_series) steps.append(chart(s.name, {points: [s], xLabel: "step", yLabel: s.name, connect: true}));
   main.append(steps);
 }
 
@@ -104,14 +141,17 @@ function table(id, heads, rows) {
   return t;
 }
 
+// "benched" is null unless the run benches prompts: the column is shown only then.
 function countsTable(counts) {
-  const keys = ["prompts", "attempts", "retired", "benched", "never_drawn"];
-  return table("ledger-counts", ["domain", "prompts", "attempts", "retired", "benched (idle)", "never drawn"], counts.map(c =>
-    el("tr", {"data-domain": c.domain}, el("td", {}, c.domain), ...keys.map(k => el("td", {"data-count": k}, c[k])))));
+  const bench = counts.some(c => c.benched !== null);
+  const cols = [["prompts", "prompts"], ["attempts", "attempts"], ["retired", "retired"]]
+    .concat(bench ? [["benched", "benched (idle)"]] : [], [["never_drawn", "never drawn"]]);
+  return table("ledger-counts", ["domain"].concat(cols.map(c => c[1])), counts.map(c =>
+    el("tr", {"data-domain": c.domain}, el("td", {}, c.domain), ...cols.map(([k]) => el("td", {"data-count": k}, c[k])))));
 }
 
-function histTable(hists) {
-  const heads = ["domain", "step"].concat(Array.from({length: 10}, (_, i) => `${i / 10}–${(i + 1) / 10}`));
+function histTable(bins, hists) {
+  const heads = ["domain", "step"].concat(bins);
   return table("ledger-hist", heads, hists.map(h => {
     const max = Math.max(1, ...h.counts);
     return el("tr", {class: "hist-row", "data-domain": h.domain, "data-step": h.step}, el("td", {}, h.domain), el("td", {}, h.step),
@@ -124,7 +164,8 @@ async function ledger(main) {
   if (!d.available) { main.append(el("p", {class: "note", id: "no-ledger"}, "ledger unavailable: " + d.reason)); return; }
   main.append(el("p", {class: "note", id: "ledger-source"}, `reading ${INFO.ledger}; `, el("b", {id: "ledger-attempts"}, d.attempts), " attempts"));
   main.append(el("h3", {}, "Prompts per domain"), countsTable(d.counts));
-  main.append(el("h3", {}, "Pass-rate distribution as training moves it (prompts per bin, attempts up to each step)"), histTable(d.histograms));
+  main.append(el("h3", {}, "Pass-rate distribution as training moves it (prompts per pass rate k/n, n samples per prompt; attempts up to each step)"),
+    histTable(d.bins, d.histograms));
   main.append(el("h3", {}, "Difficulty per source"), table("ledger-sources", ["source", "domain", "prompts", "drawn", "mean pass rate", "mean prior"],
     d.sources.map(s => el("tr", {}, ...[s.source, s.domain, s.prompts, s.drawn, fmt(s.mean_pass_rate), fmt(s.prior)].map(v => el("td", {}, v))))));
   const q = el("input", {id: "prompt-q", placeholder: "prompt id or text", size: 30}), hits = el("div", {id: "prompt-hits"});
@@ -208,7 +249,7 @@ async function curriculum(main) {
   const d = await getJSON("/api/dash/curriculum");
   main.append(el("h3", {}, "Curriculum per step: draws per source, dropped/refilled groups, strategy events and gauges (domain weights, skip probabilities, stage)"));
   if (!d.length) main.append(el("p", {class: "note"}, "no curriculum keys in metrics.jsonl"));
-  for (const s of d) main.append(chart(s.name, [s], [], {connect: true}));
+  for (const s of d) main.append(chart(s.name, {points: [s], xLabel: "step", yLabel: s.name, connect: true}));
 }
 
 async function compare(main) {
@@ -218,8 +259,11 @@ async function compare(main) {
   const sel = el("select", {name: "key", id: "compare-key"});
   for (const k of d.keys) { const o = el("option", {value: k}, k); if (k === key) o.setAttribute("selected", ""); sel.append(o); }
   const form = el("form", {method: "get", id: "compare-form"}, sel, " ", el("button", {type: "submit"}, "Show"));
-  main.append(el("h3", {}, `Compare ${d.runs.length} runs: ${d.runs.join(", ")}`), form,
-    el("p", {class: "note"}, "add runs with `scalerl dash RUN_DIR --compare OTHER_DIR`"), chart(`${key} vs ${d.x}`, d.series, [], {connect: true, width: 820, height: 380}));
+  const compute = d.x !== "step";
+  main.append(el("h3", {}, `Compare ${d.runs.length} runs: ${d.runs.join(", ")}`), form, compute ? logSwitch() : "",
+    el("p", {class: "note"}, "add runs with `scalerl dash RUN_DIR --compare OTHER_DIR`"),
+    chart(`${key} vs ${d.x}`, {points: d.series, xLabel: d.x_label, yLabel: key, yRange: d.y_range, logX: compute && logX(),
+                               connect: true, width: 860, height: 400}));
 }
 
 const PAGES = {overview, ledger, rollouts, curriculum, compare};
