@@ -57,11 +57,11 @@ def write_data(out: Path) -> None:
 
 def default_pools():
     """The CPU default's pools (math and code, level 0) after the long-prompt filter, as its runs build them."""
+    from scalerl.trainer.config.resolve import RunFlags, resolve_config
     from scalerl.trainer.rollout.prompts import prepare_prompts, run_tokenizer
     from scalerl.trainer.run.data_sources import build_data
-    from scalerl.trainer.run.resolve_config import build_config
 
-    default = build_config(None, [], domains="math,code", model=None, engine=None, max_steps=None, resume=None)
+    default, _ = resolve_config(flags=RunFlags(domains="math,code"))
     return prepare_prompts(default, run_tokenizer(default), build_data(default))[1]
 
 
@@ -72,13 +72,12 @@ def study_overrides(data: Path) -> list[str]:
 
 
 def place_warm_start(data: Path) -> None:
+    from scalerl.trainer.config.resolve import RunFlags, resolve_config
     from scalerl.trainer.rollout.prompts import prepare_prompts, run_tokenizer
     from scalerl.trainer.run.data_sources import build_data
-    from scalerl.trainer.run.resolve_config import build_config
     from scalerl.trainer.tiny.warm_start import SHIPPED, cache_key, cache_root, warm_start
 
-    cfg = build_config(None, study_overrides(data), domains="math", model=None, engine=None, max_steps=None,
-                       resume=None)
+    cfg, _ = resolve_config(None, study_overrides(data), RunFlags(domains="math"))
     shipped = warm_start(cfg.tiny, cfg.warm_start, [p for pool in default_pools().values() for p in pool.train])
     if not str(shipped).startswith(str(SHIPPED)):
         raise SystemExit(f"the default's warm start is not the shipped one ({shipped})")

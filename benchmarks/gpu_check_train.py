@@ -129,16 +129,15 @@ def summarize(out: Path, device: str, plan_gib: float | None) -> dict:
 
 def run_variant(variant: str, device: str, small: bool, max_time_s: float, out: Path) -> dict:
     """In this (child) process: the loop, then the figures."""
+    from scalerl.trainer.config.resolve import RunFlags, resolve_config
     from scalerl.trainer.memory.plan import GIB as PLAN_GIB
     from scalerl.trainer.memory.preflight import plan_for
     from scalerl.trainer.run.loop import train
-    from scalerl.trainer.run.resolve_config import build_config
 
     steps = 2 if small else 10_000
-    cfg = build_config(None, overrides(variant, device, small, max_time_s), domains=None,
-                       model="smollm2-135m-instruct", engine=ENGINE[variant], max_steps=steps, resume=None,
-                       preset="small-cpu")
-    plan, note = plan_for(cfg)
+    flags = RunFlags(model="smollm2-135m-instruct", engine=ENGINE[variant], max_steps=steps)
+    cfg, _ = resolve_config(None, overrides(variant, device, small, max_time_s), flags, preset="small-cpu")
+    plan, note = plan_for(cfg.plan_inputs())
     plan_gib = None
     if plan is not None:  # vLLM's share is held by its own processes, not this one's peak
         dev = plan.devices()[0]

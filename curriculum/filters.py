@@ -1,4 +1,5 @@
-"""The zero-variance filter of ScaleRL: a pure function returning its statistics. The retirement rule
+"""The zero-variance filter of ScaleRL: a pure function returning its statistics, and its test of one group
+(`has_variance`) for callers that need only the flags. The retirement rule
 (no-positive resampling) is the ledger's: `scalerl.curriculum.ledger.retirement`.
 
 Zero-variance filtering (ScaleRL §3, "zero-variance filtering"): a group whose rewards are all equal
@@ -65,14 +66,20 @@ class ZeroVarianceStats:
 G = TypeVar("G", bound=Group)
 
 
+def has_variance(rewards: Sequence[float], *, atol: float = 0.0) -> bool:
+    """The filter's test of one group: its rewards are not all equal (max − min > atol), none is NaN."""
+    values = [float(r) for r in rewards]
+    return bool(values) and not any(math.isnan(r) for r in values) and max(values) - min(values) > atol
+
+
 def zero_variance_filter(groups: Sequence[G], *, atol: float = 0.0) -> tuple[list[G], ZeroVarianceStats]:
-    """Keep the groups whose rewards are not all equal (max − min > atol); order is preserved."""
+    """Keep the groups whose rewards are not all equal (`has_variance`); order is preserved."""
     stats = ZeroVarianceStats(groups_in=len(groups))
     kept: list[G] = []
     for group in groups:
         rewards = [float(r) for r in group.rewards]
         stats.samples_in += len(rewards)
-        if rewards and not any(math.isnan(r) for r in rewards) and max(rewards) - min(rewards) > atol:
+        if has_variance(rewards, atol=atol):
             kept.append(group)
             stats.samples_kept += len(rewards)
             continue

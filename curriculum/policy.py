@@ -22,7 +22,6 @@ in a pipelined run the newest groups are still being generated).
 
 from __future__ import annotations
 
-import json
 import random
 import threading
 from collections import Counter
@@ -252,11 +251,6 @@ class CurriculumPolicy:
             out.update({f"{prefix}{k}": float(v) for k, v in self.gauges.items()})
             self.events.clear()
         return out
-
-
-def policy_state_copy(state: Mapping[str, Any]) -> dict[str, Any]:
-    """A detached copy of the policy's part of the sampler state (JSON round trip)."""
-    return json.loads(json.dumps(state))
 
 
 def policy_for(cfg: StrategyConfig, seed: int) -> CurriculumPolicy | None:

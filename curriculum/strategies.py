@@ -4,7 +4,7 @@ Every function here takes numbers (counts, pass rates, flags, a seed) and return
 reads the ledger, the clock or global randomness, so each is tested on hand-made inputs and the
 same inputs always give the same decision. `scalerl.curriculum.ledger.counts` turns a ledger into these
 inputs (SQL over `attempts`), `scalerl.curriculum.policy` applies the decisions in the sampler, and
-`scalerl.trainer.run.sampling` applies the zero-variance modes in the training loop.
+`scalerl.trainer.run.zero_variance` applies the zero-variance modes in the training loop.
 
 Registries (name -> function): `ZERO_VARIANCE_MODES`, `PRIORITIES`, `SKIPS`, `MIXINGS`.
 Not guaranteed: that a strategy helps; docs/curriculum.md says where each comes from and what the

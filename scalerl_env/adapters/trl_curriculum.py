@@ -34,7 +34,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import torch
-from scalerl.curriculum.filters import RewardGroup, zero_variance_filter
+from scalerl.curriculum.filters import has_variance
 from scalerl.curriculum.strategy_config import ZeroVarianceConfig
 from scalerl.env.adapters import id_text
 from scalerl.env.adapters.curriculum_source import CurriculumSource, GroupOutcome, problem_record
@@ -114,9 +114,7 @@ class CurriculumGRPOTrainer(GRPOTrainer):
         outcomes = [GroupOutcome(prompt_id=pid, rewards=r) for pid, r in zip(ids, rewards)]
         if self.accelerator.is_main_process:
             self.curriculum.report(outcomes, step=self.state.global_step + 1)
-        groups_in = [RewardGroup(o.prompt_id, "", o.rewards) for o in outcomes]
-        kept = {id(g) for g in zero_variance_filter(groups_in)[0]}
-        return out, [id(g) in kept for g in groups_in]
+        return out, [has_variance(o.rewards) for o in outcomes]
 
     def _draw(self, n: int) -> list[str]:
         from accelerate.utils import broadcast_object_list

@@ -87,11 +87,10 @@ def test_print_config_names_the_layer_of_each_value_and_reads_back(tmp_path):
 
 
 def test_model_implied_preset_is_named_as_a_layer(tmp_path):
-    from scalerl.trainer.run.resolve_config import resolve_layers
+    from scalerl.trainer.config.resolve import RunFlags, resolve_config
 
     folder = tmp_path / "m"
     folder.mkdir()
     (folder / "config.json").write_text("{}")
-    cfg, layers = resolve_layers(None, [], domains=None, model=str(folder), engine=None, max_steps=None,
-                                 resume=None)
+    cfg, layers = resolve_config(flags=RunFlags(model=str(folder)))
     assert layers[0].name == "preset small-cpu (implied by --model)" and cfg.optim.lr == 5e-6

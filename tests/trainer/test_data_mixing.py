@@ -16,9 +16,9 @@ from scalerl.env.sources.verl import write_records
 from scalerl.trainer.cli import build_app
 from scalerl.trainer.config.data_flags import data_overrides
 from scalerl.trainer.config.presets import PRESETS
+from scalerl.trainer.config.resolve import RunFlags, resolve_config
 from scalerl.trainer.config.train import TrainConfig
 from scalerl.trainer.run.data_sources import build_data, domain_weights, source_labels
-from scalerl.trainer.run.resolve_config import build_config
 from typer.testing import CliRunner
 
 
@@ -63,8 +63,7 @@ def test_bad_weights_name_the_field(files):
     with pytest.raises(ConfigError, match="weight after '@' must be a number"):
         data_overrides([f"math={paths['a']}@three"], [], domains_given=False)
     with pytest.raises(ConfigError, match=r"data\.sources\.0\.weight"):
-        build_config(None, [], domains=None, model=None, engine=None, max_steps=None, resume=None,
-                     data=[f"math={paths['a']}@-2"])
+        resolve_config(flags=RunFlags(data=[f"math={paths['a']}@-2"]))
 
 
 def test_data_flag_weights_reach_the_sources_and_the_dry_run(files):
@@ -107,20 +106,20 @@ def test_model_alone_on_cpu_takes_the_small_cpu_values(tmp_path, caplog):
 
     folder = tmp_path / "hf"
     tiny_llama().save_pretrained(folder)
-    args = dict(domains=None, engine=None, max_steps=None, resume=None)
+    flags = RunFlags(model=str(folder))
     caplog.set_level("INFO")
-    cfg = build_config(None, [], model=str(folder), **args)
+    cfg, _ = resolve_config(flags=flags)
     small = load_config(TrainConfig, None, [], base=PRESETS["small-cpu"])
     assert cfg.model == str(folder)
     assert cfg.model_dump(exclude={"model"}) == small.model_dump(exclude={"model"})
     assert any("using --preset small-cpu's values" in r.getMessage() for r in caplog.records)
-    tiny = build_config(None, [], model=str(folder), preset="tiny-cpu", **args)
+    tiny, _ = resolve_config(flags=flags, preset="tiny-cpu")
     assert tiny.length == TrainConfig().length and tiny.engine == TrainConfig().engine and tiny.model == str(folder)
-    overridden = build_config(None, ["pipeline.k=5"], model=str(folder), **args)
+    overridden, _ = resolve_config(None, ["pipeline.k=5"], flags)
     assert overridden.pipeline.k == 5 and overridden.length == small.length  # overrides still win
     yaml = tmp_path / "run.yaml"
     yaml.write_text("pipeline: {k: 3}\n")
-    assert build_config(yaml, [], model=str(folder), **args).length == TrainConfig().length  # --config: nothing implied
+    assert resolve_config(yaml, [], flags)[0].length == TrainConfig().length  # --config: nothing implied
 
 
 def test_the_cpu_default_draws_and_stores_exactly_what_it_did_without_sources():

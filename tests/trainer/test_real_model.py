@@ -128,7 +128,8 @@ def test_generator_and_trainer_logprobs_agree(tmp_path):
     model, tok = load_hf_policy(require_model())
     prompt = tok.apply_chat_template([{"role": "user", "content": "What is 12+30?"}], add_generation_prompt=True)
     prompt = list(prompt["input_ids"] if hasattr(prompt, "keys") else prompt)
-    engine = build_torch_engine(cfg, model, tok.eos_token_id, device="cpu", policy_version=0, seed=1)
+    engine = build_torch_engine(cfg.engine, model, tok.eos_token_id, fp32_head=cfg.optim.fp32_head, device="cpu",
+                                policy_version=0, seed=1)
     try:
         engine.submit(GenerationRequest(request_id="0", prompt_token_ids=prompt, samples_per_prompt=2,
                                         sampling=SamplingParams(temperature=cfg.engine.temperature,
@@ -150,8 +151,8 @@ def test_generator_and_trainer_logprobs_agree(tmp_path):
 
 def test_gguf_file_alias_and_folder_resolve_to_one_plain_hf_folder(tmp_path):
     from scalerl.env.contracts.config import ConfigError
+    from scalerl.trainer.config.resolve import check_model_path
     from scalerl.trainer.engines.model_loading import alias_file, resolve_model
-    from scalerl.trainer.run.setup import check_model_path
 
     folder = resolve_model(require_model())
     assert resolve_model(str(alias_file(require_model()))) == folder  # the .gguf path: same cached conversion

@@ -7,8 +7,9 @@ import socket
 
 import pytest
 from scalerl.env.contracts.config import ConfigError, load_config
+from scalerl.trainer.config.resolve import check_model_path
 from scalerl.trainer.config.train import TrainConfig
-from scalerl.trainer.run.setup import LEDGER, check_model_path, prepare_folder
+from scalerl.trainer.run.setup import LEDGER, prepare_folder
 
 
 @pytest.fixture

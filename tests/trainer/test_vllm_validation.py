@@ -13,7 +13,6 @@ import pytest
 
 pytest.importorskip("vllm", reason="the vLLM tests run in .venv-vllm (make test-vllm)")
 
-from scalerl.trainer.engines.config import VLLMOptions
 from scalerl.trainer.engines.vllm_engine import VLLMEngine
 from scalerl.trainer.memory.plan import build_plan
 from scalerl.trainer.memory.shapes import ModelShape
@@ -36,7 +35,7 @@ def test_vllm_validation_uses_the_runs_engine(tmp_path):
     cfg = small_train_config("engine.name=vllm", f"engine.max_slots={SLOTS}", "engine.max_seq_len=96",
                              "validation.min_evaluations_per_domain=14")
     engine = VLLMEngine(save_tiny(tmp_path / "m", model, tok), eos_token_id=tok.eos_token_id, max_slots=SLOTS,
-                        max_seq_len=96, policy_version=2, options=VLLMOptions(kv_cache_gib=1))
+                        max_seq_len=96, policy_version=2, kv_cache_gib=1)
     rt = LocalRuntime(engine, ShortWorker(), mode="pipeline", k=1, prompts_per_step=2)
     problems = [math_problem("3+4=", "7"), math_problem("2+5=", "7"), math_problem("4+4=", "8")]
     groups, versions = [], set()
@@ -59,4 +58,4 @@ def test_vllm_validation_uses_the_runs_engine(tmp_path):
     assert max(groups) <= SLOTS and sum(groups) == 15 and versions == {2}
     assert len(taken) == 2
     shape = ModelShape.from_dict(model.config.to_dict())
-    assert not [t for t in build_plan(shape, cfg).terms if t.name == "validation engine"]
+    assert not [t for t in build_plan(shape, cfg.plan_inputs()).terms if t.name == "validation engine"]

@@ -105,10 +105,10 @@ def study_overrides(seed: int, spec: StudySpec) -> list[str]:
 
 def build_run_config(spec: StudySpec, overrides: list[str]):
     """The resolved TrainConfig of one run (the same checks as `scalerl train`)."""
-    from scalerl.trainer.run.resolve_config import build_config
+    from scalerl.trainer.config.resolve import RunFlags, resolve_config
 
-    return build_config(Path(spec.config) if spec.config else None, overrides, domains=spec.domains,
-                        model=spec.model, engine=spec.engine, max_steps=None, resume=None, study_preset=STUDY_PRESET)
+    flags = RunFlags(domains=spec.domains, model=spec.model, engine=spec.engine)
+    return resolve_config(Path(spec.config) if spec.config else None, overrides, flags, study_preset=STUDY_PRESET)[0]
 
 
 def plan(spec: StudySpec) -> Manifest:

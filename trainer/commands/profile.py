@@ -47,12 +47,12 @@ def profile_cmd(
     preset: Annotated[str | None, typer.Option(help="tiny-cpu (default) | small-cpu | paper")] = None,
 ) -> None:
     from scalerl.env.contracts.config import ConfigError
+    from scalerl.trainer.config.resolve import RunFlags, resolve_config
     from scalerl.trainer.run.profile import profile
-    from scalerl.trainer.run.resolve_config import build_config
 
     try:
-        cfg = build_config(config, overrides or [], domains=domains, model=model, engine=engine, max_steps=None,
-                           resume=None, preset=preset, data=data)
+        flags = RunFlags(domains=domains, model=model, engine=engine, data=data)
+        cfg, _ = resolve_config(config, overrides or [], flags, preset=preset)
     except ConfigError as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(2) from None

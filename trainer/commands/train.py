@@ -91,16 +91,16 @@ def register(app: typer.Typer) -> None:
             help="memory per GPU for the memory plan, e.g. 80GiB (default: the device's own)")] = None,
     ) -> None:
         from scalerl.env.contracts.config import ConfigError
-        from scalerl.trainer.run.resolve_config import resolve_layers
+        from scalerl.trainer.config.resolve import RunFlags, resolve_config
 
         try:
             if device_memory is not None:
                 from scalerl.trainer.memory.preflight import parse_memory_gib
 
                 overrides = [*(overrides or []), f"engine.device_memory_gib={parse_memory_gib(device_memory)}"]
-            cfg, layers = resolve_layers(config, overrides or [], domains=domains, model=model, engine=engine,
-                                         max_steps=max_steps, resume=resume, ray=ray, ray_address=ray_address,
-                                         trainer_ranks=trainer_ranks, preset=preset, data=data, heldout=heldout)
+            flags = RunFlags(domains=domains, model=model, engine=engine, max_steps=max_steps, ray=ray,
+                             ray_address=ray_address, trainer_ranks=trainer_ranks, data=data, heldout=heldout)
+            cfg, layers = resolve_config(config, overrides or [], flags, resume=resume, preset=preset)
             if dry_run:
                 from scalerl.trainer.run.dry_run import dry_run_report
 
@@ -120,11 +120,12 @@ def register(app: typer.Typer) -> None:
         from scalerl.trainer.run.loop import train as run_training
 
         if cfg.ray.enabled:  # the same loop inside a trainer actor
-            from scalerl.trainer.run.ray_launch import run_in_ray as run_training
+            from scalerl.trainer.run.loop import train_in_ray as run_training
         try:
             from scalerl.trainer.memory.preflight import preflight
 
-            preflight(cfg)  # here, not in setup: under Ray an error inside the actor would not exit with 2
+            # here, not in setup: under Ray an error inside the actor would not exit with 2
+            preflight(cfg.plan_inputs())
             summary = run_training(cfg, folder, resume=resume is not None)
         except ConfigError as exc:
             typer.echo(f"error: {exc}", err=True)

@@ -78,7 +78,7 @@ PRESETS: dict[str, dict[str, Any]] = {
 
 IMPLIED_BY_MODEL = "small-cpu"
 """The preset whose values `--model` alone implies on a cpu engine
-(`scalerl.trainer.run.resolve_config.build_config`)."""
+(`scalerl.trainer.config.resolve.resolve_config`)."""
 
 
 def model_preset_values() -> dict[str, Any]:

@@ -33,7 +33,8 @@ from scalerl.trainer.core.config import AdvantageConfig, LengthConfig, LossConfi
 from scalerl.trainer.core.length_control import output_budget, stage_length
 from scalerl.trainer.core.lora_config import LoraConfig
 from scalerl.trainer.distributed.config import RayConfig, TrainerRanksConfig
-from scalerl.trainer.engines.config import EngineConfig
+from scalerl.trainer.engines.config import EngineConfig, EngineSpec
+from scalerl.trainer.memory.config import PlanInputs
 from scalerl.trainer.tiny.config import TinyModelConfig, WarmStartConfig
 from scalerl.verifiers.config import VerifierConfig
 
@@ -150,6 +151,16 @@ class TrainConfig(Strict):
         default_factory=TrainerRanksConfig, description="data-parallel trainer ranks (FSDP2), 1 = one process")
     lora: LoraConfig = Field(default_factory=LoraConfig,
                              description="LoRA adapters (scalerl.trainer.core.lora); off by default")
+
+    def engine_spec(self) -> EngineSpec:
+        """What building a generation engine reads (`scalerl.trainer.engines.factory`, the generator actors)."""
+        return EngineSpec(engine=self.engine, fp32_head=self.optim.fp32_head, lora=self.lora, model=self.model,
+                          tiny=self.tiny, torch_threads=self.pipeline.torch_threads)
+
+    def plan_inputs(self) -> PlanInputs:
+        """What the memory plan reads (`scalerl.trainer.memory.plan`, `scalerl.trainer.memory.preflight`)."""
+        return PlanInputs(model=self.model, engine=self.engine, optim=self.optim, trainer_ranks=self.trainer_ranks,
+                          ray=self.ray, lora=self.lora, validation_enabled=self.validation.enabled)
 
     @field_validator("domains")
     @classmethod

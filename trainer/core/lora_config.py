@@ -4,7 +4,7 @@ Off by default (the ScaleRL recipe trains every parameter). With `enabled`, `sca
 PEFT LoRA adapters into the modules named by `target_modules` (matched by name suffix, as PEFT does),
 freezes everything else and the update trains the adapters only.
 
-`pushes_adapters(cfg)` is the one rule for what the weight push sends: with `engine.name=vllm` and
+`pushes_adapters(lora, engine_name)` is the one rule for what the weight push sends: with `engine.name=vllm` and
 `lora.vllm_adapters` (the default) vLLM is started with its own LoRA loading and each push sends the
 adapters; otherwise (the torch engine, or `vllm_adapters=false`) the push sends merged weights.
 `vllm_lora_rank` / `vllm_target_modules` translate the section into vLLM's terms, refusing what
@@ -12,8 +12,6 @@ vLLM cannot serve.
 """
 
 from __future__ import annotations
-
-from typing import Any
 
 from pydantic import Field, field_validator
 from scalerl.env.contracts.records import Strict
@@ -47,9 +45,10 @@ class LoraConfig(Strict):
         return names
 
 
-def pushes_adapters(cfg: Any) -> bool:
-    """Whether the weight push of `cfg` (a `TrainConfig`) sends adapters (vLLM's LoRA) instead of merged weights."""
-    return bool(cfg.lora.enabled and cfg.lora.vllm_adapters and cfg.engine.name == "vllm")
+def pushes_adapters(lora: LoraConfig, engine_name: str) -> bool:
+    """Whether the weight push sends adapters (vLLM's LoRA) instead of merged weights, for the `lora` section
+    and `engine.name`."""
+    return bool(lora.enabled and lora.vllm_adapters and engine_name == "vllm")
 
 
 def vllm_lora_rank(lora: LoraConfig) -> int:

@@ -1,10 +1,11 @@
 """Where a run's ledger, verifier pool and generation engine live: in this process, or in Ray actors.
 
-`make_components(cfg, out)` returns `LocalComponents` (the default: objects in the trainer's process)
-or, with `ray.enabled`, `RayComponents`: the ledger (the single writing owner) and the verifier pool
-as actors pinned to the trainer's node behind `ActorProxy` (same methods as the objects), and the
-generators anywhere (`scalerl.trainer.distributed.generators.RemoteEngines`). `scalerl.trainer.run.setup` builds a
-run through this one seam, so the training loop and the in-process runtime are identical in both.
+`make_components(ray, spec, out)` returns `LocalComponents` (the default: objects in the trainer's
+process) or, with `ray.enabled`, `RayComponents`: the ledger (the single writing owner) and the verifier
+pool as actors pinned to the trainer's node behind `ActorProxy` (same methods as the objects), and the
+generators anywhere (`scalerl.trainer.distributed.generators.RemoteEngines`). `spec` is what building an
+engine reads (`scalerl.trainer.engines.config.EngineSpec`). `scalerl.trainer.run.setup` builds a run
+through this one seam, so the training loop and the in-process runtime are identical in both.
 """
 
 from __future__ import annotations
@@ -12,42 +13,40 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from scalerl.curriculum.ledger.retirement import RetirementConfig
 from scalerl.trainer.distributed.config import RayConfig
 from scalerl.trainer.engines.base import GenerationEngine
+from scalerl.trainer.engines.config import EngineSpec
+from scalerl.verifiers.config import VerifierConfig
 
 
 class LocalComponents:
-    def __init__(self, cfg: Any, out: Path) -> None:
-        self.cfg, self.out = cfg, out
+    def __init__(self, spec: EngineSpec, out: Path) -> None:
+        self.spec, self.out = spec, out
 
-    def ledger(self, path: Path, retirement: Any) -> Any:
+    def ledger(self, path: Path, retirement: RetirementConfig) -> Any:
         from scalerl.curriculum.ledger.store import Ledger
 
         return Ledger(path, retirement=retirement)
 
-    def verifier(self, verifier_cfg: Any) -> Any:
+    def verifier(self, verifier_cfg: VerifierConfig) -> Any:
         from scalerl.verifiers import VerifierPool
 
         return VerifierPool(verifier_cfg)
 
-    def engine(self, model: Any, eos_token_id: int, *, device: str, policy_version: int, seed: int) -> Any:
+    def engine(self, model: Any, eos_token_id: int, *, device: str, policy_version: int,
+               seed: int) -> GenerationEngine:
         from scalerl.trainer.engines.factory import build_engine
 
-        return build_engine(
-            self.cfg,
-            model,
-            eos_token_id,
-            device=device,
-            policy_version=policy_version,
-            seed=seed,
-            work_dir=self.out,
-        )
+        return build_engine(self.spec, model, eos_token_id, device=device, policy_version=policy_version, seed=seed,
+                            work_dir=self.out)
 
 
-def make_components(cfg: Any, out: Path) -> Any:
-    if cfg.ray.enabled:
-        return RayComponents(cfg, out)
-    return LocalComponents(cfg, out)
+def make_components(ray: RayConfig, spec: EngineSpec, out: Path) -> LocalComponents | RayComponents:
+    """Ray actors with `ray.enabled`, else objects in this process."""
+    if ray.enabled:
+        return RayComponents(ray, spec, out)
+    return LocalComponents(spec, out)
 
 
 def init_ray(rc: RayConfig) -> bool:
@@ -95,17 +94,17 @@ class RayComponents:
     """`scalerl.trainer.distributed.components` for Ray: ledger and verifier actors on this node,
     generators anywhere."""
 
-    def __init__(self, cfg: Any, out: Path) -> None:
-        self.cfg, self.out = cfg, out
+    def __init__(self, ray: RayConfig, spec: EngineSpec, out: Path) -> None:
+        self.ray, self.spec, self.out = ray, spec, out
 
-    def ledger(self, path: Path, retirement: Any) -> ActorProxy:
+    def ledger(self, path: Path, retirement: RetirementConfig) -> ActorProxy:
         import ray
         from scalerl.curriculum.ledger.store import Ledger
 
         actor = ray.remote(Ledger).options(num_cpus=0, scheduling_strategy=_here())
         return ActorProxy(actor.remote(path, retirement=retirement))
 
-    def verifier(self, verifier_cfg: Any) -> ActorProxy:
+    def verifier(self, verifier_cfg: VerifierConfig) -> ActorProxy:
         import ray
         from scalerl.verifiers import VerifierPool
 
@@ -118,4 +117,4 @@ class RayComponents:
     ) -> GenerationEngine:
         from scalerl.trainer.distributed.generators import RemoteEngines
 
-        return RemoteEngines(self.cfg, model, eos_token_id, policy_version=policy_version, seed=seed)
+        return RemoteEngines(self.ray, self.spec, model, eos_token_id, policy_version=policy_version, seed=seed)

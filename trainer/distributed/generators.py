@@ -25,45 +25,46 @@ import uuid
 from collections.abc import Mapping
 from typing import Any
 
-from scalerl.trainer.core.lora_config import pushes_adapters
+from scalerl.trainer.distributed.config import RayConfig
 from scalerl.trainer.engines.base import EngineStats, GeneratedGroup, GenerationEngine, GenerationRequest
+from scalerl.trainer.engines.config import EngineSpec
 
 log = logging.getLogger(__name__)
 
 
-def _build_model(cfg: Any) -> Any:
+def _build_model(spec: EngineSpec) -> Any:
     """The policy architecture with random weights (the real ones arrive as a state dict)."""
-    if cfg.model is None:
+    if spec.model is None:
         from scalerl.trainer.tiny.model import build_tiny_model
 
-        return build_tiny_model(cfg.tiny)
+        return build_tiny_model(spec.tiny)
     from transformers import AutoConfig, AutoModelForCausalLM
 
-    return AutoModelForCausalLM.from_config(AutoConfig.from_pretrained(cfg.model))
+    return AutoModelForCausalLM.from_config(AutoConfig.from_pretrained(spec.model))
 
 
 class GeneratorActor:
     """One generation engine (torch or vLLM) on its node. Wrapped by `ray.remote` in `RemoteEngines`."""
 
     def __init__(
-        self, cfg: Any, weights: Mapping[str, Any], eos_token_id: int, policy_version: int, seed: int
+        self, spec: EngineSpec, weights: Mapping[str, Any], eos_token_id: int, policy_version: int, seed: int
     ) -> None:
         import ray
         import torch
         from scalerl.trainer.engines.device import resolve_device
         from scalerl.trainer.engines.factory import build_engine
 
-        torch.set_num_threads(cfg.pipeline.torch_threads)
-        model = _build_model(cfg)
-        if pushes_adapters(cfg):  # the trainer's adapted model: base weights + adapters (engines.factory)
+        torch.set_num_threads(spec.torch_threads)
+        model = _build_model(spec)
+        if spec.pushes_adapters:  # the trainer's adapted model: base weights + adapters (engines.factory)
             from scalerl.trainer.core.lora import apply_lora
 
-            apply_lora(model, cfg.lora)
+            apply_lora(model, spec.lora)
         model.load_state_dict(dict(weights))
-        device = resolve_device(cfg.engine.device)
+        device = resolve_device(spec.engine.device)
         self._dir = tempfile.mkdtemp(prefix="scalerl-generator-")
         self.engine = build_engine(
-            cfg,
+            spec,
             model.to(device),
             eos_token_id,
             device=device,
@@ -132,10 +133,10 @@ class _Stats:
 class RemoteEngines(GenerationEngine):
     """The generator actors behind the `GenerationEngine` interface (see the module docstring)."""
 
-    def __init__(self, cfg: Any, model: Any, eos_token_id: int, *, policy_version: int, seed: int) -> None:
+    def __init__(self, rc: RayConfig, spec: EngineSpec, model: Any, eos_token_id: int, *, policy_version: int,
+                 seed: int) -> None:
         import ray
 
-        rc = cfg.ray
         self._version = policy_version
         self._weights = ray.put(_cpu_weights(model.state_dict()))
         self._initial_weights = (
@@ -152,7 +153,7 @@ class RemoteEngines(GenerationEngine):
         actor, run_id = ray.remote(GeneratorActor), uuid.uuid4().hex[:8]
         self.actors = [
             actor.options(name=f"generator-{i}-{run_id}", **opts).remote(
-                cfg, self._weights, eos_token_id, policy_version, seed + 7919 * i
+                spec, self._weights, eos_token_id, policy_version, seed + 7919 * i
             )
             for i in range(rc.num_generators)
         ]

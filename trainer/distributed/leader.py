@@ -36,6 +36,7 @@ from scalerl.trainer.core.lora_config import LoraConfig
 from scalerl.trainer.core.update import PackedBatch, PolicyTrainer, merge_metrics
 from scalerl.trainer.distributed import ranks as rk
 from scalerl.trainer.distributed import sharding
+from scalerl.trainer.distributed.config import RayConfig, TrainerRanksConfig
 from torch import nn
 
 log = logging.getLogger(__name__)
@@ -188,32 +189,33 @@ class RankGroup:
             rk.leave()
 
 
-def start_ranks(cfg: Any, model: nn.Module, device: str, out: Path | None = None) -> RankGroup:
-    """The trainer ranks of a run (`cfg` a `TrainConfig`): this process is rank 0 on `device`; ranks
-    1..N-1 are child processes (logs in `out/ranks/`), or Ray actors when the run uses Ray."""
+def start_ranks(model: nn.Module, device: str, ranks: TrainerRanksConfig, ray: RayConfig, *, optim: OptimConfig,
+                loss: LossConfig, lora: LoraConfig, temperature: float, torch_threads: int,
+                out: Path | None = None) -> RankGroup:
+    """The trainer ranks of a run: this process is rank 0 on `device`; ranks 1..N-1 are child processes
+    (logs in `out/ranks/`), or Ray actors when the run uses Ray. `temperature` is the engine's sampling
+    temperature (the logprobs are taken at it); `torch_threads` is each rank's intra-op thread count."""
     from functools import partial
 
     from scalerl.trainer.distributed.launch_ranks import ProcessRanks, RayRanks, node_address
 
-    rc = cfg.trainer_ranks
-    use_ray = cfg.ray.enabled and rc.count > 1
-    devices = list(rc.devices) or None
+    use_ray = ray.enabled and ranks.count > 1
+    devices = list(ranks.devices) or None
     if use_ray and devices is None and device.startswith("cuda"):
-        devices = ["cuda:0"] * rc.count  # each rank actor sees its own GPU as the first one
+        devices = ["cuda:0"] * ranks.count  # each rank actor sees its own GPU as the first one
     if device == "cuda":  # a process group needs the index (the engine's "cuda" is the current device)
         device = f"cuda:{torch.cuda.current_device()}"
     rank0_device = devices[0] if devices else device
-    addr = rc.master_addr or node_address(use_ray)
-    port = rc.master_port or (rk.free_port(addr) if rc.count > 1 else 0)
-    backend = rc.backend if rc.backend != "auto" else ("nccl" if rank0_device.startswith("cuda") else "gloo")
+    addr = ranks.master_addr or node_address(use_ray)
+    port = ranks.master_port or (rk.free_port(addr) if ranks.count > 1 else 0)
+    backend = ranks.backend if ranks.backend != "auto" else ("nccl" if rank0_device.startswith("cuda") else "gloo")
     spec = rk.RankSpec(
-        rank=0, world_size=rc.count, init_method=f"tcp://{addr}:{port}", backend=backend, device=rank0_device,
-        timeout_s=rc.timeout_s, idle_timeout_s=rc.idle_timeout_s, torch_threads=cfg.pipeline.torch_threads,
-        builder=f"{__name__}:architecture", builder_args=architecture_args(model), optim=cfg.optim, loss=cfg.loss,
-        temperature=cfg.engine.temperature, lora=cfg.lora)
-    r = cfg.ray
-    launch = (partial(RayRanks, num_cpus=r.trainer_num_cpus, num_gpus=r.trainer_num_gpus,
-                      resources=r.trainer_resources) if use_ray
+        rank=0, world_size=ranks.count, init_method=f"tcp://{addr}:{port}", backend=backend, device=rank0_device,
+        timeout_s=ranks.timeout_s, idle_timeout_s=ranks.idle_timeout_s, torch_threads=torch_threads,
+        builder=f"{__name__}:architecture", builder_args=architecture_args(model), optim=optim, loss=loss,
+        temperature=temperature, lora=lora)
+    launch = (partial(RayRanks, num_cpus=ray.trainer_num_cpus, num_gpus=ray.trainer_num_gpus,
+                      resources=ray.trainer_resources) if use_ray
               else partial(ProcessRanks, log_dir=None if out is None else Path(out) / "ranks"))
     return RankGroup.start(model, spec, launch=launch, devices=devices)
 

@@ -33,7 +33,12 @@ class SamplingParams(Strict):
     top_k: int = Field(default=0, ge=0, description="0 disables top-k")
     max_new_tokens: int = Field(default=256, ge=1, description="total sampled-token budget per sample")
     stop_token_ids: list[int] = Field(default_factory=list)
-    seed: int | None = None
+    seed: int | None = Field(default=None, description="sample i draws from its own stream, seeded "
+                             "`sample_seed(i)`; None = the engine's stream")
+
+    def sample_seed(self, index: int) -> int | None:
+        """The seed of sample `index` of a request (each sample its own stream, the same rule in every engine)."""
+        return None if self.seed is None else self.seed + 1000 * index
 
 
 class InterruptionPlan(Strict):

@@ -15,9 +15,13 @@ Guarantees (the `GenerationEngine` contract):
   tokens (loss_mask 0), then up to `answer_budget_tokens` more are sampled; a sample that still does
   not stop finishes with reason `length` (truncated) and `interrupted=True`.
 - Stop tokens are kept at the end of `token_ids` (the policy learns to stop).
+- `SamplingParams.seed`: each sample of such a request draws from its own generator, seeded
+  `sampling.sample_seed(index)` (the vLLM engine's rule), so a request's tokens do not depend on the
+  other requests in flight; requests without a seed share the engine's generator (`seed=`).
 
 Not guaranteed: the order in which groups finish; bitwise reproducibility across devices or batch
-compositions (the same seed and the same submission order reproduce on one machine).
+compositions (a seeded request reproduces its tokens on one machine as long as its logits do; an
+unseeded one needs the same engine seed and the same submission order).
 """
 
 from __future__ import annotations
@@ -57,6 +61,7 @@ class _Seq:
     sampled: int = 0  # sampled tokens in the current phase
     forced: deque = field(default_factory=deque)
     interrupted: bool = False
+    gen: torch.Generator | None = None  # the sample's own stream (SamplingParams.seed), else the engine's
 
 
 @dataclass
@@ -210,11 +215,15 @@ class TorchEngine(ThreadedEngine):
             if n > 1:
                 dst = torch.arange(first_slots[row] + 1, first_slots[row] + n, device=dev)
                 self.decoder.copy_slots(first_slots[row], dst, lens[row])
-            new += [_Seq(g, i, lens[row], -1) for i in range(n)]
+            new += [_Seq(g, i, lens[row], -1, gen=self._sample_generator(g.request.sampling, i)) for i in range(n)]
         row_of = torch.tensor([r for r, g in enumerate(groups) for _ in range(g.request.samples_per_prompt)],
                               device=dev)
         self._active.extend(new)
         self._emit(new, last[row_of])
+
+    def _sample_generator(self, sampling: SamplingParams, index: int) -> torch.Generator | None:
+        seed = sampling.sample_seed(index)
+        return None if seed is None else torch.Generator(device=self.device).manual_seed(seed)
 
     def _decode_step(self) -> None:
         seqs = self._active
@@ -234,7 +243,7 @@ class TorchEngine(ThreadedEngine):
 
     def _emit(self, seqs: list[_Seq], logits: torch.Tensor) -> None:
         """Sample (or force) the next token of each sequence from `logits` [n, V]; retire finished ones."""
-        tokens, logprobs = _sample(logits, [s.group.request.sampling for s in seqs], self._gen)
+        tokens, logprobs = _sample(logits, [s.group.request.sampling for s in seqs], [s.gen for s in seqs], self._gen)
         done: list[_Seq] = []
         for i, s in enumerate(seqs):
             forced = bool(s.forced)
@@ -293,8 +302,10 @@ class TorchEngine(ThreadedEngine):
                 self._cv.notify_all()
 
 
-def _sample(logits: torch.Tensor, params: list[SamplingParams], gen: torch.Generator) -> tuple[list[int], list[float]]:
-    """Sample one token per row; return tokens and the logprob under the distribution sampled from."""
+def _sample(logits: torch.Tensor, params: list[SamplingParams], own: list[torch.Generator | None],
+            shared: torch.Generator) -> tuple[list[int], list[float]]:
+    """Sample one token per row, row i from `own[i]` when it has one, the others together from `shared`;
+    return tokens and the logprob under the distribution sampled from."""
     logits = logits.float()
     temps = torch.tensor([p.temperature for p in params], device=logits.device)
     logits = logits / temps[:, None]
@@ -302,7 +313,17 @@ def _sample(logits: torch.Tensor, params: list[SamplingParams], gen: torch.Gener
         if p.top_k or p.top_p < 1.0:
             logits[i] = _truncate(logits[i], p.top_k, p.top_p)
     logp = torch.log_softmax(logits, dim=-1)
-    tok = torch.multinomial(logp.exp(), 1, generator=gen)
+    probs = logp.exp()
+    rest = [i for i, g in enumerate(own) if g is None]
+    if len(rest) == len(own):
+        tok = torch.multinomial(probs, 1, generator=shared)
+    else:
+        tok = torch.empty((len(own), 1), dtype=torch.long, device=logits.device)
+        if rest:
+            tok[rest] = torch.multinomial(probs[rest], 1, generator=shared)
+        for i, g in enumerate(own):
+            if g is not None:
+                tok[i] = torch.multinomial(probs[i : i + 1], 1, generator=g)[0]
     lp = logp.gather(1, tok)
     return tok[:, 0].tolist(), lp[:, 0].tolist()
 

@@ -10,6 +10,8 @@ How the contract of `scalerl.trainer.engines.base` is met:
 - Logprobs: `logprobs_mode="processed_logprobs"` and `logprobs=0`: the logprob of each sampled token
   under the distribution actually sampled from (after temperature/top-k/top-p). FP32 LM head:
   `hf_overrides={"head_dtype": "float32"}` (`fp32_head=True`). Prefix caching is off.
+- KV cache: `kv_cache_gib` (`engine.kv_cache_gib`, the torch engine's budget too) becomes vLLM's
+  `kv_cache_memory_bytes` on CPU and GPU (`kv_cache_memory_bytes` below says what unset means).
 - In-flight updates: in the engine's event loop, `pause_generation(mode="keep", clear_cache=False)`
   (running requests and their KV cache are kept) → load → `update_weight_version(str(v))` →
   `resume_generation()`. Load with `weight_transfer="file"` (default, CPU and GPU): the weights are
@@ -78,6 +80,8 @@ from scalerl.trainer.engines.vllm_nccl import NcclSender, sending_device
 log = logging.getLogger(__name__)
 SUPPORTED_VLLM = ">=0.32,<0.33"
 _EXTENSION = "scalerl.trainer.engines.vllm_worker_ext.WeightReloadExtension"
+GIB = 1 << 30
+CPU_KV_CACHE_GIB = 1  # the KV cache of a CPU vLLM engine when engine.kv_cache_gib is unset
 
 
 @dataclass
@@ -98,6 +102,16 @@ def checkpoint_shapes(model_dir: str | Path) -> dict[str, tuple[int, ...]]:
             for name in sf.keys():  # safe_open is not iterable
                 shapes[name] = tuple(sf.get_slice(name).get_shape())
     return shapes
+
+
+def kv_cache_memory_bytes(kv_cache_gib: float | None, *, on_cpu: bool) -> int | None:
+    """vLLM's `kv_cache_memory_bytes` for `engine.kv_cache_gib`: the budget in bytes; unset, `CPU_KV_CACHE_GIB`
+    on a CPU (vLLM's own rule would ask for `gpu_memory_utilization` of the host's memory) and None on a
+    GPU (what `gpu_memory_utilization` leaves). vLLM's legacy `VLLM_CPU_KVCACHE_SPACE`, when set in the
+    environment, still wins on a CPU."""
+    if kv_cache_gib is None:
+        return CPU_KV_CACHE_GIB * GIB if on_cpu else None
+    return int(kv_cache_gib * GIB)
 
 
 def versions_per_token(spans: Any, n: int) -> list[int]:
@@ -127,6 +141,7 @@ class VLLMEngine(ThreadedEngine):
         dtype: str = "float32",
         fp32_head: bool = True,
         seed: int = 0,
+        kv_cache_gib: float | None = None,
         options: VLLMOptions | None = None,
         weight_dir: str | Path | None = None,
         lora: LoraConfig | None = None,
@@ -139,7 +154,7 @@ class VLLMEngine(ThreadedEngine):
                              "through files (weight_transfer='file', or lora.vllm_adapters=false)")
         self._nccl: Any = None
         self._nccl_device = sending_device(self.options)  # fails fast, before vLLM starts
-        self.dtype, self.fp32_head, self.seed = dtype, fp32_head, seed
+        self.dtype, self.fp32_head, self.seed, self.kv_cache_gib = dtype, fp32_head, seed, kv_cache_gib
         self.eos_token_id = eos_token_id
         self.max_seq_len, self.max_slots = max_seq_len, max_slots
         self.expected_shapes = checkpoint_shapes(model_dir)
@@ -239,11 +254,12 @@ class VLLMEngine(ThreadedEngine):
     async def _start(self) -> None:
         from scalerl.trainer.engines.vllm_interrupt import PROCESSOR_FQCN
         from vllm import AsyncEngineArgs
+        from vllm.platforms import current_platform
         from vllm.v1.engine.async_llm import AsyncLLM
 
         o = self.options
-        os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", str(o.kv_cache_gib))
         args = AsyncEngineArgs(
+            kv_cache_memory_bytes=kv_cache_memory_bytes(self.kv_cache_gib, on_cpu=current_platform.is_cpu()),
             model=self.model_dir,
             skip_tokenizer_init=True,
             dtype=self.dtype,
@@ -369,7 +385,7 @@ class VLLMEngine(ThreadedEngine):
             stop_token_ids=self._stop_ids(s),
             ignore_eos=True,
             detokenize=False,
-            seed=None if s.seed is None else s.seed + 1000 * index,
+            seed=s.sample_seed(index),
             output_kind=RequestOutputKind.DELTA,
             extra_args=extra,
         )

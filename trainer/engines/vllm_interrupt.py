@@ -35,6 +35,7 @@ from typing import Any
 
 import torch
 from vllm import SamplingParams
+from vllm.config import VllmConfig
 from vllm.v1.sample.logits_processor import BatchUpdate, LogitsProcessor
 from vllm.v1.sample.logits_processor.builtin import process_dict_updates
 
@@ -63,7 +64,7 @@ def _plan(params: SamplingParams | None) -> tuple[int, tuple[int, ...]] | None:
 class InterruptionProcessor(LogitsProcessor):
     """See the module docstring. State: batch index -> (think budget, phrase, live output-token list)."""
 
-    def __init__(self, vllm_config: Any, device: torch.device, is_pin_memory: bool) -> None:
+    def __init__(self, vllm_config: VllmConfig, device: torch.device, is_pin_memory: bool) -> None:
         self.device = device
         self.plans: dict[int, tuple[int, tuple[int, ...], list[int]]] = {}
 

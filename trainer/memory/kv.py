@@ -9,16 +9,19 @@ plan then reports the overrun). Not guaranteed: the allocator's rounding or frag
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+from scalerl.trainer.engines.config import EngineConfig
+
+if TYPE_CHECKING:  # transformers is imported where a model is built, not for a type
+    from transformers import PretrainedConfig
+
 DTYPE_BYTES = {"float32": 4, "bfloat16": 2, "float16": 2, "float64": 8}
 
 
 def kv_bytes_per_token(n_layers: int, kv_heads: int, head_dim: int, dtype: str) -> int:
     """Bytes of K and V of one token over all layers."""
     return 2 * n_layers * kv_heads * head_dim * DTYPE_BYTES[dtype]
-
-
-def kv_cache_bytes(slots: int, max_seq_len: int, per_token: int) -> int:
-    return slots * max_seq_len * per_token
 
 
 def slots_for_budget(budget_bytes: float | None, max_slots: int, max_seq_len: int, per_token: int) -> int:
@@ -28,10 +31,10 @@ def slots_for_budget(budget_bytes: float | None, max_slots: int, max_seq_len: in
     return max(1, min(max_slots, int(budget_bytes // (max_seq_len * per_token))))
 
 
-def engine_slots(model_config: object, engine_cfg: object, max_slots: int | None = None) -> int:
-    """Slots of a torch engine for a `transformers` config and an `EngineConfig`: `max_slots` (default
+def engine_slots(model_config: PretrainedConfig, engine: EngineConfig, max_slots: int | None = None) -> int:
+    """Slots of a torch engine for a `transformers` config and the `engine` section: `max_slots` (default
     `engine.max_slots`) bounded by `engine.kv_cache_gib` at `engine.max_seq_len`, at least 1."""
-    c, e = model_config, engine_cfg
+    c, e = model_config, engine
     heads = c.num_attention_heads
     per_token = kv_bytes_per_token(c.num_hidden_layers, getattr(c, "num_key_value_heads", None) or heads,
                                    getattr(c, "head_dim", None) or c.hidden_size // heads, e.dtype)

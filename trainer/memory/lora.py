@@ -10,7 +10,7 @@ the plain model the engine and checkpoints read stays beside it). Guaranteed: th
 the adapters' activations (r per token per adapted layer, and a dropout copy of each input when
 `lora.dropout` > 0), small next to the layer activations the plan already counts.
 
-vLLM serving the adapters (`lora_config.pushes_adapters`): its LoRA slot (`vllm_lora_slot_bytes`:
+vLLM serving the adapters (`scalerl.trainer.core.lora_config.pushes_adapters`): its LoRA slot (`vllm_lora_slot_bytes`:
 `max_loras` = 1 x `max_lora_rank` x (in + out) of every projection of each vLLM layer the targets touch,
 `qkv_proj` and `gate_up_proj` whole, in the engine's dtype) is allocated inside vLLM's share
 (`gpu_memory_utilization`), so it shrinks vLLM's KV cache, not the trainer's room: `lora_notes` states
@@ -22,7 +22,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from scalerl.trainer.core.lora_config import VLLM_PACKED, pushes_adapters, vllm_lora_rank
+from scalerl.trainer.core.lora_config import VLLM_PACKED, LoraConfig, pushes_adapters, vllm_lora_rank
+from scalerl.trainer.memory.config import PlanInputs
 from scalerl.trainer.memory.kv import DTYPE_BYTES
 from scalerl.trainer.memory.plan import PlanContext, Term
 from scalerl.trainer.memory.shapes import ModelShape
@@ -35,24 +36,25 @@ def projection_dims(s: ModelShape) -> dict[str, tuple[int, int]]:
             "up_proj": (s.hidden, s.intermediate), "down_proj": (s.intermediate, s.hidden)}
 
 
-def adapter_params(s: ModelShape, lora: Any) -> int:
-    """Adapter parameters of `lora` (a `LoraConfig`) on shape `s`."""
+def adapter_params(s: ModelShape, lora: LoraConfig) -> int:
+    """Adapter parameters of the `lora` section on shape `s`."""
     targets = {t.rpartition(".")[2] for t in lora.target_modules}
     per_layer = sum(lora.rank * (i + o) for name, (i, o) in projection_dims(s).items() if name in targets)
     return s.layers * per_layer
 
 
-def plan_args(shape: ModelShape, cfg: Any) -> dict[str, Any]:
-    """`build_plan` keywords for `cfg` (a `TrainConfig`): empty without LoRA."""
-    if not cfg.lora.enabled:
+def plan_args(shape: ModelShape, inputs: PlanInputs) -> dict[str, Any]:
+    """`build_plan` keywords for `inputs`: empty without LoRA."""
+    lora = inputs.lora
+    if not lora.enabled:
         return {}
-    n = adapter_params(shape, cfg.lora)
+    n = adapter_params(shape, lora)
 
     def terms(ctx: PlanContext) -> list[Term]:
         dev = ctx.trainer_devices[0]
         if len(set(ctx.trainer_devices)) != len(ctx.trainer_devices):
             dev = f"{dev} (rank 0)"
-        out = [Term("lora adapters", n * 4, dev, f"{n / 1e6:.2f} M adapter params x 4 B (r={cfg.lora.rank})",
+        out = [Term("lora adapters", n * 4, dev, f"{n / 1e6:.2f} M adapter params x 4 B (r={lora.rank})",
                     ("lora.rank", "lora.target_modules"))]
         if len(ctx.trainer_devices) == 1:
             out.append(Term("mirror", ctx.shape.params * 4, dev, "the plain model beside the adapted copy (engine, "
@@ -62,7 +64,7 @@ def plan_args(shape: ModelShape, cfg: Any) -> dict[str, Any]:
     return {"trainable_params": n, "extra_terms": [terms]}
 
 
-def vllm_lora_slot_bytes(s: ModelShape, lora: Any, dtype: str) -> int:
+def vllm_lora_slot_bytes(s: ModelShape, lora: LoraConfig, dtype: str) -> int:
     """Bytes of vLLM's one LoRA slot for `lora` on shape `s` (see the module docstring)."""
     layers = {VLLM_PACKED[t.rpartition(".")[2]] for t in lora.target_modules}
     dims = projection_dims(s)
@@ -70,10 +72,11 @@ def vllm_lora_slot_bytes(s: ModelShape, lora: Any, dtype: str) -> int:
     return s.layers * vllm_lora_rank(lora) * per_layer * DTYPE_BYTES[dtype]
 
 
-def lora_notes(shape: ModelShape, cfg: Any) -> list[str]:
+def lora_notes(shape: ModelShape, inputs: PlanInputs) -> list[str]:
     """The plan's note on vLLM's LoRA slot when vLLM serves the adapters; none otherwise."""
-    if not pushes_adapters(cfg):
+    lora, dtype = inputs.lora, inputs.engine.dtype
+    if not pushes_adapters(lora, inputs.engine.name):
         return []
-    n = vllm_lora_slot_bytes(shape, cfg.lora, cfg.engine.dtype)
-    return [f"vLLM LoRA slot: {n / 2**20:.1f} MiB (max_lora_rank {vllm_lora_rank(cfg.lora)}, {cfg.engine.dtype}) "
+    n = vllm_lora_slot_bytes(shape, lora, dtype)
+    return [f"vLLM LoRA slot: {n / 2**20:.1f} MiB (max_lora_rank {vllm_lora_rank(lora)}, {dtype}) "
             "inside the vLLM share: it shrinks vLLM's KV cache, not the trainer's memory"]

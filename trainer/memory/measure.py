@@ -1,10 +1,10 @@
 """The memory plan checked against PyTorch without a GPU: the project's update step under fake tensors.
 
-`measure_update_step(shape, cfg, ...)` builds the Hugging Face model of `shape` under
+`measure_update_step(shape, optim, loss, ...)` builds the Hugging Face model of `shape` under
 `torch._subclasses.fake_tensor.FakeTensorMode` (shapes, no storage), runs `PolicyTrainer.accumulate_shard`
 on the whole batch (FP32 head, CISPO, micro-batches, autocast) and `optimizer_step` (AdamW) under
 `torch.distributed._tools.mem_tracker.MemTracker`, and returns what the tracker counted per category;
-`measure_fsdp_step(shape, cfg, ..., world=N)` does the same for rank 0 of N FSDP2 ranks
+`measure_fsdp_step(shape, optim, loss, ..., world=N)` does the same for rank 0 of N FSDP2 ranks
 (`scalerl.trainer.distributed.sharding.shard_policy` over a fake process group,
 `torch.testing._internal.distributed.fake_pg`: collectives return without communicating) under
 `torch.distributed._tools.fsdp2_mem_tracker.FSDPMemTracker`; `torch_engine_kv_bytes` builds the
@@ -28,6 +28,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import torch
+from scalerl.trainer.core.config import LossConfig, OptimConfig
 from scalerl.trainer.memory.shapes import ModelShape
 
 _KEEP: list[Any] = []
@@ -96,7 +97,8 @@ def _batch(samples: int, seq_len: int, mode: Any) -> tuple[Any, Any]:
                       for f in dataclasses.fields(b)}), b
 
 
-def measure_update_step(shape: ModelShape, optim: Any, loss: Any, *, samples: int, seq_len: int) -> dict[str, int]:
+def measure_update_step(shape: ModelShape, optim: OptimConfig, loss: LossConfig, *, samples: int,
+                        seq_len: int) -> dict[str, int]:
     """Bytes the tracker counts for one update step on `samples` equal-length samples of `seq_len` tokens:
     `parameters`, `gradients` (after accumulation), `optimizer states`, and `peak_transient` (the peak of
     activations + temporaries during accumulation, i.e. activations, logits and the FP32 head together)."""
@@ -132,7 +134,7 @@ def _tracked_step(tracker: Any, trainer: Any, batch: Any, grad_kind: str) -> tup
     return peak, grads, after
 
 
-def measure_fsdp_step(shape: ModelShape, optim: Any, loss: Any, *, samples: int, seq_len: int,
+def measure_fsdp_step(shape: ModelShape, optim: OptimConfig, loss: LossConfig, *, samples: int, seq_len: int,
                       world: int) -> dict[str, int]:
     """Rank 0 of `world` FSDP2 ranks, one update step on the same batch as `measure_update_step`:
     `parameters`, `gradients`, `optimizer states` (the rank's shards), `gathered` (the most unsharded

@@ -1,7 +1,8 @@
 """The memory plan of a run: per device, what the trainer, the engines and validation hold at their peak.
 
-Built from the model's shape (`scalerl.trainer.memory.shapes.ModelShape`, i.e. config.json alone), the resolved
-`TrainConfig` and the placement it implies, before any weight is loaded:
+Built from the model's shape (`scalerl.trainer.memory.shapes.ModelShape`, i.e. config.json alone), the sections
+of the resolved configuration it reads (`scalerl.trainer.memory.config.PlanInputs`, `TrainConfig.plan_inputs()`)
+and the placement they imply, before any weight is loaded:
 
 - trainer rank r (`trainer_ranks.count` = N; rank 0 on `engine.device`, rank r on the r-th GPU):
   `parameters`, `gradients`, `optimizer states` (AdamW: two moments) in the trainer's dtype (the loader
@@ -36,7 +37,7 @@ the largest term of a device that does not fit and the settings that shrink it. 
 allocator fragmentation and CUDA context (a fixed `runtime reserve` of 1 GiB per GPU stands for
 them), framework workspaces, vLLM's own split of its share.
 
-Adding a term (e.g. LoRA): `build_plan(shape, cfg, trainable_params=n, extra_terms=[...])`.
+Adding a term (e.g. LoRA): `build_plan(shape, inputs, trainable_params=n, extra_terms=[...])`.
 `trainable_params` replaces the parameter count that gradients and optimizer states are computed for
 (adapters only), and each `extra_terms` entry is a callable `(PlanContext) -> list[Term]` whose terms
 are added to the device they name (`PlanContext.trainer_devices`, `.engine_devices`), e.g.
@@ -47,8 +48,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
+from scalerl.trainer.memory.config import PlanInputs
 from scalerl.trainer.memory.kv import DTYPE_BYTES, kv_bytes_per_token, slots_for_budget
 from scalerl.trainer.memory.shapes import ModelShape
 
@@ -86,10 +87,10 @@ class Term:
 
 @dataclass
 class PlanContext:
-    """What a term function sees: the shape, the config, and where things run."""
+    """What a term function sees: the shape, the plan's inputs, and where things run."""
 
     shape: ModelShape
-    cfg: Any
+    inputs: PlanInputs
     trainer_devices: list[str]
     engine_devices: list[str]
     shared_engine: bool
@@ -120,32 +121,32 @@ class MemoryPlan:
 TermFn = Callable[[PlanContext], list[Term]]
 
 
-def placement(cfg: Any) -> tuple[list[str], list[str], bool]:
+def placement(inputs: PlanInputs) -> tuple[list[str], list[str], bool]:
     """(trainer devices by rank, generation-engine devices, engine shares rank 0's device)."""
-    n = cfg.trainer_ranks.count
-    base = cfg.engine.device
+    n = inputs.trainer_ranks.count
+    base = inputs.engine.device
     if base == "auto":  # what this host resolves it to (CUDA when present, else the CPU)
         from scalerl.trainer.engines.device import resolve_device
 
         base = resolve_device(base)
     base = "cuda:0" if base == "cuda" else base
-    if cfg.trainer_ranks.devices:
-        trainers = list(cfg.trainer_ranks.devices)
+    if inputs.trainer_ranks.devices:
+        trainers = list(inputs.trainer_ranks.devices)
     elif base == "cpu":
         trainers = ["cpu"] * n
     else:
         trainers = [base] + [f"cuda:{r}" for r in range(1, n)]
-    if cfg.ray.enabled and cfg.ray.generator_num_gpus >= 1:
-        return trainers, [f"generator {i}" for i in range(cfg.ray.num_generators)], False
+    if inputs.ray.enabled and inputs.ray.generator_num_gpus >= 1:
+        return trainers, [f"generator {i}" for i in range(inputs.ray.num_generators)], False
     return trainers, [trainers[0]], True
 
 
-def build_plan(shape: ModelShape, cfg: Any, *, device_memory: int | None = None,
+def build_plan(shape: ModelShape, inputs: PlanInputs, *, device_memory: int | None = None,
                trainable_params: int | None = None, extra_terms: Sequence[TermFn] = ()) -> MemoryPlan:
-    """The plan of `cfg` (a `TrainConfig`) for `shape`; `device_memory` is every device's capacity in bytes."""
-    trainers, engines, shared = placement(cfg)
-    ctx = PlanContext(shape, cfg, trainers, engines, shared,
-                      max(cfg.optim.micro_batch_tokens, cfg.engine.max_seq_len))
+    """The plan of `inputs` for `shape`; `device_memory` is every device's capacity in bytes."""
+    trainers, engines, shared = placement(inputs)
+    ctx = PlanContext(shape, inputs, trainers, engines, shared,
+                      max(inputs.optim.micro_batch_tokens, inputs.engine.max_seq_len))
     terms: list[Term] = []
     for rank, dev in enumerate(trainers):
         dev_name = dev if len(set(trainers)) == len(trainers) else f"{dev} (rank {rank})"
@@ -153,7 +154,7 @@ def build_plan(shape: ModelShape, cfg: Any, *, device_memory: int | None = None,
     engine_dev = terms[0].device if shared else None
     for dev in engines:
         terms += engine_terms(ctx, engine_dev or dev, capacity=device_memory)
-    if cfg.validation.enabled and cfg.engine.name != "vllm":  # vLLM: validation shares the run's engine
+    if inputs.validation_enabled and inputs.engine.name != "vllm":  # vLLM: validation shares the run's engine
         terms.append(validation_term(ctx, terms[0].device))
     for fn in extra_terms:
         terms += fn(ctx)
@@ -170,12 +171,12 @@ def _t(name: str, nbytes: float, device: str, detail: str) -> Term:
 
 
 def trainer_terms(ctx: PlanContext, rank: int, device: str, trainable: int | None) -> list[Term]:
-    s, cfg = ctx.shape, ctx.cfg
+    s, optim = ctx.shape, ctx.inputs.optim
     n = len(ctx.trainer_devices)
     pb = DTYPE_BYTES["float32"]  # the loader keeps fp32 master weights
     trainable = s.params if trainable is None else trainable
     # as scalerl.trainer.core.update.autocast_dtype: auto = bf16 on a (bf16-capable) GPU, fp32 on the CPU
-    bf16 = cfg.optim.precision == "bf16" or (cfg.optim.precision == "auto" and not device.startswith("cpu"))
+    bf16 = optim.precision == "bf16" or (optim.precision == "auto" and not device.startswith("cpu"))
     terms = [_t("parameters", s.params * pb / n, device, f"{s.params / 1e9:.3f} B x {pb} B / {n} rank(s)"),
              _t("gradients", trainable * pb / n, device, f"{trainable / 1e9:.3f} B trainable x {pb} B / {n}"),
              _t("optimizer states", 2 * trainable * pb / n, device, "AdamW exp_avg + exp_avg_sq")]
@@ -190,8 +191,8 @@ def trainer_terms(ctx: PlanContext, rank: int, device: str, trainable: int | Non
         terms.append(_t("autocast weight copies", s.layers * s.layer_params * 2, device,
                         "bf16 casts of the decoder's matmul weights during a forward"))
     t = ctx.micro_batch_tokens
-    terms.append(_t("activations", activation_bytes(s, t, bf16, cfg.optim.activation_checkpointing), device,
-                    f"{t} tokens, checkpointing {'on' if cfg.optim.activation_checkpointing else 'off'}"))
+    terms.append(_t("activations", activation_bytes(s, t, bf16, optim.activation_checkpointing), device,
+                    f"{t} tokens, checkpointing {'on' if optim.activation_checkpointing else 'off'}"))
     terms.append(_t("logits", t * s.vocab * 4 * LOGIT_COPIES, device,
                     f"{LOGIT_COPIES:g} x [{t}, {s.vocab}] fp32 at the backward peak"))
     return terms
@@ -219,7 +220,7 @@ def activation_bytes(s: ModelShape, tokens: int, bf16: bool, checkpointing: bool
 
 def engine_kv(ctx: PlanContext, slots: int) -> tuple[int, int]:
     """(slots the budget allows, KV bytes) of a torch engine of the run."""
-    e, s = ctx.cfg.engine, ctx.shape
+    e, s = ctx.inputs.engine, ctx.shape
     per_tok = kv_bytes_per_token(s.layers, s.kv_heads, s.head_dim, e.dtype)
     budget = None if e.kv_cache_gib is None else e.kv_cache_gib * GIB
     slots = slots_for_budget(budget, slots, e.max_seq_len, per_tok)
@@ -227,7 +228,7 @@ def engine_kv(ctx: PlanContext, slots: int) -> tuple[int, int]:
 
 
 def engine_terms(ctx: PlanContext, device: str, *, capacity: int | None) -> list[Term]:
-    e, s = ctx.cfg.engine, ctx.shape
+    e, s = ctx.inputs.engine, ctx.shape
     if e.name == "vllm":
         util = e.vllm.gpu_memory_utilization
         nbytes = util * capacity if capacity is not None else 0
@@ -241,7 +242,7 @@ def engine_terms(ctx: PlanContext, device: str, *, capacity: int | None) -> list
 
 def validation_term(ctx: PlanContext, device: str) -> Term:
     """Validation's torch engine: a weight copy and a cache of the slots the budget allows."""
-    e, s = ctx.cfg.engine, ctx.shape
+    e, s = ctx.inputs.engine, ctx.shape
     slots, kv = engine_kv(ctx, e.max_slots)
     weights = s.params * DTYPE_BYTES[e.dtype]
     return _t("validation engine", weights + kv, device, f"weights + {slots} slots x {e.max_seq_len} tokens (waves)")

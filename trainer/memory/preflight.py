@@ -1,8 +1,9 @@
 """The memory check of `scalerl train` before any weight loads, and the plan `--dry-run` prints.
 
-`model_shape(cfg)` finds the model's `config.json` without loading weights: a folder holding it (the
-folder may hold nothing else), an alias (`smollm2-135m-instruct` → `datasets/model_shapes/smollm2-135m`),
-or a hub id already in the local Hugging Face cache. `preflight(cfg)` builds the plan
+Every function takes `PlanInputs` (`TrainConfig.plan_inputs()`). `model_shape(model)` finds the model's
+`config.json` without loading weights: a folder holding it (the folder may hold nothing else), an alias
+(`smollm2-135m-instruct` → `datasets/model_shapes/smollm2-135m`), or a hub id already in the local
+Hugging Face cache. `preflight(inputs)` builds the plan
 (`scalerl.trainer.memory.plan.build_plan`) for `engine.device_memory_gib` or the detected CUDA memory and raises
 `ConfigError` (exit 2 in `scalerl train`) naming the largest term and what shrinks it.
 
@@ -14,10 +15,11 @@ the plan does not know (those return None with the reason in `skipped_reason`; t
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 from scalerl.env.contracts.config import ConfigError
 from scalerl.env.contracts.paths import DATASETS
+from scalerl.trainer.engines.config import EngineConfig
+from scalerl.trainer.memory.config import PlanInputs
 from scalerl.trainer.memory.lora import lora_notes
 from scalerl.trainer.memory.lora import plan_args as lora_plan_args
 from scalerl.trainer.memory.plan import GIB, MemoryPlan, PlanDoesNotFit, build_plan, check_fits, render
@@ -51,9 +53,9 @@ def config_json(model: str | None) -> Path | str:
     return Path(hit) if isinstance(hit, str) else f"{model}: config.json not in the local Hugging Face cache"
 
 
-def model_shape(cfg: Any) -> ModelShape | str:
-    """The shape of `cfg.model`, or the reason there is none."""
-    found = config_json(cfg.model)
+def model_shape(model: str | None) -> ModelShape | str:
+    """The shape of `model` (the `model` setting), or the reason there is none."""
+    found = config_json(model)
     if isinstance(found, str):
         return found
     try:
@@ -79,11 +81,11 @@ def parse_memory_gib(text: str) -> float:
     return value * UNITS.get(unit, 1.0)
 
 
-def device_memory(cfg: Any) -> int | None:
+def device_memory(engine: EngineConfig) -> int | None:
     """Bytes per GPU: `engine.device_memory_gib`, else CUDA's total memory of device 0, else None (CPU)."""
-    if cfg.engine.device_memory_gib is not None:
-        return int(cfg.engine.device_memory_gib * GIB)
-    if cfg.engine.device == "cpu":
+    if engine.device_memory_gib is not None:
+        return int(engine.device_memory_gib * GIB)
+    if engine.device == "cpu":
         return None
     import torch
 
@@ -92,21 +94,21 @@ def device_memory(cfg: Any) -> int | None:
     return None
 
 
-def plan_for(cfg: Any) -> tuple[MemoryPlan | None, str]:
-    """(plan, note): the plan of `cfg` for its device memory, or (None, why there is none)."""
-    shape = model_shape(cfg)
+def plan_for(inputs: PlanInputs) -> tuple[MemoryPlan | None, str]:
+    """(plan, note): the plan of `inputs` for its device memory, or (None, why there is none)."""
+    shape = model_shape(inputs.model)
     if isinstance(shape, str):
         return None, f"memory plan skipped: {shape}"
-    cap = device_memory(cfg)
-    plan = build_plan(shape, cfg, device_memory=cap, **lora_plan_args(shape, cfg))  # LoRA: adapters only
-    plan.notes += lora_notes(shape, cfg)  # vLLM's LoRA slot, inside its share
+    cap = device_memory(inputs.engine)
+    plan = build_plan(shape, inputs, device_memory=cap, **lora_plan_args(shape, inputs))  # LoRA: adapters only
+    plan.notes += lora_notes(shape, inputs)  # vLLM's LoRA slot, inside its share
     note = "" if cap is not None else "device memory unknown (set engine.device_memory_gib): nothing checked"
     return plan, note
 
 
-def preflight(cfg: Any) -> MemoryPlan | None:
-    """Raise `ConfigError` when the plan of `cfg` does not fit; the plan (None when there is none)."""
-    plan, _ = plan_for(cfg)
+def preflight(inputs: PlanInputs) -> MemoryPlan | None:
+    """Raise `ConfigError` when the plan of `inputs` does not fit; the plan (None when there is none)."""
+    plan, _ = plan_for(inputs)
     if plan is not None:
         try:
             check_fits(plan)
@@ -115,9 +117,9 @@ def preflight(cfg: Any) -> MemoryPlan | None:
     return plan
 
 
-def plan_report(cfg: Any) -> str:
+def plan_report(inputs: PlanInputs) -> str:
     """The text `scalerl train --dry-run` prints: the plan per device, or why there is none."""
-    plan, note = plan_for(cfg)
+    plan, note = plan_for(inputs)
     lines = ["memory plan (per device, before any weight loads):"]
     if plan is not None:
         lines.append(render(plan))

@@ -113,10 +113,6 @@ def drop_long_prompts(pools: Mapping[str, DomainPool], encode: ProblemPrompts, c
     return out, skipped
 
 
-def prompt_metrics(skipped: Mapping[str, int]) -> dict[str, Any]:
-    return {f"data/skipped_long_prompts/{dom}": n for dom, n in skipped.items()}
-
-
 def prepare_prompts(cfg: TrainConfig, tokenizer: Any, pools: Mapping[str, DomainPool], *, drop: bool = True
                     ) -> tuple[PromptCodec, dict[str, DomainPool], dict[str, int]]:
     """The run's codec (stop ids from the tokenizer and generation config, the template as its problem

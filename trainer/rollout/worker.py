@@ -14,6 +14,7 @@ only to the verifiers). Not guaranteed: which problem a group gets when several 
 
 `verify(verifier, problem, completions)` is the named "verify" phase of the pipeline; the in-process
 runtime runs it on its scorer thread, overlapping verification with generation and training.
+`BatchDrawer` is the `draw` of a training run: one problem at a time from the sampler's batches.
 """
 
 from __future__ import annotations
@@ -25,6 +26,9 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
+from scalerl.curriculum.sampler import Sampler
+from scalerl.curriculum.strategies import stage_index
+from scalerl.curriculum.strategy_config import StageConfig
 from scalerl.env.contracts.records import ProblemRecord, Verdict
 from scalerl.trainer.config.train import TrainConfig
 from scalerl.trainer.core.length_control import length_penalties, plan_interruption, stage_length
@@ -49,6 +53,35 @@ def verify(verifier: Any, problem: ProblemRecord, completions: Sequence[str]) ->
         seen.add(text)
         out.append(verdict)
     return out
+
+
+class BatchDrawer:
+    """One problem at a time from batches of the sampler (one ledger commit per batch, not per problem),
+    and the curriculum stage of the batch the last problem came from (the stage the sampler's policy
+    drew it under). Callers serialize calls (`Rollouts` holds its lock around draw and stage)."""
+
+    def __init__(self, sampler: Sampler, batch: int, stages: Sequence[StageConfig]) -> None:
+        self.sampler, self.batch, self.stages = sampler, batch, stages
+        self._buffer: list[ProblemRecord] = []
+        self._stage = 0
+
+    def __call__(self) -> ProblemRecord:
+        if not self._buffer:
+            self._stage = stage_index(self.sampler.batches, self.stages)
+            self._buffer.extend(self.sampler.next_batch(self.batch))
+        return self._buffer.pop(0)
+
+    def stage(self) -> int:
+        return self._stage
+
+    def state(self) -> dict[str, Any]:
+        """The prompts of the current batch not handed out yet, and its stage (checkpointed with the sampler)."""
+        return {"prompt_ids": [p.prompt_id for p in self._buffer], "stage": self._stage}
+
+    def load_state(self, state: dict[str, Any] | None) -> None:
+        if state:
+            self._buffer = [self.sampler.problem(pid) for pid in state["prompt_ids"]]
+            self._stage = int(state["stage"])
 
 
 class Rollouts:

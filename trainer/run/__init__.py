@@ -1,1 +1,2 @@
-"""One training run: setup, the loop and its phases, validation, the run log, the sampling runtime."""
+"""One training run: setup, the loop and its phases (the zero-variance ones in `zero_variance`), validation,
+the run log, the compute clock."""

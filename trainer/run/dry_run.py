@@ -55,8 +55,8 @@ def dry_run_report(cfg: TrainConfig) -> DryRunReport:
         lines += [f"{dom}: {len(pool.train)} training, {len(pool.holdout)} held-out problems"
                   for dom, pool in pools.items()]
         lines.append(f"prompt statistics skipped: {why_not}")
-    plan, _ = plan_for(cfg)
-    lines.append(plan_report(cfg))
+    plan, _ = plan_for(cfg.plan_inputs())
+    lines.append(plan_report(cfg.plan_inputs()))
     return DryRunReport(text="\n".join(lines), fits=plan is None or not plan.overruns())
 
 

@@ -14,7 +14,8 @@ Departures from the paper, all deliberate:
   counted in `truncation_rate` (`scalerl.trainer.core.length_control.training_loss_mask`), with reward as scored.
 - One trainer process and one engine (the single-machine default); `--trainer-ranks N` adds
   data-parallel trainer ranks with this process as rank 0 (`scalerl.trainer.distributed.leader`), and Ray
-  actors replace the runtime for many (`scalerl.trainer.distributed`).
+  actors replace the runtime for many (`scalerl.trainer.distributed`; `train_in_ray` runs this loop
+  inside a Ray trainer actor).
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ import json
 import logging
 import shutil
 import time
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -34,11 +36,12 @@ from scalerl.trainer.core.length_control import length_metrics, training_loss_ma
 from scalerl.trainer.core.lora import adapter_state_dict
 from scalerl.trainer.core.lora_config import pushes_adapters
 from scalerl.trainer.core.update import pack_samples
+from scalerl.trainer.distributed.ray_launch import run_in_ray
 from scalerl.trainer.rollout.messages import RolloutGroup
 from scalerl.trainer.run.log import devices_in_use
-from scalerl.trainer.run.sampling import curriculum_metrics, plan_zero_variance, refill_groups
 from scalerl.trainer.run.setup import LEDGER, Run, setup_run
 from scalerl.trainer.run.validation import evaluate, validation_engine
+from scalerl.trainer.run.zero_variance import curriculum_metrics, filter_zero_variance, refill_groups
 
 log = logging.getLogger(__name__)
 TAKE_TIMEOUT_S = 600.0
@@ -56,8 +59,8 @@ def train(cfg: TrainConfig, out: str | Path, *, resume: bool = False) -> dict[st
         while (stopped_by := stop_reason(run, t_start)) is None:
             t0 = time.perf_counter()
             groups = sample_groups(run)
+            groups += refill_groups(run, groups)  # zero_variance.mode=refill only
             record_attempts(run, groups)
-            groups = refill_groups(run, groups, record_attempts)  # zero_variance.mode=refill only
             kept, zero_var_ids = filter_zero_variance(run, groups)
             advantages, adv_metrics = group_advantages(run, kept, zero_var_ids)
             lag, step_metrics = policy_step(run, kept, advantages)
@@ -72,6 +75,11 @@ def train(cfg: TrainConfig, out: str | Path, *, resume: bool = False) -> dict[st
         return finish(run, stopped_by)
     finally:
         run.close()
+
+
+def train_in_ray(cfg: TrainConfig, out: str | Path, *, resume: bool = False) -> dict[str, Any]:
+    """`train` inside a Ray trainer actor, every component an actor (`scalerl.trainer.distributed.ray_launch`)."""
+    return run_in_ray(cfg.ray, partial(train, cfg, Path(out).resolve(), resume=resume))
 
 
 def stop_reason(run: Run, t_start: float) -> str | None:
@@ -105,15 +113,6 @@ def record_attempts(run: Run, groups: list[RolloutGroup]) -> None:
                 sample_index=i, truncated=sample.truncated, completion_tokens=len(sample.token_ids)))
             verdicts.append(verdict)
     run.ledger.record(items, verdicts, step=run.step + 1)
-
-
-def filter_zero_variance(run: Run, groups: list[RolloutGroup]) -> tuple[list[RolloutGroup], set[int]]:
-    """Find the groups whose rewards are all equal (the one zero-variance test of the step) and apply
-    `curriculum.zero_variance.mode` (ScaleRL: drop them, the batch shrinks); returns the groups the step
-    trains on and the zero-variance group ids (`scalerl.trainer.run.sampling.plan_zero_variance`).
-    No-positive resampling needs no phase here: the ledger retires prompts as `record_attempts`
-    records them, and the sampler never draws a retired prompt again."""
-    return plan_zero_variance(run, groups)
 
 
 def group_advantages(run: Run, kept: list[RolloutGroup],
@@ -151,7 +150,7 @@ def policy_step(run: Run, kept: list[RolloutGroup], advantages: torch.Tensor) ->
 def push_weights(run: Run) -> None:
     """The new weights into the generators, in flight (running sequences keep their KV cache): merged
     weights, or the adapters alone where vLLM serves them (`scalerl.trainer.core.lora_config.pushes_adapters`)."""
-    if pushes_adapters(run.cfg):
+    if pushes_adapters(run.cfg.lora, run.cfg.engine.name):
         weights = adapter_state_dict(run.trainer.model)
     else:
         weights = run.ranks.gather_weights()  # full weights, gathered from every trainer rank when several
@@ -254,15 +253,16 @@ def finish(run: Run, stopped_by: str) -> dict[str, Any]:
 
     run.log.stopped(run.step, stopped_by)
     v = run.cfg.validation
-    last = validate(run) if v.enabled and run.step % v.every_steps else None
+    if v.enabled and run.step % v.every_steps:
+        validate(run)
     checkpoint(run)
     curves = write_curves(run.out, run.cfg.domains) if v.enabled and v.fit_at_end else {}
-    summary = {**summarize(run, last, curves), "stopped_by": stopped_by}
+    summary = {**summarize(run, curves), "stopped_by": stopped_by}
     (run.out / "summary.json").write_text(json.dumps(summary, indent=2))
     return summary
 
 
-def summarize(run: Run, last: dict | None, curves: dict) -> dict[str, Any]:
+def summarize(run: Run, curves: dict) -> dict[str, Any]:
     from scalerl.trainer.run.log import read_metrics
 
     vals = read_metrics(run.out / "metrics.jsonl", "validation")

@@ -66,7 +66,7 @@ def _setup(cfg: TrainConfig, work_dir: Path) -> tuple[list[ProblemRecord], Any, 
     model.to(device)
     codec, pools, skipped = prepare_prompts(cfg, tokenizer, pools)
     problems = [p for pool in pools.values() for p in (*pool.train, *pool.holdout)]
-    parts = LocalComponents(cfg, work_dir)
+    parts = LocalComponents(cfg.engine_spec(), work_dir)
     engine = parts.engine(model, codec.eos_token_id, device=device, policy_version=0, seed=cfg.pipeline.seed)
     return problems, codec, engine, parts.verifier(cfg.verifier), sum((skipped or {}).values())
 

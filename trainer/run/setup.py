@@ -5,9 +5,10 @@ A run folder holds: `config.yaml` (resolved), `metrics.jsonl`, `ledger.duckdb`, 
 consistently with the weights), `curves/`, `summary.json`.
 
 Fail-fast checks (before any work): unknown domain and k < 0 are config errors (`TrainConfig`); a
-`--model` that is neither a folder nor a hub id in the local Hugging Face cache; a run folder that
-already holds a run (use `--resume`); `--resume` on a folder without a checkpoint; `lora.enabled` with
-several trainer ranks.
+`--model` that is neither a folder nor a hub id in the local Hugging Face cache
+(`scalerl.trainer.config.resolve.check_model_path`); a run folder that already holds a run (use
+`--resume`); `--resume` on a folder without a checkpoint; `lora.enabled` with several trainer ranks;
+`curriculum.zero_variance.mode=refill` with Ray.
 """
 
 from __future__ import annotations
@@ -15,16 +16,14 @@ from __future__ import annotations
 import logging
 import os
 import shutil
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import torch
+from scalerl.curriculum.policy import CurriculumPolicy, policy_for
 from scalerl.curriculum.sampler import Sampler
-from scalerl.curriculum.strategies import stage_index
-from scalerl.curriculum.strategy_config import StageConfig
 from scalerl.env.contracts.config import ConfigError, write_resolved
-from scalerl.env.contracts.records import ProblemRecord
+from scalerl.trainer.config.resolve import check_model_path
 from scalerl.trainer.config.train import TrainConfig
 from scalerl.trainer.core.checkpoint import latest_checkpoint, load_model_weights
 from scalerl.trainer.core.lora_config import pushes_adapters, vllm_lora_rank, vllm_target_modules
@@ -35,29 +34,15 @@ from scalerl.trainer.rollout.problems import DomainPool
 from scalerl.trainer.rollout.prompts import prepare_prompts, run_tokenizer
 from scalerl.trainer.rollout.runtime import LocalRuntime
 from scalerl.trainer.rollout.sample_log import RolloutLog
-from scalerl.trainer.rollout.worker import Rollouts
+from scalerl.trainer.rollout.worker import BatchDrawer, Rollouts
 from scalerl.trainer.run.compute import COUNTERS, ComputeClock, FlopModel
 from scalerl.trainer.run.data_sources import build_data, domain_weights, warm_start_problems
 from scalerl.trainer.run.log import RunLog, truncate_after
-from scalerl.trainer.run.sampling import build_policy
 from scalerl.trainer.run.state import Run, RunState
 from scalerl.trainer.tiny.model import CharTokenizer, build_tiny_model
 
 log = logging.getLogger(__name__)
 LEDGER = "ledger.duckdb"
-
-
-def check_model_path(model: str | None) -> None:
-    """A local folder, or a hub id already in the local HF cache (nothing downloads at run time)."""
-    from scalerl.trainer.engines.model_loading import ALIASES, alias_file, is_local_model
-
-    if model is None:
-        return
-    if model in ALIASES:
-        alias_file(model)  # raises when the package that ships it is not installed
-    elif not is_local_model(model):
-        raise ConfigError(f"--model {model!r}: no such folder or .gguf file, and not a Hugging Face model in the "
-                          f"local cache (aliases: {', '.join(ALIASES)})")
 
 
 def check_lora(cfg: TrainConfig) -> None:
@@ -68,7 +53,7 @@ def check_lora(cfg: TrainConfig) -> None:
     if cfg.trainer_ranks.count > 1:
         raise ConfigError("lora.enabled with trainer_ranks.count > 1 is not supported yet (FSDP2 sharding of an "
                           "adapted model): use one trainer rank")
-    if pushes_adapters(cfg):
+    if pushes_adapters(cfg.lora, cfg.engine.name):
         try:
             vllm_lora_rank(cfg.lora), vllm_target_modules(cfg.lora)
         except ValueError as exc:
@@ -76,6 +61,15 @@ def check_lora(cfg: TrainConfig) -> None:
         if cfg.engine.vllm.weight_transfer != "file":
             raise ConfigError("lora.vllm_adapters with engine.vllm.weight_transfer=nccl: the adapters go through "
                               "files (weight_transfer=file), or set lora.vllm_adapters=false")
+
+
+def sampler_policy(cfg: TrainConfig) -> CurriculumPolicy | None:
+    """The sampler's strategy hook, or None under ScaleRL's defaults (the sampler's plain walk); refill
+    (`scalerl.trainer.run.zero_variance`) needs the in-process runtime."""
+    cur = cfg.curriculum
+    if cur.zero_variance.mode == "refill" and cfg.ray.enabled:
+        raise ConfigError("curriculum.zero_variance.mode=refill needs the in-process runtime (ray.enabled=false)")
+    return policy_for(cur, cfg.pipeline.seed)
 
 
 def load_policy(cfg: TrainConfig, pools: dict[str, DomainPool]) -> tuple[Any, Any]:
@@ -121,6 +115,7 @@ def prepare_folder(cfg: TrainConfig, out: Path, resume: bool) -> Path | None:
 def setup_run(cfg: TrainConfig, out: Path, *, resume: bool = False) -> Run:
     check_model_path(cfg.model)
     check_lora(cfg)
+    policy = sampler_policy(cfg)
     device = resolve_device(cfg.engine.device)
     torch.set_num_threads(cfg.pipeline.torch_threads)
     ckpt = prepare_folder(cfg, out, resume)
@@ -129,71 +124,54 @@ def setup_run(cfg: TrainConfig, out: Path, *, resume: bool = False) -> Run:
     codec, pools, skipped = prepare_prompts(cfg, run_tokenizer(cfg), pools)
     model, _ = load_policy(cfg, pools)
     model.to(device)
-    ranks = start_ranks(cfg, model, device, out)
+    ranks = start_ranks(model, device, cfg.trainer_ranks, cfg.ray, optim=cfg.optim, loss=cfg.loss, lora=cfg.lora,
+                        temperature=cfg.engine.temperature, torch_threads=cfg.pipeline.torch_threads, out=out)
     trainer = ranks.trainer
     extra: dict[str, Any] = {}
     if ckpt is not None:
         extra = ranks.load_checkpoint(ckpt).get("extra", {})
         truncate_after(out / "metrics.jsonl", trainer.step_count)
         log.info("resumed from %s at step %d", ckpt, trainer.step_count)
-    parts = make_components(cfg, out)  # in this process, or Ray actors
+    spec = cfg.engine_spec()
+    parts = make_components(cfg.ray, spec, out)  # in this process, or Ray actors
     ledger = parts.ledger(out / LEDGER, cfg.curriculum.retirement)
-    problems = [p for pool in pools.values() for p in pool.train] + [p for pool in pools.values() for p in pool.holdout]
-    ledger.upsert_problems(problems)
-    holdout_ids = {p.prompt_id for pool in pools.values() for p in pool.holdout}
-    source_of = {pid: label for pool in pools.values() for pid, label in pool.source_of.items()}
-    # The checkpoint's sampler state, taken with the next group id, replays the draws exactly; the
-    # ledger's own (a checkpoint without it) is at most once per epoch.
-    stored = extra.get("sampler")
-    sampler = Sampler(problems, weights=domain_weights(cfg), seed=cfg.pipeline.seed,
-                      ledger=ledger, holdout_ids=holdout_ids, policy=build_policy(cfg), resume=stored is None,
-                      sources={dom: pool.source_weights for dom, pool in pools.items()}, source_of=source_of)
-    if stored is not None:
-        sampler.resume_from(stored)
+    sampler = build_sampler(cfg, pools, ledger, policy, extra.get("sampler"))
     verifier = parts.verifier(cfg.verifier)
     draw = BatchDrawer(sampler, cfg.pipeline.prompts_per_step, cfg.curriculum.stages)
     draw.load_state(extra.get("sampler_buffer"))
     rollouts = Rollouts(cfg, codec, draw, verifier, seed=cfg.pipeline.seed, stage=draw.stage)
     # vLLM serving the adapters gets the adapted model: base weights in its folder, adapters through LoRA
-    engine = parts.engine(trainer.model if pushes_adapters(cfg) else model, codec.eos_token_id, device=device,
-                          policy_version=trainer.policy_version,
-                          seed=cfg.pipeline.seed + trainer.step_count)
+    engine = parts.engine(trainer.model if spec.pushes_adapters else model, codec.eos_token_id, device=device,
+                          policy_version=trainer.policy_version, seed=cfg.pipeline.seed + trainer.step_count)
     p = cfg.pipeline
     runtime = LocalRuntime(engine, rollouts, mode=p.mode, k=p.k, prompts_per_step=p.prompts_per_step,
                            first_group_id=int(extra.get("next_group_id", 0)))
-    clock = ComputeClock(FlopModel.of(model), **{k: float(v) for k, v in extra.items() if k in COUNTERS})
-    run_log = RunLog(out, cfg.logging, total_steps=p.max_steps, config_dict=cfg.model_dump(mode="json"))
-    state = RunState(elapsed_s=float(extra.get("elapsed_s", 0.0)))
-    samples = RolloutLog(out, cfg.rollout_log, skipped=skipped, resume_step=trainer.step_count if ckpt else None,
-                         source_of=source_of)
-    return Run(cfg, out, model, codec, trainer, runtime, rollouts, ledger, sampler, verifier, pools, run_log, clock,
-               device, state, ranks, samples)
+    return Run(
+        cfg=cfg, out=out, model=model, codec=codec, ranks=ranks, runtime=runtime, rollouts=rollouts, ledger=ledger,
+        sampler=sampler, verifier=verifier, pools=pools, device=device,
+        log=RunLog(out, cfg.logging, total_steps=p.max_steps, config_dict=cfg.model_dump(mode="json")),
+        clock=ComputeClock(FlopModel.of(model), **{k: float(v) for k, v in extra.items() if k in COUNTERS}),
+        state=RunState(elapsed_s=float(extra.get("elapsed_s", 0.0))),
+        samples=RolloutLog(out, cfg.rollout_log, skipped=skipped, resume_step=trainer.step_count if ckpt else None,
+                           source_of=source_labels_of(pools)))
 
 
-class BatchDrawer:
-    """One problem at a time from batches of the sampler (one ledger commit per batch, not per problem),
-    and the curriculum stage of the batch the last problem came from (the stage the sampler's policy
-    drew it under). Callers serialize calls (`Rollouts` holds its lock around draw and stage)."""
+def source_labels_of(pools: dict[str, DomainPool]) -> dict[str, str]:
+    """Every problem's source label (`scalerl.trainer.run.data_sources.source_labels`), by prompt id."""
+    return {pid: label for pool in pools.values() for pid, label in pool.source_of.items()}
 
-    def __init__(self, sampler: Sampler, batch: int, stages: Sequence[StageConfig]) -> None:
-        self.sampler, self.batch, self.stages = sampler, batch, stages
-        self._buffer: list = []
-        self._stage = 0
 
-    def __call__(self) -> ProblemRecord:
-        if not self._buffer:
-            self._stage = stage_index(self.sampler.batches, self.stages)
-            self._buffer.extend(self.sampler.next_batch(self.batch))
-        return self._buffer.pop(0)
-
-    def stage(self) -> int:
-        return self._stage
-
-    def state(self) -> dict[str, Any]:
-        """The prompts of the current batch not handed out yet, and its stage (checkpointed with the sampler)."""
-        return {"prompt_ids": [p.prompt_id for p in self._buffer], "stage": self._stage}
-
-    def load_state(self, state: dict[str, Any] | None) -> None:
-        if state:
-            self._buffer = [self.sampler.problem(pid) for pid in state["prompt_ids"]]
-            self._stage = int(state["stage"])
+def build_sampler(cfg: TrainConfig, pools: dict[str, DomainPool], ledger: Any, policy: CurriculumPolicy | None,
+                  stored: dict[str, Any] | None) -> Sampler:
+    """The run's sampler over every problem (held-out ones are never drawn), the ledger's problems upserted.
+    `stored` (the checkpoint's sampler state, taken with the next group id) replays the draws exactly;
+    without it the ledger's own state resumes the sampler at most once per epoch."""
+    problems = [p for pool in pools.values() for p in pool.train] + [p for pool in pools.values() for p in pool.holdout]
+    ledger.upsert_problems(problems)
+    sampler = Sampler(problems, weights=domain_weights(cfg), seed=cfg.pipeline.seed, ledger=ledger,
+                      holdout_ids={p.prompt_id for pool in pools.values() for p in pool.holdout}, policy=policy,
+                      resume=stored is None, sources={dom: pool.source_weights for dom, pool in pools.items()},
+                      source_of=source_labels_of(pools))
+    if stored is not None:
+        sampler.resume_from(stored)
+    return sampler

@@ -1,8 +1,9 @@
 """The run object: everything one training run holds, typed, passed to every phase of the loop.
 
-`Run` is built by `scalerl.trainer.run.setup.setup_run` and read by the loop (`scalerl.trainer.run.loop`) and the
-curriculum runtime (`scalerl.trainer.run.sampling`); `RunState` is what the loop carries from step to step.
-This module holds data only: it builds nothing and imports no phase.
+`Run` is built (with keywords only) by `scalerl.trainer.run.setup.setup_run` and read by the loop
+(`scalerl.trainer.run.loop`) and its zero-variance phases (`scalerl.trainer.run.zero_variance`); `RunState`
+is what the loop carries from step to step. This module holds data only: it builds nothing and imports
+no phase.
 """
 
 from __future__ import annotations
@@ -37,13 +38,13 @@ class RunState:
     last_tokens_at: float | None = None  # ... and when (perf_counter), for tokens/s
 
 
-@dataclass
+@dataclass(kw_only=True)
 class Run:
     cfg: TrainConfig
     out: Path
-    model: Any
+    model: Any  # the plain policy the engine, validation and the checkpoints' HF files read (rank 0's mirror)
     codec: PromptCodec
-    trainer: PolicyTrainer
+    ranks: RankGroup  # the trainer ranks; this process is rank 0 (scalerl.trainer.distributed.leader)
     runtime: Runtime
     rollouts: Rollouts
     ledger: Any  # scalerl.curriculum.ledger.store.Ledger, or its Ray actor proxy
@@ -54,15 +55,19 @@ class Run:
     clock: ComputeClock
     device: str
     state: RunState = field(default_factory=RunState)
-    ranks: RankGroup | None = None  # the trainer ranks; this process is rank 0 (scalerl.trainer.distributed.leader)
     samples: RolloutLog | None = None  # rollouts.jsonl and the format watch (scalerl.trainer.rollout.sample_log)
+
+    @property
+    def trainer(self) -> PolicyTrainer:
+        """Rank 0's trainer: optimizer, step count, policy version."""
+        return self.ranks.trainer
 
     @property
     def step(self) -> int:
         return self.trainer.step_count
 
     def close(self) -> None:
-        closers = (self.runtime.close, getattr(self.ranks, "close", None), self.log.close, self.ledger.close,
+        closers = (self.runtime.close, self.ranks.close, self.log.close, self.ledger.close,
                    getattr(self.verifier, "close", None))
         for closer in closers:
             if closer is not None:

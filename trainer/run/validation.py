@@ -59,8 +59,8 @@ def evaluate(model: Any, codec: PromptCodec, holdout: Mapping[str, Sequence[Prob
     e = cfg.engine
     owned = engine is None
     if engine is None:
-        engine = build_torch_engine(cfg, model, codec.eos_token_id, device=device, policy_version=policy_version,
-                                    seed=policy_version)
+        engine = build_torch_engine(e, model, codec.eos_token_id, fp32_head=cfg.optim.fp32_head, device=device,
+                                    policy_version=policy_version, seed=policy_version)
     elif engine.policy_version != policy_version:
         raise RuntimeError(f"validation of policy {policy_version} on an engine at version {engine.policy_version}")
     out: dict[str, float] = {}

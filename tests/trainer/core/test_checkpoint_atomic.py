@@ -17,15 +17,15 @@ SCRIPT = textwrap.dedent("""
     from types import SimpleNamespace
     from scalerl.curriculum.ledger.store import Ledger
     from tests.support.models import tiny_llama
-    from scalerl.trainer.config.train import TrainConfig
-    from scalerl.trainer.distributed.leader import start_ranks
+    from scalerl.trainer.core.config import LossConfig, OptimConfig
+    from scalerl.trainer.distributed.leader import RankGroup
     from scalerl.trainer.run.loop import checkpoint
 
     out = Path(sys.argv[1])
     model = tiny_llama()
     ledger = Ledger(out / "ledger.duckdb")
     ledger.record_attempts({"prompt_id": ["p"], "domain": ["math"], "step": [1], "status": ["correct"]})
-    ranks = start_ranks(TrainConfig(), model, "cpu", out)
+    ranks = RankGroup.single(model, OptimConfig(), LossConfig())
     run = SimpleNamespace(
         out=out, step=1, model=model, trainer=ranks.trainer, ranks=ranks, ledger=ledger,
         runtime=SimpleNamespace(next_group_id=lambda: 0), state=SimpleNamespace(elapsed_s=0.0),

@@ -35,10 +35,10 @@ def cfg(*overrides: str) -> TrainConfig:
 
 
 def test_the_push_sends_adapters_only_to_vllm_with_lora_and_the_setting_on():
-    assert pushes_adapters(cfg("lora.enabled=true", "engine.name=vllm"))  # the default
-    assert not pushes_adapters(cfg("lora.enabled=true", "engine.name=vllm", "lora.vllm_adapters=false"))
-    assert not pushes_adapters(cfg("lora.enabled=true"))  # the torch engine: merged weights
-    assert not pushes_adapters(cfg("engine.name=vllm"))
+    assert cfg("lora.enabled=true", "engine.name=vllm").engine_spec().pushes_adapters  # the default
+    assert not cfg("lora.enabled=true", "engine.name=vllm", "lora.vllm_adapters=false").engine_spec().pushes_adapters
+    assert not cfg("lora.enabled=true").engine_spec().pushes_adapters  # the torch engine: merged weights
+    assert not pushes_adapters(LoraConfig(), "vllm")
 
 
 def test_the_lora_section_in_vllm_terms_and_what_vllm_cannot_serve():

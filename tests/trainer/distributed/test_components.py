@@ -23,13 +23,15 @@ def no_ray(monkeypatch):
 
 @pytest.fixture
 def local(no_ray, tmp_path):
-    parts = make_components(small_train_config(), tmp_path)
+    cfg = small_train_config()
+    parts = make_components(cfg.ray, cfg.engine_spec(), tmp_path)
     assert type(parts) is LocalComponents
     return parts
 
 
 def test_ray_enabled_gives_the_ray_components(tmp_path):
-    assert type(make_components(small_train_config("ray.enabled=true"), tmp_path)) is RayComponents
+    cfg = small_train_config("ray.enabled=true")
+    assert type(make_components(cfg.ray, cfg.engine_spec(), tmp_path)) is RayComponents
 
 
 def test_the_ledger_is_a_real_ledger_at_the_path(local, tmp_path):
@@ -57,6 +59,6 @@ def test_the_engine_is_a_torch_engine_from_the_factory(local):
     try:
         assert type(engine) is TorchEngine
         assert engine.policy_version == 3
-        assert engine.decoder.max_slots == local.cfg.engine.max_slots
+        assert engine.decoder.max_slots == local.spec.engine.max_slots
     finally:
         engine.close()

@@ -49,7 +49,7 @@ def test_two_bf16_ranks_run_layers_in_bf16_and_match_one_rank():
     assert seen and set(seen) == {torch.bfloat16}, seen  # the layer's gathered weight, not an autocast cast
     assert all(torch.isfinite(torch.tensor(m["loss"])) for m in metrics)
     assert {v.dtype for v in pushed.values()} == {torch.float32}
-    expected, initial = ref.model.state_dict(), start.state_dict()
+    expected, initial = ref.mirror.state_dict(), start.state_dict()
     two = torch.cat([(pushed[k] - initial[k]).flatten() for k in pushed])
     one = torch.cat([(expected[k] - initial[k]).flatten() for k in pushed])
     cosine = float(torch.nn.functional.cosine_similarity(two, one, dim=0))

@@ -5,8 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from scalerl.env.contracts.config import load_config
+from scalerl.trainer.config.resolve import RunFlags, resolve_config
 from scalerl.trainer.config.train import TrainConfig
-from scalerl.trainer.run.resolve_config import build_config
 
 EXAMPLE = Path(__file__).resolve().parents[3] / "examples" / "multinode.yaml"
 
@@ -18,12 +18,8 @@ def test_multinode_example_is_a_valid_train_config():
 
 
 def test_ray_address_flag_enables_ray_and_joins_that_cluster():
-    cfg = build_config(
-        None, [], domains=None, model=None, engine=None, max_steps=None, resume=None, ray_address="auto"
-    )
+    cfg, _ = resolve_config(flags=RunFlags(ray_address="auto"))
     assert cfg.ray.enabled and cfg.ray.address == "auto"
-    local = build_config(
-        None, [], domains=None, model=None, engine=None, max_steps=None, resume=None, ray=True
-    )
+    local, _ = resolve_config(flags=RunFlags(ray=True))
     assert local.ray.enabled and local.ray.address is None  # a local cluster is started
     assert not TrainConfig().ray.enabled  # default: everything in one process

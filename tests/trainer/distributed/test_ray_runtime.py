@@ -49,13 +49,12 @@ def _step_keys(out) -> set[str]:
 
 
 def test_ray_run_logs_the_same_metrics_schema_as_in_process(cluster, tmp_path):
-    from scalerl.trainer.run.loop import train
-    from scalerl.trainer.run.ray_launch import run_in_ray
+    from scalerl.trainer.run.loop import train, train_in_ray
 
     # Every group kept (the random-ish policy's rewards are mostly all 0): the training path runs too.
     steps = ["pipeline.max_steps=3", "pipeline.k=0", "curriculum.zero_variance.mode=keep"]
     local = train(_config(*steps), tmp_path / "local")
-    remote = run_in_ray(_config(*steps, "ray.enabled=true"), tmp_path / "ray")
+    remote = train_in_ray(_config(*steps, "ray.enabled=true"), tmp_path / "ray")
     assert remote["steps"] == local["steps"] == 3
     assert set(remote) == set(local)
     assert _step_keys(tmp_path / "ray") == _step_keys(tmp_path / "local")
@@ -90,7 +89,7 @@ def _pid_after_restart(generator, before: int, timeout_s: float = 120.0) -> int:
 
 
 def test_killed_generator_is_restarted_and_the_run_continues(cluster, tmp_path):
-    from scalerl.trainer.run.ray_launch import run_in_ray
+    from scalerl.trainer.run.loop import train_in_ray
 
     # Enough steps that the run is still going when the kill lands (a step takes well under a second idle).
     k, max_steps = 2, 40
@@ -99,7 +98,7 @@ def test_killed_generator_is_restarted_and_the_run_continues(cluster, tmp_path):
 
     def run() -> None:
         try:
-            result["summary"] = run_in_ray(
+            result["summary"] = train_in_ray(
                 _config(f"pipeline.max_steps={max_steps}", f"pipeline.k={k}", "ray.enabled=true"), out
             )
         except BaseException as exc:  # re-raised in the test thread below

@@ -68,6 +68,32 @@ def test_recorded_logprob_is_of_the_tempered_distribution(model):
         assert max(abs(a - b) for a, b in zip(ref, s.logprobs)) < 1e-4
 
 
+def test_a_seeded_request_gets_the_same_tokens_whatever_runs_beside_it(model):
+    """`SamplingParams.seed` is honoured (as vLLM does): the same seed gives the same tokens, in one engine
+    beside other requests or alone in another engine with another engine seed; another seed differs; the
+    samples of one request draw from different streams."""
+    def request(rid: str, seed: int | None) -> GenerationRequest:
+        return GenerationRequest(request_id=rid, prompt_token_ids=prompt_ids("1+2=?"), samples_per_prompt=2,
+                                 sampling=SamplingParams(max_new_tokens=24, stop_token_ids=[NEVER], seed=seed))
+
+    def tokens(groups, rid: str) -> list[list[int]]:
+        return [s.token_ids for s in next(g for g in groups if g.request.request_id == rid).samples]
+
+    engine = TorchEngine(model, eos_token_id=TOK.eos_token_id, max_slots=8, max_seq_len=64, seed=0)
+    for rid, seed in (("a", 7), ("unseeded", None), ("b", 7), ("c", 8)):
+        engine.submit(request(rid, seed))
+    groups = collect(engine, 4)
+    engine.close()
+    alone = TorchEngine(model, eos_token_id=TOK.eos_token_id, max_slots=8, max_seq_len=64, seed=5)
+    alone.submit(request("a", 7))
+    again = collect(alone, 1)
+    alone.close()
+    a = tokens(groups, "a")
+    assert len(a[0]) == 24 and a[0] != a[1]
+    assert tokens(groups, "b") == a == tokens(again, "a")
+    assert tokens(groups, "c")[0] != a[0] and tokens(groups, "c")[1] != a[1]
+
+
 def test_in_flight_update_spans_two_versions_and_later_tokens_use_new_weights(model):
     """New weights = same body, LM head x2: with the KV cache kept, later tokens follow softmax(2 * logits)."""
     engine = TorchEngine(model, eos_token_id=TOK.eos_token_id, max_slots=4, max_seq_len=400, seed=5)

@@ -18,7 +18,6 @@ pytest.importorskip("vllm", reason="the vLLM tests run in .venv-vllm (make test-
 
 from scalerl.trainer.core.fp32_head import token_logprobs
 from scalerl.trainer.engines.base import GenerationRequest, InterruptionPlan, SamplingParams
-from scalerl.trainer.engines.config import VLLMOptions
 from scalerl.trainer.engines.vllm_engine import VLLMEngine
 from scalerl.trainer.tiny.model import CharTokenizer, TinyModelConfig, build_tiny_model, render_prompt, save_tiny
 
@@ -42,7 +41,7 @@ def engine(model, tmp_path_factory):
         max_slots=32,
         max_seq_len=256,
         seed=0,
-        options=VLLMOptions(kv_cache_gib=1),
+        kv_cache_gib=1,
     )
     yield eng
     eng.close()

@@ -31,7 +31,7 @@ TOK = CharTokenizer()
 NEVER = 10_000  # a stop id outside the vocabulary: samples run to their budget
 TOL = 1e-4
 CFG = TrainConfig.model_validate({
-    "engine": {"name": "vllm", "max_slots": 16, "max_seq_len": 256, "vllm": {"kv_cache_gib": 1}},
+    "engine": {"name": "vllm", "max_slots": 16, "max_seq_len": 256, "kv_cache_gib": 1},
     "lora": {"enabled": True, "rank": 4, "alpha": 8.0}})
 
 
@@ -60,7 +60,7 @@ def models():
 
 @pytest.fixture(scope="module")
 def engine(models, tmp_path_factory):
-    eng = build_engine(CFG, models[1], TOK.eos_token_id, device="cpu", policy_version=0, seed=0,
+    eng = build_engine(CFG.engine_spec(), models[1], TOK.eos_token_id, device="cpu", policy_version=0, seed=0,
                        work_dir=tmp_path_factory.mktemp("run"))
     yield eng
     eng.close()

@@ -32,8 +32,8 @@ def test_adapter_count_equals_peft_on_the_transformers_model(shape_name, targets
 
 def test_the_plan_counts_gradients_and_optimizer_states_for_the_adapters_only():
     base = ["model=smollm2-135m-instruct", "engine.device=cpu"]
-    full, _ = plan_for(load_config(TrainConfig, None, base))
-    lora, _ = plan_for(load_config(TrainConfig, None, [*base, "lora.enabled=true", "lora.rank=8"]))
+    full, _ = plan_for(load_config(TrainConfig, None, base).plan_inputs())
+    lora, _ = plan_for(load_config(TrainConfig, None, [*base, "lora.enabled=true", "lora.rank=8"]).plan_inputs())
     shape = ModelShape.from_folder(shapes_dir() / "smollm2-135m")
     n = adapter_params(shape, LoraConfig(enabled=True, rank=8))
     assert 0 < n < shape.params // 20
@@ -52,8 +52,8 @@ def test_vllm_serving_the_adapters_puts_its_lora_slot_in_a_note_not_a_term():
 
     base = [f"model={shapes_dir() / 'qwen2.5-1.5b'}", "engine.name=vllm", "lora.enabled=true",
             "engine.device_memory_gib=80", "engine.device=cuda", "engine.dtype=bfloat16"]
-    with_slot, _ = plan_for(load_config(TrainConfig, None, base))
-    merged, _ = plan_for(load_config(TrainConfig, None, [*base, "lora.vllm_adapters=false"]))
+    with_slot, _ = plan_for(load_config(TrainConfig, None, base).plan_inputs())
+    merged, _ = plan_for(load_config(TrainConfig, None, [*base, "lora.vllm_adapters=false"]).plan_inputs())
     assert [t.bytes for t in with_slot.terms] == [t.bytes for t in merged.terms]  # inside the vLLM share
     shape = ModelShape.from_folder(shapes_dir() / "qwen2.5-1.5b")
     n = vllm_lora_slot_bytes(shape, LoraConfig(enabled=True), "bfloat16")

@@ -38,7 +38,7 @@ def measured(name: str) -> dict[int, dict[str, int]]:
 def rank0_plan(name: str, world: int) -> dict[str, int]:
     cfg = load_config(TrainConfig, None, [*case_overrides(SAMPLES, SEQ[name]), f"trainer_ranks.count={world}",
                                           "engine.device=cuda", "validation.enabled=false"])
-    plan = build_plan(shape(name, layers=2), cfg)
+    plan = build_plan(shape(name, layers=2), cfg.plan_inputs())
     dev = plan.devices()[0]
     terms = {t.name: t.bytes for t in plan.terms if t.device == dev}
     terms["transient"] = sum(terms[t] for t in TRANSIENT)

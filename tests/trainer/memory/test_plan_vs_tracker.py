@@ -62,7 +62,7 @@ def test_update_step_terms_match_the_tracker(case):
            "overrides": case_overrides(samples, seq_len), "samples": samples, "seq_len": seq_len}
     got = measure_isolated([job])[0]
     s = shape(name, layers=2)
-    plan = build_plan(s, load_config(TrainConfig, None, case_overrides(samples, seq_len)))
+    plan = build_plan(s, load_config(TrainConfig, None, case_overrides(samples, seq_len)).plan_inputs())
     dev = plan.devices()[0]
     for term in ("parameters", "gradients", "optimizer states"):
         assert plan.term(term, dev).bytes == pytest.approx(got[term], rel=0.01), term
@@ -76,4 +76,4 @@ def test_kv_cache_term_is_what_the_engine_allocates(case):
     cfg = run_cfg(f"engine.max_slots={slots}", f"engine.max_seq_len={seq_len}", "validation.enabled=false")
     s = shape(name, layers=2)
     allocated = torch_engine_kv_bytes(s, slots=slots, max_seq_len=seq_len, dtype=torch.bfloat16)
-    assert build_plan(s, cfg).term("generation KV cache").bytes == allocated
+    assert build_plan(s, cfg.plan_inputs()).term("generation KV cache").bytes == allocated

@@ -21,7 +21,7 @@ def test_seven_b_on_24_gib_stops_naming_the_largest_term_and_what_shrinks_it(tmp
     cfg = load_config(TrainConfig, None, [f"model={folder}", "engine.device_memory_gib=24"],
                       base=preset_values("paper"))
     with pytest.raises(ConfigError) as err:
-        preflight(cfg)
+        preflight(cfg.plan_inputs())
     text = str(err.value)
     assert "needs" in text and "24.00 GiB" in text and "largest term: optimizer states" in text
     assert "to shrink optimizer states: trainer_ranks.count" in text
@@ -31,8 +31,8 @@ def test_fitting_plan_passes_and_report_lists_every_term(tmp_path):
     folder = config_only(tmp_path, "smollm2-135m")
     cfg = load_config(TrainConfig, None, [f"model={folder}", "engine.device=cpu", "engine.device_memory_gib=16"],
                       base=preset_values("small-cpu"))
-    assert preflight(cfg) is not None
-    report = plan_report(cfg)
+    assert preflight(cfg.plan_inputs()) is not None
+    report = plan_report(cfg.plan_inputs())
     for term in ("parameters", "gradients", "optimizer states", "activations", "logits", "generation KV cache",
                  "validation engine"):
         assert term in report
@@ -40,9 +40,9 @@ def test_fitting_plan_passes_and_report_lists_every_term(tmp_path):
 
 def test_no_plan_for_the_tiny_default_and_nothing_checked_without_capacity():
     cfg = load_config(TrainConfig, None, ["engine.device=cpu"])
-    assert preflight(cfg) is None and "skipped" in plan_report(cfg)
+    assert preflight(cfg.plan_inputs()) is None and "skipped" in plan_report(cfg.plan_inputs())
     small = load_config(TrainConfig, None, ["engine.device=cpu"], base=preset_values("small-cpu"))
-    assert "nothing checked" in plan_report(small)  # CPU, no engine.device_memory_gib
+    assert "nothing checked" in plan_report(small.plan_inputs())  # CPU, no engine.device_memory_gib
 
 
 @pytest.mark.parametrize(("text", "gib"), [("80GiB", 80.0), ("24 gib", 24.0), ("512MiB", 0.5), ("16", 16.0)])

@@ -39,7 +39,8 @@ def plan_of(target: str):
     cfg = load_config(TrainConfig, EXAMPLES / example if example else None, overrides, base=preset_values(preset))
     if shape_name is None:  # the tiny model: its parameters from the built model (no config.json)
         return None, cfg
-    return build_plan(ModelShape.from_folder(shapes_dir() / shape_name), cfg, device_memory=int(gib * GIB)), cfg
+    shape = ModelShape.from_folder(shapes_dir() / shape_name)
+    return build_plan(shape, cfg.plan_inputs(), device_memory=int(gib * GIB)), cfg
 
 
 def test_every_example_and_preset_is_listed():
@@ -89,6 +90,6 @@ def test_paper_preset_plan_is_quick(tmp_path: Path):
     t0 = time.perf_counter()
     cfg = load_config(TrainConfig, None, [f"model={tmp_path}", "engine.device_memory_gib=80", *PAPER_NEEDS],
                       base=preset_values("paper"))
-    report = plan_report(cfg)
+    report = plan_report(cfg.plan_inputs())
     assert "cuda:0:" in report and "fits" in report and "DOES NOT FIT" not in report
     assert time.perf_counter() - t0 < 60

@@ -71,7 +71,7 @@ def child(evaluations: int) -> None:
         watcher.join()
     c = model.config
     per_token = kv_bytes_per_token(c.num_hidden_layers, c.num_key_value_heads, c.head_dim, cfg.engine.dtype)
-    plan = build_plan(ModelShape.from_dict(c.to_dict()), cfg)
+    plan = build_plan(ModelShape.from_dict(c.to_dict()), cfg.plan_inputs())
     print(json.dumps({"growth": max(peak[0], rss()) - before, "n": out["heldout/math/n"],
                       "plan_validation": plan.term("validation engine").bytes,
                       "kv_at_count": evaluations * cfg.engine.max_seq_len * per_token}))

@@ -35,7 +35,7 @@ def budget_cfg(model, *overrides: str):
 def test_budget_bounds_the_engine_cache(model):
     cfg = budget_cfg(model)
     assert engine_slots(model.config, cfg.engine) == SLOTS
-    engine = build_torch_engine(cfg, model, 0, device="cpu", policy_version=0, seed=0)
+    engine = build_torch_engine(cfg.engine, model, 0, fp32_head=True, device="cpu", policy_version=0, seed=0)
     try:
         dec = engine.decoder
         cache = sum(t.numel() * t.element_size() for t in dec.k + dec.v)

@@ -41,7 +41,8 @@ def math_problem(text: str, answer: str) -> ProblemRecord:
 def runtime():
     cfg = small_train_config(f"engine.max_slots={SLOTS}", "engine.max_seq_len=96")
     model = scripted_tiny_model(ANSWER)
-    engine = build_torch_engine(cfg, model, CharTokenizer().eos_token_id, device="cpu", policy_version=3, seed=0)
+    engine = build_torch_engine(cfg.engine, model, CharTokenizer().eos_token_id, fp32_head=cfg.optim.fp32_head,
+                                device="cpu", policy_version=3, seed=0)
     rt = LocalRuntime(engine, ShortWorker(), mode="pipeline", k=1, prompts_per_step=2)
     rt.start(3)
     yield cfg, model, rt

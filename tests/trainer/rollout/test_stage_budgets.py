@@ -21,9 +21,8 @@ from scalerl.trainer.core.length_control import plan_interruption, stage_length
 from scalerl.trainer.engines.base import GeneratedGroup, GeneratedSample
 from scalerl.trainer.rollout.problems import DomainPool, PromptCodec
 from scalerl.trainer.rollout.prompts import completion_budget, prepare_prompts
-from scalerl.trainer.rollout.worker import Rollouts
-from scalerl.trainer.run.sampling import stage_budget_metrics
-from scalerl.trainer.run.setup import BatchDrawer
+from scalerl.trainer.rollout.worker import BatchDrawer, Rollouts
+from scalerl.trainer.run.zero_variance import stage_budget_metrics
 from scalerl.trainer.tiny.model import CharTokenizer
 from scalerl.verifiers import VerifierPool
 
