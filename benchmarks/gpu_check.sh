@@ -22,7 +22,6 @@ if [ -z "$PY" ]; then
   else PY=python3; fi
 fi
 export OMP_WAIT_POLICY="${OMP_WAIT_POLICY:-PASSIVE}"
-export VLLM_CPU_KVCACHE_SPACE="${VLLM_CPU_KVCACHE_SPACE:-1}"
 "$PY" -c "import torch; print('torch', torch.__version__, 'cuda', torch.cuda.is_available())"
 if [[ " $* " == *" --ranks "* ]]; then  # benchmarks/gpu_check_ranks.py, under its own time budget
   args=(); for a in "$@"; do [ "$a" = "--ranks" ] || args+=("$a"); done
