@@ -29,7 +29,7 @@ from scalerl.env.contracts.paths import reference_dir
 from scalerl.env.contracts.records import VerifyItem
 from scalerl.verifiers.code.converters import from_mbpp
 from scalerl.verifiers.code.judge import CodeVerifier
-from scalerl.verifiers.config import CodeConfig
+from scalerl.verifiers.verifier_config import CodeConfig
 
 MBPP = os.path.join(reference_dir(), "mbpp_sanitized_prime", "new_mbpp.json")
 # Task 123 spends ~3 s of CPU in the program itself, identically in both arms; with it the ratio would

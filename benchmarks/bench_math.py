@@ -63,7 +63,7 @@ def baseline(items: list[dict]) -> tuple[list[bool], float]:
 
 def ours(items: list[dict], math_config) -> tuple[list, float, dict]:
     from scalerl.verifiers import VerifierPool
-    from scalerl.verifiers.config import VerifierConfig
+    from scalerl.verifiers.verifier_config import VerifierConfig
 
     with VerifierPool(VerifierConfig(math=math_config)) as pool:
         while not pool.ready():
@@ -86,7 +86,7 @@ def main() -> None:
     args = ap.parse_args()
     items = workload(args.problems, args.samples, args.truncated, args.seed)
     load_before = os.getloadavg()[0]
-    from scalerl.verifiers.config import MathConfig
+    from scalerl.verifiers.verifier_config import MathConfig
 
     math_config = MathConfig(workers=args.workers, timeout_s=args.timeout_s, fast_path=not args.no_fast_path,
                              dedupe=not args.no_dedupe)

@@ -24,7 +24,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from scalerl.env.contracts.config import load_config
+from scalerl.env.contracts.config_loader import load_config
 from scalerl.trainer.config.train import TrainConfig
 from scalerl.trainer.rollout.simulation import SimConfig, simulate
 from scalerl.trainer.run.log import read_metrics

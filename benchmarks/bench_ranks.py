@@ -30,7 +30,7 @@ import time
 from pathlib import Path
 
 import torch
-from scalerl.trainer.core.config import LossConfig, OptimConfig
+from scalerl.trainer.core.recipe_config import LossConfig, OptimConfig
 from scalerl.trainer.core.update import pack_samples
 from scalerl.trainer.distributed.leader import RankGroup, architecture_args
 from scalerl.trainer.distributed.ranks import RankSpec, free_port

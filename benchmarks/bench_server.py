@@ -257,7 +257,7 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--no-profile", action="store_true", help="skip the extra profiled server round")
     args = ap.parse_args()
-    from scalerl.verifiers.config import CodeConfig, MathConfig, VerifierConfig
+    from scalerl.verifiers.verifier_config import CodeConfig, MathConfig, VerifierConfig
 
     config = VerifierConfig(math=MathConfig(workers=args.workers), code=CodeConfig(slots=args.workers))
     groups = math_groups(args.problems, args.samples, args.seed) + code_groups(args.code_tasks, args.code_samples)

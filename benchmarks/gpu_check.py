@@ -209,7 +209,7 @@ def perturbed(model):
 
 def vllm_push_check(model, args, check: str, **options) -> None:
     """Start the vLLM engine (`options` → `VLLMOptions`), generate, push version 1 mid-generation."""
-    from scalerl.trainer.engines.config import VLLMOptions
+    from scalerl.trainer.engines.engine_config import VLLMOptions
     from scalerl.trainer.engines.vllm_engine import VLLMEngine
 
     if torch.cuda.is_available():

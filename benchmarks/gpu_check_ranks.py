@@ -31,7 +31,7 @@ import torch
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from scalerl.trainer.core.config import LossConfig, OptimConfig
+from scalerl.trainer.core.recipe_config import LossConfig, OptimConfig
 from scalerl.trainer.distributed.leader import RankGroup, architecture_args
 from scalerl.trainer.distributed.ranks import RankSpec, free_port
 from scalerl.trainer.run.log import read_metrics

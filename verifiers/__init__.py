@@ -15,7 +15,7 @@ __all__ = ["CodeConfig", "MathConfig", "VerifierConfig", "VerifierPool", "close_
 
 if TYPE_CHECKING:
     from scalerl.verifiers.batch import VerifierPool, close_default_pools, verify_batch
-    from scalerl.verifiers.config import CodeConfig, MathConfig, VerifierConfig
+    from scalerl.verifiers.verifier_config import CodeConfig, MathConfig, VerifierConfig
 
 
 def __getattr__(name: str) -> Any:
@@ -25,7 +25,7 @@ def __getattr__(name: str) -> Any:
 
         return getattr(batch, name)
     if name in ("VerifierConfig", "MathConfig", "CodeConfig"):
-        from scalerl.verifiers import config
+        from scalerl.verifiers import verifier_config
 
-        return getattr(config, name)
+        return getattr(verifier_config, name)
     raise AttributeError(f"module 'verifiers' has no attribute {name!r}")

@@ -22,10 +22,10 @@ from collections.abc import Iterable
 from typing import Any
 
 from pydantic import ValidationError
-from scalerl.env.contracts.config import validation_problems
+from scalerl.env.contracts.config_loader import validation_problems
 from scalerl.env.contracts.domains import DomainVerifier, domains
 from scalerl.env.contracts.records import Status, Verdict, VerifyItem
-from scalerl.verifiers.config import VerifierConfig
+from scalerl.verifiers.verifier_config import VerifierConfig
 
 logger = logging.getLogger(__name__)
 

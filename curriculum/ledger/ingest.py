@@ -34,7 +34,7 @@ from scalerl.curriculum.ledger.ingest_read import LINE_SCHEMA, VerdictFile, read
 from scalerl.curriculum.ledger.models import IngestError
 from scalerl.curriculum.ledger.schema import ATTEMPT_COLUMNS
 from scalerl.curriculum.ledger.store import Ledger
-from scalerl.env.contracts.config import validation_problems
+from scalerl.env.contracts.config_loader import validation_problems
 from scalerl.env.contracts.domains import domain_names
 from scalerl.env.contracts.records import Domain, Status, Strict
 

@@ -36,7 +36,7 @@ from typing import Any
 
 from pydantic import ValidationError
 from scalerl.env.client import TOKEN_ENV, URL_ENV
-from scalerl.env.contracts.config import validation_problems
+from scalerl.env.contracts.config_loader import validation_problems
 from scalerl.env.contracts.domains import domain as domain_spec
 from scalerl.env.contracts.domains import domain_of_reference
 from scalerl.env.contracts.records import Verdict, VerifyItem

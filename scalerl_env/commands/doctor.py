@@ -21,7 +21,7 @@ def code_smoke(level: str) -> dict:
     from scalerl.env.contracts.records import VerifyItem
     from scalerl.verifiers.code.judge import CodeVerifier
     from scalerl.verifiers.code.sandbox import SandboxUnavailable
-    from scalerl.verifiers.config import CodeConfig
+    from scalerl.verifiers.verifier_config import CodeConfig
 
     tests = {"kind": "stdio", "cases": [{"input": "2 3\n", "output": "5\n"}]}
     items = [VerifyItem(id=i, domain="code", completion=c, tests=tests)
@@ -37,8 +37,8 @@ def code_smoke(level: str) -> dict:
 
 def math_smoke(timeout_s: float = 120.0) -> dict:
     """Start one math-verify worker and score one pair."""
-    from scalerl.verifiers.config import MathConfig
     from scalerl.verifiers.math.workers import MathWorkerPool
+    from scalerl.verifiers.verifier_config import MathConfig
 
     t0 = time.monotonic()
     pool = MathWorkerPool(MathConfig(workers=1))

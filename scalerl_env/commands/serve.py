@@ -45,9 +45,9 @@ def register(app: typer.Typer) -> None:
         owner_token_file: Annotated[Path | None, typer.Option(
             help="file with the token presented to the ledger owner (default: $SCALERL_REWARD_TOKEN)")] = None,
     ) -> None:
-        from scalerl.env.contracts.config import ConfigError, load_config
+        from scalerl.env.contracts.config_loader import ConfigError, load_config
         from scalerl.env.server.auth import exposure_problem, load_tokens
-        from scalerl.env.server.config import ServerConfig
+        from scalerl.env.server.server_config import ServerConfig
 
         secured = {"token_file": token_file, "insecure": insecure or None, "ssl_certfile": ssl_certfile,
                    "ssl_keyfile": ssl_keyfile, "owner_token_file": owner_token_file}

@@ -36,7 +36,7 @@ def read_items(source: str) -> list:
 
 def _parse_lines(stream) -> list:
     from pydantic import ValidationError
-    from scalerl.env.contracts.config import validation_problems
+    from scalerl.env.contracts.config_loader import validation_problems
     from scalerl.env.contracts.records import VerifyItem
 
     items = []
@@ -148,9 +148,9 @@ def register(app: typer.Typer) -> None:
         audit: bool = typer.Option(False, "--audit", help="also report items where strict and default "
                                    "extraction, or the fast path and sympy, disagree (stderr, JSON lines)"),
     ) -> None:
-        from scalerl.env.contracts.config import ConfigError, atomic_write_text, load_config
+        from scalerl.env.contracts.config_loader import ConfigError, atomic_write_text, load_config
         from scalerl.verifiers.batch import VerifierPool
-        from scalerl.verifiers.config import VerifierConfig
+        from scalerl.verifiers.verifier_config import VerifierConfig
 
         extra = [f"math.workers={workers}"] if workers else []
         try:

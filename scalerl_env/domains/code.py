@@ -19,7 +19,7 @@ from scalerl.env.contracts.domains import DomainSpec, GeneratorFamily, PromptDef
 if TYPE_CHECKING:
     from scalerl.env.sources.manifest import SourceManifest
     from scalerl.verifiers.code.verifier import CodeBatchVerifier
-    from scalerl.verifiers.config import VerifierConfig
+    from scalerl.verifiers.verifier_config import VerifierConfig
 
 STDIO_INSTRUCTION = ("Write a Python 3 program that reads from standard input and writes to standard output. "
                      "Put the complete program in a single ```python code block.")

@@ -19,8 +19,8 @@ from scalerl.env.contracts.domains import DomainSpec, GeneratorFamily, PromptDef
 
 if TYPE_CHECKING:
     from scalerl.env.sources.manifest import SourceManifest
-    from scalerl.verifiers.config import VerifierConfig
     from scalerl.verifiers.ifeval.verifier import IfBatchVerifier
+    from scalerl.verifiers.verifier_config import VerifierConfig
 
 
 def verifier(config: VerifierConfig) -> IfBatchVerifier:

@@ -19,8 +19,8 @@ from scalerl.env.contracts.domains import DomainSpec, GeneratorFamily, PromptDef
 
 if TYPE_CHECKING:
     from scalerl.env.sources.manifest import SourceManifest
-    from scalerl.verifiers.config import VerifierConfig
     from scalerl.verifiers.math.verifier import MathBatchVerifier
+    from scalerl.verifiers.verifier_config import VerifierConfig
 
 _NUMBER_WITH_COMMAS = re.compile(r"^-?\d{1,3}(,\d{3})+(\.\d+)?$")
 

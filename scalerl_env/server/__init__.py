@@ -14,7 +14,7 @@ __all__ = ["ServerConfig", "create_app", "run_server"]
 
 def __getattr__(name: str) -> Any:
     if name == "ServerConfig":
-        from scalerl.env.server.config import ServerConfig
+        from scalerl.env.server.server_config import ServerConfig
 
         return ServerConfig
     if name == "create_app":

@@ -24,12 +24,12 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from scalerl.env.dashboard.routes import DashSource, build_router
 from scalerl.env.server.auth import BearerAuth, load_tokens, secure_openapi
-from scalerl.env.server.config import ServerConfig
 from scalerl.env.server.curriculum_routes import router as curriculum_router
 from scalerl.env.server.ledger_routes import ingest_router
 from scalerl.env.server.limits import BodyGuard
 from scalerl.env.server.openapi_rules import state_rules
 from scalerl.env.server.routes import ROUTE_PATHS, HotRoutes, router
+from scalerl.env.server.server_config import ServerConfig
 from scalerl.env.server.state import Pool, ServerState, build_version
 from starlette.types import ASGIApp, Receive, Scope, Send
 

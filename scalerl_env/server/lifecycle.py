@@ -28,7 +28,7 @@ from typing import Any
 import uvicorn
 from scalerl.env.server.app import create_app
 from scalerl.env.server.auth import exposure_problem, is_loopback
-from scalerl.env.server.config import ServerConfig
+from scalerl.env.server.server_config import ServerConfig
 
 logger = logging.getLogger(__name__)
 HANDLED_SIGNALS = (signal.SIGINT, signal.SIGTERM)

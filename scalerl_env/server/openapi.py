@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from scalerl.env.contracts.config import atomic_write_text
+from scalerl.env.contracts.config_loader import atomic_write_text
 
 
 def openapi_document() -> dict[str, Any]:

@@ -38,8 +38,8 @@ from typing import Any
 
 import httpx
 from scalerl.env.contracts.records import Verdict, VerifyItem
-from scalerl.env.server.config import OwnerLinkConfig
 from scalerl.env.server.models import IngestRow, LedgerIngestRequest, LedgerIngestResponse, RecordedItem
+from scalerl.env.server.server_config import OwnerLinkConfig
 
 logger = logging.getLogger(__name__)
 INGEST_PATH = "/v1/ledger/ingest"

@@ -26,10 +26,10 @@ from typing import Any, Protocol
 
 from fastapi import HTTPException
 from scalerl.env.contracts.records import Verdict, VerifyItem
-from scalerl.env.server.config import ServerConfig
 from scalerl.env.server.limits import InFlight
 from scalerl.env.server.metrics import ServerMetrics
 from scalerl.env.server.owner_link import LinkCollector, OwnerLink, OwnerRefused, OwnerUnavailable, record
+from scalerl.env.server.server_config import ServerConfig
 
 logger = logging.getLogger(__name__)
 

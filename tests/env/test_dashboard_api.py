@@ -36,7 +36,7 @@ def make_run(tmp_path_factory) -> Path:
     """A short real CPU run (tiny model, real verifiers and sandbox), made once per session (~1 min)."""
     out = tmp_path_factory.getbasetemp() / "dash-real-run"
     if not (out / "summary.json").exists():
-        from scalerl.env.contracts.config import load_config
+        from scalerl.env.contracts.config_loader import load_config
         from scalerl.trainer.config.train import TrainConfig
         from scalerl.trainer.run.loop import train
 

@@ -9,9 +9,9 @@ import sys
 from importlib.metadata import entry_points
 
 import pytest
-from scalerl.env.contracts.config import dump_yaml, load_config, reference_markdown
+from scalerl.env.contracts.config_loader import dump_yaml, load_config, reference_markdown
 from scalerl.env.contracts.domains import ENTRY_POINT_GROUP, DomainSpec, domain, domains
-from scalerl.verifiers.config import IfConfig, MathConfig, VerifierConfig
+from scalerl.verifiers.verifier_config import IfConfig, MathConfig, VerifierConfig
 
 BUILT_IN = {ep.name: ep.value.partition(":")[0] for ep in entry_points(group=ENTRY_POINT_GROUP)
             if ep.value.startswith("scalerl.env.domains.")}
@@ -45,7 +45,7 @@ def test_the_verifier_hook_builds_the_verifier_of_the_domain_home(name):
 def test_loading_the_registry_and_the_verifier_settings_imports_no_domain_code():
     code = ("import sys\n"
             "from scalerl.env.contracts.domains import domains\n"
-            "from scalerl.verifiers.config import VerifierConfig\n"
+            "from scalerl.verifiers.verifier_config import VerifierConfig\n"
             "specs = domains(); VerifierConfig()\n"
             "heavy = ('scalerl.verifiers.math.', 'scalerl.verifiers.code.', 'scalerl.verifiers.ifeval.',\n"
             "         'scalerl.env.sources', 'sympy', 'math_verify', 'langdetect', 'datasets')\n"

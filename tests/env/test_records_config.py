@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
-from scalerl.env.contracts.config import ConfigError, load_config, write_resolved
+from scalerl.env.contracts.config_loader import ConfigError, load_config, write_resolved
 from scalerl.env.contracts.records import ProblemRecord, Status, Verdict, VerifyItem, make_prompt_id
 
 

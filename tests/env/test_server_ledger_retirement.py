@@ -37,8 +37,8 @@ def test_single_sample_requests_retire_after_the_configured_samples(tmp_path, ov
 
 
 def test_a_bad_retirement_setting_is_refused_naming_it(tmp_path):
-    from scalerl.env.contracts.config import ConfigError, load_config
-    from scalerl.env.server.config import ServerConfig
+    from scalerl.env.contracts.config_loader import ConfigError, load_config
+    from scalerl.env.server.server_config import ServerConfig
 
     with pytest.raises(ConfigError, match="ledger_retirement.min_samples"):
         load_config(ServerConfig, None, ["ledger_retirement.min_samples=0"])

@@ -29,7 +29,9 @@ def command_paths(command: Any, path: tuple[str, ...] = ()) -> list[tuple[str, .
 
 
 def help_text(app_name: str, path: tuple[str, ...], columns: int) -> str:
-    result = CliRunner(env={"COLUMNS": str(columns), "TERMINAL_WIDTH": str(columns)}).invoke(
+    # COLUMNS only: typer.rich_utils reads TERMINAL_WIDTH once, at its import, and would keep that width for
+    # every later test of the process.
+    result = CliRunner(env={"COLUMNS": str(columns)}).invoke(
         APPS[app_name](), [*path, "--help"])
     assert result.exit_code == 0, result.output
     return result.output

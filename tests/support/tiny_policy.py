@@ -13,10 +13,10 @@ from __future__ import annotations
 from typing import Any
 
 import torch
-from scalerl.env.contracts.config import load_config
+from scalerl.env.contracts.config_loader import load_config
 from scalerl.trainer.config.train import TrainConfig
-from scalerl.trainer.tiny.config import TinyModelConfig
 from scalerl.trainer.tiny.model import ANSWER_MARKER, CharTokenizer, build_tiny_model
+from scalerl.trainer.tiny.tiny_config import TinyModelConfig
 
 SMALL_MODEL = TinyModelConfig(hidden_size=32, num_layers=1, num_heads=1, head_dim=32, intermediate_size=32)
 

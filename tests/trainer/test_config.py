@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 import yaml
-from scalerl.env.contracts.config import ConfigError, leaf_paths, load_config
+from scalerl.env.contracts.config_loader import ConfigError, leaf_paths, load_config
 from scalerl.trainer.cli import build_app
 from scalerl.trainer.config.presets import PRESETS
 from scalerl.trainer.config.train import TrainConfig
-from scalerl.trainer.core.config import OptimConfig
+from scalerl.trainer.core.recipe_config import OptimConfig
 from typer.testing import CliRunner
 
 SNAPSHOT = Path(__file__).parent / "snapshots" / "default_config.yaml"

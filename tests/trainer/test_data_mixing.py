@@ -10,7 +10,7 @@ import re
 from collections import Counter
 
 import pytest
-from scalerl.env.contracts.config import ConfigError, load_config
+from scalerl.env.contracts.config_loader import ConfigError, load_config
 from scalerl.env.sources.generators import generate
 from scalerl.env.sources.verl import write_records
 from scalerl.trainer.cli import build_app

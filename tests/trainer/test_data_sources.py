@@ -8,7 +8,7 @@ import logging
 from types import SimpleNamespace
 
 import pytest
-from scalerl.env.contracts.config import ConfigError, load_config
+from scalerl.env.contracts.config_loader import ConfigError, load_config
 from scalerl.env.contracts.records import Verdict
 from scalerl.env.sources.generators import generate
 from scalerl.env.sources.prepare import holdout_count, split_holdout

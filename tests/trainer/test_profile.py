@@ -8,7 +8,7 @@ import pytest
 from scalerl.curriculum.ledger.retirement import RetirementConfig
 from scalerl.curriculum.ledger.store import Ledger
 from scalerl.env.cli import build_app as env_app
-from scalerl.env.contracts.config import load_config
+from scalerl.env.contracts.config_loader import load_config
 from scalerl.env.sources.generators import generate
 from scalerl.env.sources.verl import load_record_file, write_records
 from scalerl.trainer.config.data_flags import data_overrides

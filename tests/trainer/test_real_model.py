@@ -94,7 +94,7 @@ def test_checkpoint_reloads_as_an_hf_folder_with_identical_logits(real_run):
 
 
 def test_chat_template_and_instruction_are_applied(tmp_path):
-    from scalerl.env.contracts.config import load_config
+    from scalerl.env.contracts.config_loader import load_config
     from scalerl.trainer.config.presets import preset_values
     from scalerl.trainer.config.train import TrainConfig
     from scalerl.trainer.engines.model_loading import load_tokenizer
@@ -116,7 +116,7 @@ def test_chat_template_and_instruction_are_applied(tmp_path):
 def test_generator_and_trainer_logprobs_agree(tmp_path):
     """The torch engine's sampled-token logprobs (KV cache, FP32 head) equal the trainer's recomputation
     (one packed forward, FP32 head) within LOGPROB_TOL at the sampling temperature."""
-    from scalerl.env.contracts.config import load_config
+    from scalerl.env.contracts.config_loader import load_config
     from scalerl.trainer.config.presets import preset_values
     from scalerl.trainer.config.train import TrainConfig
     from scalerl.trainer.core.fp32_head import token_logprobs
@@ -150,7 +150,7 @@ def test_generator_and_trainer_logprobs_agree(tmp_path):
 
 
 def test_gguf_file_alias_and_folder_resolve_to_one_plain_hf_folder(tmp_path):
-    from scalerl.env.contracts.config import ConfigError
+    from scalerl.env.contracts.config_loader import ConfigError
     from scalerl.trainer.config.resolve import check_model_path
     from scalerl.trainer.engines.model_loading import alias_file, resolve_model
 

@@ -4,7 +4,7 @@ Real run folders, checkpoints and ledgers of the tiny CPU model (no warm start: 
 
 from __future__ import annotations
 
-from scalerl.env.contracts.config import load_config
+from scalerl.env.contracts.config_loader import load_config
 from scalerl.trainer.config.train import TrainConfig
 from scalerl.trainer.run.loop import checkpoint
 from scalerl.trainer.run.setup import setup_run

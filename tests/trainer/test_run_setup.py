@@ -6,7 +6,7 @@ from __future__ import annotations
 import socket
 
 import pytest
-from scalerl.env.contracts.config import ConfigError, load_config
+from scalerl.env.contracts.config_loader import ConfigError, load_config
 from scalerl.trainer.config.resolve import check_model_path
 from scalerl.trainer.config.train import TrainConfig
 from scalerl.trainer.run.setup import LEDGER, prepare_folder

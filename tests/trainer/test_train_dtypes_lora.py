@@ -6,7 +6,7 @@ tests/trainer/test_train_e2e.py (2 standard errors of a difference); `slow` (sev
 from __future__ import annotations
 
 import pytest
-from scalerl.env.contracts.config import load_config
+from scalerl.env.contracts.config_loader import load_config
 from scalerl.trainer.config.train import TrainConfig
 
 from tests.trainer.test_train_e2e import MIN_HELDOUT_RISE, SHORT

@@ -13,7 +13,7 @@ import json
 
 import duckdb
 import pytest
-from scalerl.env.contracts.config import load_config
+from scalerl.env.contracts.config_loader import load_config
 from scalerl.trainer.config.train import TrainConfig
 from scalerl.trainer.run.log import read_metrics
 

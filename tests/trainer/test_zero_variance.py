@@ -8,7 +8,7 @@ from types import SimpleNamespace
 
 import pytest
 from scalerl.curriculum.filters import zero_variance_filter
-from scalerl.env.contracts.config import ConfigError, load_config
+from scalerl.env.contracts.config_loader import ConfigError, load_config
 from scalerl.env.contracts.records import Verdict
 from scalerl.trainer.config.train import TrainConfig
 from scalerl.trainer.engines.base import GeneratedSample

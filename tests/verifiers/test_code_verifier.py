@@ -11,7 +11,7 @@ from scalerl.verifiers.code.compare import compare_output, functional_equal
 from scalerl.verifiers.code.extract import extract_code
 from scalerl.verifiers.code.judge import CodeVerifier
 from scalerl.verifiers.code.sandbox._canon import canon
-from scalerl.verifiers.config import CodeConfig
+from scalerl.verifiers.verifier_config import CodeConfig
 
 
 def item(completion: str, tests: dict, id: str = "x", **kw) -> VerifyItem:

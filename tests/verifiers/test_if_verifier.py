@@ -9,9 +9,9 @@ import pytest
 from pydantic import ValidationError
 from scalerl.env.contracts.records import RewardTable, VerifyItem
 from scalerl.verifiers import VerifierPool
-from scalerl.verifiers.config import IfConfig, VerifierConfig
 from scalerl.verifiers.ifeval.reference import RLVR_FUNCTIONS, canonical, claims, parse_reference
 from scalerl.verifiers.ifeval.verifier import IfBatchVerifier, response_text
+from scalerl.verifiers.verifier_config import IfConfig, VerifierConfig
 
 PAD = {k: None for k in ("N", "quantifier", "end_phrase", "keyword_list", "word", "forbidden_words", "letter", "i",
                          "first_word", "postscript_marker", "options", "section_splitter", "original_prompt")}

@@ -6,8 +6,8 @@ from __future__ import annotations
 import json
 
 from scalerl.env.contracts.records import VerifyItem
-from scalerl.verifiers.config import MathConfig
 from scalerl.verifiers.math.audit import audit
+from scalerl.verifiers.verifier_config import MathConfig
 from typer.testing import CliRunner
 
 

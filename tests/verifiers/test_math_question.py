@@ -11,9 +11,9 @@ import pytest
 from pydantic import ValidationError
 from scalerl.env.contracts.records import QUESTION_MAX_CHARS, VerifyItem
 from scalerl.verifiers import VerifierPool
-from scalerl.verifiers.config import MathConfig, VerifierConfig
 from scalerl.verifiers.math.extract import clean_answer
 from scalerl.verifiers.math.question import check_forms, required_forms
+from scalerl.verifiers.verifier_config import MathConfig, VerifierConfig
 
 ROOT = Path(__file__).resolve().parents[2]
 PLANE = ("Find the equation of the plane containing the points $(0,-1,-1),$ $(-4,4,4),$ and $(4,5,1).$  "

@@ -11,7 +11,7 @@ import pytest
 from scalerl.env.contracts.records import Status, VerifyItem
 from scalerl.verifiers.code.judge import CodeVerifier
 from scalerl.verifiers.code.sandbox import LEVELS, SandboxUnavailable, best_level, detect_layers, enabled_layers
-from scalerl.verifiers.config import CodeConfig
+from scalerl.verifiers.verifier_config import CodeConfig
 
 STRICT_ONLY = sorted(LEVELS["strict"] - LEVELS["standard"])
 

@@ -14,7 +14,7 @@ import time
 import pytest
 from scalerl import verifiers
 from scalerl.verifiers import VerifierPool
-from scalerl.verifiers.config import MathConfig, VerifierConfig
+from scalerl.verifiers.verifier_config import MathConfig, VerifierConfig
 
 TIMEOUT_S = 3.0  # generous: a cold sympy parse on a loaded 2-core host can take over 1 s
 TOWER = "10^{10^{10^{10}}}"

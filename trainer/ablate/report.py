@@ -18,7 +18,7 @@ import json
 import shlex
 from pathlib import Path
 
-from scalerl.env.contracts.config import atomic_write_text
+from scalerl.env.contracts.config_loader import atomic_write_text
 from scalerl.trainer.ablate.analysis import POINT_SE_TARGET, Analysis, AnalysisResult, DomainSummary, VariantDomain
 from scalerl.trainer.ablate.figures import plot_fixed_a, plot_heldout
 from scalerl.trainer.ablate.resolution import Resolution, fit_status

@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import Field, model_validator
-from scalerl.env.contracts.config import ConfigError, atomic_write_text
+from scalerl.env.contracts.config_loader import ConfigError, atomic_write_text
 from scalerl.env.contracts.records import Strict
 from scalerl.trainer.ablate.variants import Variant, load_user_variants, overrides_for, resolve
 from scalerl.trainer.config.presets import PRESETS

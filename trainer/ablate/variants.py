@@ -23,7 +23,7 @@ from pathlib import Path
 import yaml
 from pydantic import Field
 from scalerl.curriculum.strategy_config import ABLATE_VARIANTS as CURRICULUM_TABLE
-from scalerl.env.contracts.config import ConfigError
+from scalerl.env.contracts.config_loader import ConfigError
 from scalerl.env.contracts.records import Strict
 
 BASELINE = "baseline"

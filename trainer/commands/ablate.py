@@ -69,7 +69,7 @@ def register(app: typer.Typer) -> None:
             "--plan-only", help="run only the baseline's seeds and print the resolution the study would have "
             "(the full study in the same --out reuses those runs)")] = False,
     ) -> None:
-        from scalerl.env.contracts.config import ConfigError
+        from scalerl.env.contracts.config_loader import ConfigError
         from scalerl.trainer.ablate.study import StudySpec, build_run_config, merge_previous, plan, write_manifest
 
         folder = out or Path("runs") / time.strftime("ablate-%Y%m%d-%H%M%S")

@@ -46,7 +46,7 @@ def profile_cmd(
     config: Annotated[Path | None, typer.Option("--config", help="YAML file of TrainConfig values")] = None,
     preset: Annotated[str | None, typer.Option(help="tiny-cpu (default) | small-cpu | paper")] = None,
 ) -> None:
-    from scalerl.env.contracts.config import ConfigError
+    from scalerl.env.contracts.config_loader import ConfigError
     from scalerl.trainer.config.resolve import RunFlags, resolve_config
     from scalerl.trainer.run.profile import profile
 

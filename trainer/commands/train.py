@@ -90,7 +90,7 @@ def register(app: typer.Typer) -> None:
         device_memory: Annotated[str | None, typer.Option(
             help="memory per GPU for the memory plan, e.g. 80GiB (default: the device's own)")] = None,
     ) -> None:
-        from scalerl.env.contracts.config import ConfigError
+        from scalerl.env.contracts.config_loader import ConfigError
         from scalerl.trainer.config.resolve import RunFlags, resolve_config
 
         try:
@@ -135,7 +135,7 @@ def register(app: typer.Typer) -> None:
 
 def print_config_text(cfg, layers) -> str:
     """The resolved configuration with the layer that set each value beside it (none: the class default)."""
-    from scalerl.env.contracts.config import annotated_yaml, layer_of_keys
+    from scalerl.env.contracts.config_loader import annotated_yaml, layer_of_keys
 
     applied = [layer.name for layer in layers if layer.values]
     head = ("# class defaults, then (each later one wins): " + ", ".join(applied)) if applied else "# class defaults"

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 
-from scalerl.env.contracts.config import ConfigError
+from scalerl.env.contracts.config_loader import ConfigError
 from scalerl.env.contracts.domains import domain_names
 
 

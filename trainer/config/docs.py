@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from scalerl.env.contracts.config import atomic_write_text, reference_markdown
+from scalerl.env.contracts.config_loader import atomic_write_text, reference_markdown
 from scalerl.env.contracts.paths import REPO
 
 DOC = REPO / "docs" / "configuration.md"
@@ -25,12 +25,12 @@ CPU default; which depart from the paper, and why, is said in `trainer/config/tr
 
 def sections() -> list[tuple[str, str, type]]:
     """(title, what uses it, model) for each configuration the project reads."""
-    from scalerl.env.server.config import ServerConfig
+    from scalerl.env.server.server_config import ServerConfig
     from scalerl.trainer.config.train import TrainConfig
 
     return [("`scalerl train`", "`TrainConfig` (`trainer/config/train.py`); `verifier.*` is the verifier pool's",
              TrainConfig),
-            ("`scalerl-env serve`", "`ServerConfig` (`scalerl_env/server/config.py`), `--config FILE.yaml`",
+            ("`scalerl-env serve`", "`ServerConfig` (`scalerl_env/server/server_config.py`), `--config FILE.yaml`",
              ServerConfig)]
 
 
@@ -38,7 +38,7 @@ def presets_table() -> list[str]:
     """`scalerl train`'s presets as layers over the class defaults: one row per key any preset sets."""
     import json
 
-    from scalerl.env.contracts.config import leaf_paths
+    from scalerl.env.contracts.config_loader import leaf_paths
     from scalerl.trainer.config.presets import PRESETS
     from scalerl.trainer.config.train import TrainConfig
 

@@ -26,8 +26,8 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from scalerl.env.contracts.config import ConfigError
-from scalerl.trainer.core.config import DEFAULT_PHRASE
+from scalerl.env.contracts.config_loader import ConfigError
+from scalerl.trainer.core.recipe_config import DEFAULT_PHRASE
 
 PRESETS: dict[str, dict[str, Any]] = {
     "tiny-cpu": {},

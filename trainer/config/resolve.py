@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from pydantic import Field
-from scalerl.env.contracts.config import ConfigError, Layer, file_layer, load_layers, override_layer
+from scalerl.env.contracts.config_loader import ConfigError, Layer, file_layer, load_layers, override_layer
 from scalerl.env.contracts.records import Strict
 from scalerl.trainer.config.data_flags import data_overrides
 from scalerl.trainer.config.presets import IMPLIED_BY_MODEL, model_preset_values, preset_values

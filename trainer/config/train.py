@@ -1,9 +1,9 @@
 """`TrainConfig`: the one source of truth for every default of `scalerl train`.
 
 It composes the trainer-core configs (`LossConfig`, `AdvantageConfig`, `OptimConfig`, `LengthConfig`
-from `scalerl.trainer.core.config`), the verifier config (`scalerl.verifiers.config`) and the pieces this module
-owns (pipeline, engine, data, validation, warm start, checkpoints). Load with
-`scalerl.env.contracts.config.load_config(TrainConfig, yaml, overrides)`; unknown keys are errors
+from `scalerl.trainer.core.recipe_config`), the verifier config (`scalerl.verifiers.verifier_config`) and the
+pieces this module owns (pipeline, engine, data, validation, warm start, checkpoints). Load with
+`scalerl.env.contracts.config_loader.load_config(TrainConfig, yaml, overrides)`; unknown keys are errors
 naming the dotted path.
 
 Departures from the paper's defaults, all because the class defaults *are* the built-in CPU default
@@ -29,14 +29,14 @@ from scalerl.curriculum.strategy_config import StageConfig, StrategyConfig
 from scalerl.env.contracts.domains import default_domains, domain_names
 from scalerl.env.contracts.records import Strict
 from scalerl.trainer.config.data import PromptsConfig, RolloutLogConfig, SourceConfig
-from scalerl.trainer.core.config import AdvantageConfig, LengthConfig, LossConfig, OptimConfig
 from scalerl.trainer.core.length_control import output_budget, stage_length
 from scalerl.trainer.core.lora_config import LoraConfig
-from scalerl.trainer.distributed.config import RayConfig, TrainerRanksConfig
-from scalerl.trainer.engines.config import EngineConfig, EngineSpec
-from scalerl.trainer.memory.config import PlanInputs
-from scalerl.trainer.tiny.config import TinyModelConfig, WarmStartConfig
-from scalerl.verifiers.config import VerifierConfig
+from scalerl.trainer.core.recipe_config import AdvantageConfig, LengthConfig, LossConfig, OptimConfig
+from scalerl.trainer.distributed.placement_config import RayConfig, TrainerRanksConfig
+from scalerl.trainer.engines.engine_config import EngineConfig, EngineSpec
+from scalerl.trainer.memory.plan_inputs import PlanInputs
+from scalerl.trainer.tiny.tiny_config import TinyModelConfig, WarmStartConfig
+from scalerl.verifiers.verifier_config import VerifierConfig
 
 ComputeAxis = Literal["device_s", "samples", "tokens", "flops"]
 """The compute axes a budget and a fit can use (counted by `scalerl.trainer.run.compute.ComputeClock`)."""

@@ -27,7 +27,7 @@ from __future__ import annotations
 from typing import NamedTuple
 
 import torch
-from scalerl.trainer.core.config import AdvantageConfig
+from scalerl.trainer.core.recipe_config import AdvantageConfig
 from torch import Tensor
 
 

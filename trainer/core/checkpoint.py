@@ -35,7 +35,7 @@ from typing import Any
 import numpy as np
 import torch
 from safetensors.torch import load_file
-from scalerl.env.contracts.config import atomic_write_text
+from scalerl.env.contracts.config_loader import atomic_write_text
 from scalerl.trainer.core.update import PolicyTrainer
 from torch import nn
 

@@ -39,7 +39,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from scalerl.curriculum.strategy_config import StageConfig
-from scalerl.trainer.core.config import LengthConfig
+from scalerl.trainer.core.recipe_config import LengthConfig
 from scalerl.trainer.engines.base import GeneratedSample, InterruptionPlan
 
 STAGE_LENGTH_FIELDS = ("think_budget_min_tokens", "think_budget_max_tokens", "answer_budget_tokens")

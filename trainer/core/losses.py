@@ -40,7 +40,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import torch
-from scalerl.trainer.core.config import Aggregation, LossConfig
+from scalerl.trainer.core.recipe_config import Aggregation, LossConfig
 from torch import Tensor
 
 TokenLossFn = Callable[[Tensor, Tensor, Tensor, Tensor, Tensor, LossConfig], tuple[Tensor, Tensor]]

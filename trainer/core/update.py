@@ -44,9 +44,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, fields
 
 import torch
-from scalerl.trainer.core.config import LossConfig, OptimConfig
 from scalerl.trainer.core.fp32_head import TokenLogprobs
 from scalerl.trainer.core.losses import policy_loss
+from scalerl.trainer.core.recipe_config import LossConfig, OptimConfig
 from torch import Tensor, nn
 
 log = logging.getLogger(__name__)

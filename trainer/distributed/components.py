@@ -4,7 +4,7 @@
 process) or, with `ray.enabled`, `RayComponents`: the ledger (the single writing owner) and the verifier
 pool as actors pinned to the trainer's node behind `ActorProxy` (same methods as the objects), and the
 generators anywhere (`scalerl.trainer.distributed.generators.RemoteEngines`). `spec` is what building an
-engine reads (`scalerl.trainer.engines.config.EngineSpec`). `scalerl.trainer.run.setup` builds a run
+engine reads (`scalerl.trainer.engines.engine_config.EngineSpec`). `scalerl.trainer.run.setup` builds a run
 through this one seam, so the training loop and the in-process runtime are identical in both.
 """
 
@@ -14,10 +14,10 @@ from pathlib import Path
 from typing import Any
 
 from scalerl.curriculum.ledger.retirement import RetirementConfig
-from scalerl.trainer.distributed.config import RayConfig
+from scalerl.trainer.distributed.placement_config import RayConfig
 from scalerl.trainer.engines.base import GenerationEngine
-from scalerl.trainer.engines.config import EngineSpec
-from scalerl.verifiers.config import VerifierConfig
+from scalerl.trainer.engines.engine_config import EngineSpec
+from scalerl.verifiers.verifier_config import VerifierConfig
 
 
 class LocalComponents:

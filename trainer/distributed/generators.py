@@ -25,9 +25,9 @@ import uuid
 from collections.abc import Mapping
 from typing import Any
 
-from scalerl.trainer.distributed.config import RayConfig
+from scalerl.trainer.distributed.placement_config import RayConfig
 from scalerl.trainer.engines.base import EngineStats, GeneratedGroup, GenerationEngine, GenerationRequest
-from scalerl.trainer.engines.config import EngineSpec
+from scalerl.trainer.engines.engine_config import EngineSpec
 
 log = logging.getLogger(__name__)
 

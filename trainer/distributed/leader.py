@@ -31,12 +31,12 @@ from pathlib import Path
 from typing import Any
 
 import torch
-from scalerl.trainer.core.config import LossConfig, OptimConfig
 from scalerl.trainer.core.lora_config import LoraConfig
+from scalerl.trainer.core.recipe_config import LossConfig, OptimConfig
 from scalerl.trainer.core.update import PackedBatch, PolicyTrainer, merge_metrics
 from scalerl.trainer.distributed import ranks as rk
 from scalerl.trainer.distributed import sharding
-from scalerl.trainer.distributed.config import RayConfig, TrainerRanksConfig
+from scalerl.trainer.distributed.placement_config import RayConfig, TrainerRanksConfig
 from torch import nn
 
 log = logging.getLogger(__name__)

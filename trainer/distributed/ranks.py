@@ -41,8 +41,8 @@ import torch
 import torch.distributed as dist
 from pydantic import Field
 from scalerl.env.contracts.records import Strict
-from scalerl.trainer.core.config import LossConfig, OptimConfig
 from scalerl.trainer.core.lora_config import LoraConfig
+from scalerl.trainer.core.recipe_config import LossConfig, OptimConfig
 from scalerl.trainer.core.update import PolicyTrainer
 from scalerl.trainer.distributed import sharding
 

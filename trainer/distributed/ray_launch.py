@@ -15,7 +15,7 @@ from collections.abc import Callable
 from typing import Any
 
 from scalerl.trainer.distributed.components import init_ray
-from scalerl.trainer.distributed.config import RayConfig
+from scalerl.trainer.distributed.placement_config import RayConfig
 
 Job = Callable[[], dict[str, Any]]
 

@@ -30,8 +30,8 @@ from collections.abc import Mapping
 from typing import Any
 
 import torch
-from scalerl.trainer.core.config import Aggregation
 from scalerl.trainer.core.losses import aggregation_weights
+from scalerl.trainer.core.recipe_config import Aggregation
 from scalerl.trainer.core.update import PackedBatch, Shard, micro_batch_bounds
 from torch import Tensor, nn
 

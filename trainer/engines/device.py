@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import torch
-from scalerl.env.contracts.config import ConfigError
+from scalerl.env.contracts.config_loader import ConfigError
 
 
 def resolve_device(name: str) -> str:

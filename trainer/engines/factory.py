@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from scalerl.trainer.engines.base import GenerationEngine
-from scalerl.trainer.engines.config import EngineConfig, EngineSpec
+from scalerl.trainer.engines.engine_config import EngineConfig, EngineSpec
 
 
 def build_engine(spec: EngineSpec, model: Any, eos_token_id: int, *, device: str, policy_version: int, seed: int,

@@ -73,7 +73,7 @@ from scalerl.trainer.engines.base import (
     SamplingParams,
     ThreadedEngine,
 )
-from scalerl.trainer.engines.config import VLLMOptions
+from scalerl.trainer.engines.engine_config import VLLMOptions
 from scalerl.trainer.engines.vllm_lora import VLLMAdapter
 from scalerl.trainer.engines.vllm_nccl import NcclSender, sending_device
 

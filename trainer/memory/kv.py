@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from scalerl.trainer.engines.config import EngineConfig
+from scalerl.trainer.engines.engine_config import EngineConfig
 
 if TYPE_CHECKING:  # transformers is imported where a model is built, not for a type
     from transformers import PretrainedConfig

@@ -23,9 +23,9 @@ from __future__ import annotations
 from typing import Any
 
 from scalerl.trainer.core.lora_config import VLLM_PACKED, LoraConfig, pushes_adapters, vllm_lora_rank
-from scalerl.trainer.memory.config import PlanInputs
 from scalerl.trainer.memory.kv import DTYPE_BYTES
 from scalerl.trainer.memory.plan import PlanContext, Term
+from scalerl.trainer.memory.plan_inputs import PlanInputs
 from scalerl.trainer.memory.shapes import ModelShape
 
 

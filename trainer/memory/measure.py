@@ -28,7 +28,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import torch
-from scalerl.trainer.core.config import LossConfig, OptimConfig
+from scalerl.trainer.core.recipe_config import LossConfig, OptimConfig
 from scalerl.trainer.memory.shapes import ModelShape
 
 _KEEP: list[Any] = []
@@ -226,7 +226,7 @@ def _child_main() -> None:
     import json
     import sys
 
-    from scalerl.env.contracts.config import load_config
+    from scalerl.env.contracts.config_loader import load_config
     from scalerl.trainer.config.train import TrainConfig
 
     out = []

@@ -1,7 +1,7 @@
 """The memory plan of a run: per device, what the trainer, the engines and validation hold at their peak.
 
 Built from the model's shape (`scalerl.trainer.memory.shapes.ModelShape`, i.e. config.json alone), the sections
-of the resolved configuration it reads (`scalerl.trainer.memory.config.PlanInputs`, `TrainConfig.plan_inputs()`)
+of the resolved configuration it reads (`scalerl.trainer.memory.plan_inputs.PlanInputs`, `TrainConfig.plan_inputs()`)
 and the placement they imply, before any weight is loaded:
 
 - trainer rank r (`trainer_ranks.count` = N; rank 0 on `engine.device`, rank r on the r-th GPU):
@@ -49,8 +49,8 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from scalerl.trainer.memory.config import PlanInputs
 from scalerl.trainer.memory.kv import DTYPE_BYTES, kv_bytes_per_token, slots_for_budget
+from scalerl.trainer.memory.plan_inputs import PlanInputs
 from scalerl.trainer.memory.shapes import ModelShape
 
 GIB = 1 << 30

@@ -16,13 +16,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from scalerl.env.contracts.config import ConfigError
+from scalerl.env.contracts.config_loader import ConfigError
 from scalerl.env.contracts.paths import DATASETS
-from scalerl.trainer.engines.config import EngineConfig
-from scalerl.trainer.memory.config import PlanInputs
+from scalerl.trainer.engines.engine_config import EngineConfig
 from scalerl.trainer.memory.lora import lora_notes
 from scalerl.trainer.memory.lora import plan_args as lora_plan_args
 from scalerl.trainer.memory.plan import GIB, MemoryPlan, PlanDoesNotFit, build_plan, check_fits, render
+from scalerl.trainer.memory.plan_inputs import PlanInputs
 from scalerl.trainer.memory.shapes import ModelShape
 
 SHAPE_ALIASES = {"smollm2-135m-instruct": "smollm2-135m"}

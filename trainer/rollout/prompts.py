@@ -21,7 +21,7 @@ from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
-from scalerl.env.contracts.config import ConfigError
+from scalerl.env.contracts.config_loader import ConfigError
 from scalerl.env.contracts.records import ProblemRecord
 from scalerl.trainer.config.data import PromptsConfig
 from scalerl.trainer.config.train import TrainConfig

@@ -30,7 +30,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from scalerl.env.contracts.config import ConfigError
+from scalerl.env.contracts.config_loader import ConfigError
 from scalerl.env.contracts.records import ProblemRecord
 from scalerl.env.sources.prepare import holdout_count, split_holdout
 from scalerl.env.sources.verl import RecordFileError, load_record_file

@@ -22,7 +22,7 @@ from typing import Any
 import torch
 from scalerl.curriculum.policy import CurriculumPolicy, policy_for
 from scalerl.curriculum.sampler import Sampler
-from scalerl.env.contracts.config import ConfigError, write_resolved
+from scalerl.env.contracts.config_loader import ConfigError, write_resolved
 from scalerl.trainer.config.resolve import check_model_path
 from scalerl.trainer.config.train import TrainConfig
 from scalerl.trainer.core.checkpoint import latest_checkpoint, load_model_weights

@@ -42,8 +42,8 @@ import torch
 import torch.nn.functional as F
 from scalerl.env.contracts.paths import DATASETS
 from scalerl.env.contracts.records import ProblemRecord
-from scalerl.trainer.tiny.config import WarmStartConfig
 from scalerl.trainer.tiny.model import CharTokenizer, TinyModelConfig, build_tiny_model, render_prompt, save_tiny
+from scalerl.trainer.tiny.tiny_config import WarmStartConfig
 
 log = logging.getLogger(__name__)
 RECIPE_VERSION = 2  # bump when the supervised recipe changes: cached folders of older recipes are not reused

@@ -31,7 +31,7 @@ from scalerl.verifiers.code.compare import compare_output, functional_equal
 from scalerl.verifiers.code.extract import extract_code
 from scalerl.verifiers.code.sandbox import RunRequest, RunResult, Sandbox, best_level, enabled_layers
 from scalerl.verifiers.code.sandbox._canon import canon, from_json
-from scalerl.verifiers.config import CodeConfig
+from scalerl.verifiers.verifier_config import CodeConfig
 
 logger = logging.getLogger(__name__)
 SIGXCPU, SIGKILL = 24, 9

@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from scalerl.env.contracts.records import RewardTable, Status, Verdict, VerifyItem
-from scalerl.verifiers.config import CodeConfig
+from scalerl.verifiers.verifier_config import CodeConfig
 
 logger = logging.getLogger(__name__)
 

@@ -41,7 +41,7 @@ from dataclasses import dataclass
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
-from scalerl.verifiers.config import IfMode
+from scalerl.verifiers.verifier_config import IfMode
 
 Relation = Literal["less than", "at least", "at most", "exactly", "around"]
 Count = Annotated[int, Field(ge=0)]

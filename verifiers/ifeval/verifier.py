@@ -29,9 +29,9 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from scalerl.env.contracts.records import RewardTable, Status, Verdict, VerifyItem
-from scalerl.verifiers.config import IfConfig
 from scalerl.verifiers.ifeval.constraints import ConstraintUnavailable, followed
 from scalerl.verifiers.ifeval.reference import parse_reference
+from scalerl.verifiers.verifier_config import IfConfig
 
 
 class IfBatchVerifier:

@@ -15,9 +15,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 
-from scalerl.verifiers.config import MathConfig
 from scalerl.verifiers.math.extract import clean_answer, extract_answer
 from scalerl.verifiers.math.fast import fast_verdict
+from scalerl.verifiers.verifier_config import MathConfig
 
 AUDITED_DOMAIN = "math"  # the spec scalerl_env/domains/math.py scores with this verifier; others pass through
 

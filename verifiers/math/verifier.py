@@ -25,11 +25,11 @@ from concurrent.futures import Future
 from typing import Any
 
 from scalerl.env.contracts.records import RewardTable, Status, Verdict, VerifyItem
-from scalerl.verifiers.config import MathConfig
 from scalerl.verifiers.math.extract import clean_answer, extract_answer
 from scalerl.verifiers.math.fast import fast_verdict
 from scalerl.verifiers.math.question import check_forms
 from scalerl.verifiers.math.workers import MathWorkerPool
+from scalerl.verifiers.verifier_config import MathConfig
 
 REPLY_CACHE_SIZE = 1 << 16  # sympy verdicts kept per verifier, across batches (a few MB at most)
 

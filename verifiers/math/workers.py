@@ -29,8 +29,8 @@ import threading
 import time
 from concurrent.futures import Future
 
-from scalerl.verifiers.config import MathConfig
 from scalerl.verifiers.math.worker import SETTINGS_FIELDS
+from scalerl.verifiers.verifier_config import MathConfig
 
 logger = logging.getLogger(__name__)
 

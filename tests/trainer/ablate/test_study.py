@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
-from scalerl.env.contracts.config import ConfigError
+from scalerl.env.contracts.config_loader import ConfigError
 from scalerl.trainer.ablate.study import (
     MANIFEST,
     StudySpec,

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from scalerl.env.contracts.config import ConfigError
+from scalerl.env.contracts.config_loader import ConfigError
 from scalerl.trainer.ablate.study import StudySpec, build_run_config, plan
 from scalerl.trainer.ablate.variants import BASELINE, PAPER_VARIANTS, load_user_variants, overrides_for, resolve
 

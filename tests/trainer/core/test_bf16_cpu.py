@@ -14,8 +14,8 @@ import copy
 import pytest
 import torch
 from scalerl.env.contracts.paths import DATASETS
-from scalerl.trainer.core.config import LossConfig, OptimConfig
 from scalerl.trainer.core.fp32_head import token_logprobs
+from scalerl.trainer.core.recipe_config import LossConfig, OptimConfig
 from scalerl.trainer.core.update import pack_samples
 from scalerl.trainer.distributed.leader import RankGroup
 from scalerl.trainer.engines.base import GenerationRequest, SamplingParams

@@ -17,7 +17,7 @@ SCRIPT = textwrap.dedent("""
     from types import SimpleNamespace
     from scalerl.curriculum.ledger.store import Ledger
     from tests.support.models import tiny_llama
-    from scalerl.trainer.core.config import LossConfig, OptimConfig
+    from scalerl.trainer.core.recipe_config import LossConfig, OptimConfig
     from scalerl.trainer.distributed.leader import RankGroup
     from scalerl.trainer.run.loop import checkpoint
 

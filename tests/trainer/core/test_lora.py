@@ -12,11 +12,11 @@ import copy
 import pytest
 import torch
 from safetensors.torch import load_file
-from scalerl.env.contracts.config import ConfigError, load_config
+from scalerl.env.contracts.config_loader import ConfigError, load_config
 from scalerl.trainer.config.train import TrainConfig
-from scalerl.trainer.core.config import LossConfig, OptimConfig
 from scalerl.trainer.core.lora import ADAPTER_FILE, adapter_state_dict, apply_lora, merged_state_dict
 from scalerl.trainer.core.lora_config import LoraConfig
+from scalerl.trainer.core.recipe_config import LossConfig, OptimConfig
 from scalerl.trainer.core.update import pack_samples
 from scalerl.trainer.distributed.leader import RankGroup
 

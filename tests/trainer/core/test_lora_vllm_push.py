@@ -12,7 +12,7 @@ import json
 
 import pytest
 import torch
-from scalerl.env.contracts.config import ConfigError, load_config
+from scalerl.env.contracts.config_loader import ConfigError, load_config
 from scalerl.trainer.config.train import TrainConfig
 from scalerl.trainer.core.lora import (
     ADAPTER_CONFIG,

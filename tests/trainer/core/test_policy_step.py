@@ -93,7 +93,7 @@ def test_on_policy_ratio_is_one_against_a_kv_cache_sampler():
 
 
 def test_paper_defaults_and_warmup_then_constant_lr():
-    from scalerl.env.contracts.config import load_config
+    from scalerl.env.contracts.config_loader import load_config
     from scalerl.trainer.config.presets import preset_values
     from scalerl.trainer.config.train import TrainConfig
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import copy
 
 import torch
-from scalerl.trainer.core.config import OptimConfig
+from scalerl.trainer.core.recipe_config import OptimConfig
 from scalerl.trainer.distributed.leader import RankGroup
 from scalerl.trainer.distributed.ranks import RankSpec, free_port
 

@@ -18,7 +18,7 @@ import time
 import pytest
 import torch
 import torch.distributed as dist
-from scalerl.trainer.core.config import LossConfig, OptimConfig
+from scalerl.trainer.core.recipe_config import LossConfig, OptimConfig
 from scalerl.trainer.core.update import pack_samples
 from scalerl.trainer.distributed.leader import RankGroup
 from scalerl.trainer.distributed.ranks import RankSpec, free_port

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from scalerl.env.contracts.config import load_config
+from scalerl.env.contracts.config_loader import load_config
 from scalerl.trainer.config.resolve import RunFlags, resolve_config
 from scalerl.trainer.config.train import TrainConfig
 

@@ -12,7 +12,7 @@ import time
 
 import pytest
 import ray
-from scalerl.env.contracts.config import load_config
+from scalerl.env.contracts.config_loader import load_config
 from scalerl.trainer.config.train import TrainConfig
 from scalerl.trainer.run.log import read_metrics
 

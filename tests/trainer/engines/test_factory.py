@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 import torch
 from scalerl import trainer
-from scalerl.env.contracts.config import ConfigError, load_config
+from scalerl.env.contracts.config_loader import ConfigError, load_config
 from scalerl.trainer.config.presets import preset_values
 from scalerl.trainer.config.train import TrainConfig
 from scalerl.trainer.engines import torch_engine

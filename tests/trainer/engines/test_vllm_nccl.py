@@ -16,7 +16,7 @@ import threading
 import pytest
 import torch
 from pydantic import ValidationError
-from scalerl.trainer.engines.config import VLLMOptions
+from scalerl.trainer.engines.engine_config import VLLMOptions
 from scalerl.trainer.engines.vllm_engine import VLLMEngine
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import torch
-from scalerl.env.contracts.config import load_config
+from scalerl.env.contracts.config_loader import load_config
 from scalerl.trainer.config.train import TrainConfig
 from scalerl.trainer.core.update import PolicyTrainer, pack_samples
 from scalerl.trainer.distributed.sharding import cut_batch

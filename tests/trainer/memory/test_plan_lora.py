@@ -7,7 +7,7 @@ import json
 
 import pytest
 import torch
-from scalerl.env.contracts.config import load_config
+from scalerl.env.contracts.config_loader import load_config
 from scalerl.trainer.config.train import TrainConfig
 from scalerl.trainer.core.lora import apply_lora, count_adapter_params
 from scalerl.trainer.core.lora_config import LoraConfig

@@ -15,7 +15,7 @@ are `slow`. Not measured: rank 0's `mirror` (a plain module outside FSDP).
 from __future__ import annotations
 
 import pytest
-from scalerl.env.contracts.config import load_config
+from scalerl.env.contracts.config_loader import load_config
 from scalerl.trainer.config.train import TrainConfig
 from scalerl.trainer.memory.measure import measure_isolated
 from scalerl.trainer.memory.plan import build_plan

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 import torch
-from scalerl.env.contracts.config import load_config
+from scalerl.env.contracts.config_loader import load_config
 from scalerl.trainer.config.train import TrainConfig
 from scalerl.trainer.memory.measure import measure_isolated, torch_engine_kv_bytes
 from scalerl.trainer.memory.plan import build_plan

@@ -5,7 +5,7 @@ from __future__ import annotations
 import shutil
 
 import pytest
-from scalerl.env.contracts.config import ConfigError, load_config
+from scalerl.env.contracts.config_loader import ConfigError, load_config
 from scalerl.trainer.config.presets import preset_values
 from scalerl.trainer.config.train import TrainConfig
 from scalerl.trainer.memory.preflight import parse_memory_gib, plan_report, preflight, shapes_dir

@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from scalerl.env.contracts.config import load_config
+from scalerl.env.contracts.config_loader import load_config
 from scalerl.env.contracts.paths import REPO
 from scalerl.trainer.config.presets import PRESETS, preset_values
 from scalerl.trainer.config.train import TrainConfig

@@ -33,7 +33,7 @@ def child(evaluations: int) -> None:
     import threading
     import time
 
-    from scalerl.env.contracts.config import load_config
+    from scalerl.env.contracts.config_loader import load_config
     from scalerl.trainer.config.train import TrainConfig
     from scalerl.trainer.memory.kv import kv_bytes_per_token
     from scalerl.trainer.memory.plan import build_plan

@@ -14,7 +14,7 @@ import pytest
 from scalerl.curriculum.ledger.store import Ledger
 from scalerl.curriculum.policy import CurriculumPolicy
 from scalerl.curriculum.sampler import Sampler
-from scalerl.env.contracts.config import ConfigError, load_config
+from scalerl.env.contracts.config_loader import ConfigError, load_config
 from scalerl.env.contracts.records import ChatMessage, ProblemRecord
 from scalerl.trainer.config.train import TrainConfig
 from scalerl.trainer.core.length_control import plan_interruption, stage_length

@@ -4,7 +4,7 @@ shaping the rewards the step trains on when `length.mode=penalty` (and only then
 from __future__ import annotations
 
 import pytest
-from scalerl.env.contracts.config import load_config
+from scalerl.env.contracts.config_loader import load_config
 from scalerl.env.contracts.records import ChatMessage, ProblemRecord
 from scalerl.trainer.config.train import TrainConfig
 from scalerl.trainer.engines.base import GeneratedGroup, GeneratedSample, GenerationRequest

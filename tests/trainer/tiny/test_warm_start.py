@@ -6,8 +6,8 @@ import pytest
 import torch
 from scalerl.env.sources.generators import generate
 from scalerl.trainer.tiny import warm_start as ws_module
-from scalerl.trainer.tiny.config import TinyModelConfig, WarmStartConfig
 from scalerl.trainer.tiny.model import CharTokenizer, build_tiny_model
+from scalerl.trainer.tiny.tiny_config import TinyModelConfig, WarmStartConfig
 from scalerl.trainer.tiny.warm_start import cache_key, warm_start
 
 from tests.support.tiny_policy import SMALL_MODEL

@@ -25,7 +25,7 @@ sys.path.insert(0, REPO)
 from scalerl.env.contracts.paths import reference_dir
 from scalerl.env.contracts.records import VerifyItem
 from scalerl.verifiers.code.judge import CodeVerifier
-from scalerl.verifiers.config import CodeConfig
+from scalerl.verifiers.verifier_config import CodeConfig
 
 SANDBOX_UID_MIN = 1_000_000
 LIMITS = {"time_s": 0.5, "memory_mb": 256}

@@ -1,7 +1,8 @@
 """Reward-server settings: one pydantic model, the one source of truth for every server default.
 
-`ServerConfig` embeds the verifier settings (`scalerl.verifiers.config.VerifierConfig`), so one YAML file
-configures the whole service. Load it with `scalerl.env.contracts.config.load_config(ServerConfig, path, overrides)`.
+`ServerConfig` embeds the verifier settings (`scalerl.verifiers.verifier_config.VerifierConfig`), so one
+YAML file configures the whole service. Load it with
+`scalerl.env.contracts.config_loader.load_config(ServerConfig, path, overrides)`.
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ from pydantic import Field, model_validator
 from scalerl.curriculum.ledger.retirement import RetirementConfig
 from scalerl.env.contracts.records import Strict
 from scalerl.env.server.auth import SecurityConfig
-from scalerl.verifiers.config import VerifierConfig
+from scalerl.verifiers.verifier_config import VerifierConfig
 
 
 class ServerLimits(Strict):

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 from pydantic import Field
 from scalerl.env.contracts.records import Strict
-from scalerl.trainer.core.config import OptimConfig
 from scalerl.trainer.core.lora_config import LoraConfig
-from scalerl.trainer.distributed.config import RayConfig, TrainerRanksConfig
-from scalerl.trainer.engines.config import EngineConfig
+from scalerl.trainer.core.recipe_config import OptimConfig
+from scalerl.trainer.distributed.placement_config import RayConfig, TrainerRanksConfig
+from scalerl.trainer.engines.engine_config import EngineConfig
 
 
 class PlanInputs(Strict):

@@ -8,7 +8,7 @@ from typing import Literal
 from pydantic import Field
 from scalerl.env.contracts.records import Strict
 from scalerl.trainer.core.lora_config import LoraConfig, pushes_adapters
-from scalerl.trainer.tiny.config import TinyModelConfig
+from scalerl.trainer.tiny.tiny_config import TinyModelConfig
 
 
 class VLLMOptions(Strict):
