@@ -160,6 +160,23 @@ def check_read_only(sql: str) -> str:
     return statements[0].query
 
 
+def run_query(con: duckdb.DuckDBPyConnection, sql: str, *, timeout_s: float, max_rows: int) -> QueryResult:
+    """Run the single read-only statement `sql` (see `check_read_only`) on `con`, stopped after `timeout_s`."""
+    statement = check_read_only(sql)
+    deadline = _DEADLINES.arm(timeout_s, con.interrupt)
+    try:
+        con.execute(statement)
+        columns = [d[0] for d in con.description or []]
+        rows = con.fetchmany(max_rows + 1)
+    except duckdb.InterruptException as exc:
+        raise QueryTimeoutError(f"query ran past its time limit of {timeout_s} s and was stopped") from exc
+    except duckdb.Error as exc:
+        raise LedgerError(f"query failed: {exc}") from exc
+    finally:
+        _DEADLINES.disarm(deadline)
+    return QueryResult(columns=columns, rows=[list(r) for r in rows[:max_rows]], truncated=len(rows) > max_rows)
+
+
 class Ledger:
     """The pass-rate ledger in one DuckDB file. See the module docstring for what is guaranteed."""
 
@@ -436,21 +453,11 @@ class Ledger:
 
     def query(self, sql: str, *, timeout_s: float = 10.0, max_rows: int = 100_000) -> QueryResult:
         """Run one read-only statement with a time limit; at most `max_rows` rows are returned."""
-        statement = check_read_only(sql)
         cur = self._cursor()
-        deadline = _DEADLINES.arm(timeout_s, cur.interrupt)
         try:
-            cur.execute(statement)
-            columns = [d[0] for d in cur.description or []]
-            rows = cur.fetchmany(max_rows + 1)
-        except duckdb.InterruptException as exc:
-            raise QueryTimeoutError(f"query ran past its time limit of {timeout_s} s and was stopped") from exc
-        except duckdb.Error as exc:
-            raise LedgerError(f"query failed: {exc}") from exc
+            return run_query(cur, sql, timeout_s=timeout_s, max_rows=max_rows)
         finally:
-            _DEADLINES.disarm(deadline)
             cur.close()
-        return QueryResult(columns=columns, rows=[list(r) for r in rows[:max_rows]], truncated=len(rows) > max_rows)
 
     def snapshot(self, out_dir: str | Path, *, keep: int = 3) -> Path:
         """Write an atomic Parquet snapshot under `out_dir` (see `scalerl.curriculum.ledger.snapshot`)."""
