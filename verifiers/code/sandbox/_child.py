@@ -6,7 +6,8 @@ on its control socket. Order is fixed: own session (cgroups: inherited from the 
 inherited fd closed but the control socket → chroot into a read-only root whose /work is a tmpfs the server
 hands over empty → drop to the uid of that root → parent-death signal → seccomp (which forbids undoing any
 of the above) → wait. `receive` then takes the job's fds, reads the job and lowers the rlimits to the job's
-values (an unprivileged process can only lower them) before any of the program runs. The environment is
+values (an unprivileged process can only lower them; the stack's is the memory limit) before any of the
+program runs. SIGPIPE is ignored and streams the program closed are skipped at exit, as in `python3`. The environment is
 the fork server's, scrubbed once per slot (`_zygote.CHILD_ENV`). A child that failed `prepare` still
 waits for its job, so the failure is reported on the job's stderr.
 
@@ -109,8 +110,9 @@ def prepare(cfg: dict, seccomp) -> BaseException | None:
             os.setresgid(uid, uid, uid)
             os.setresuid(uid, uid, uid)
         _libc.prctl(_libc.PR_SET_PDEATHSIG, signal.SIGKILL)
-        for sig in (signal.SIGPIPE, signal.SIGXFSZ):
-            signal.signal(sig, signal.SIG_DFL)
+        # As in `python3`: a write to a closed pipe raises BrokenPipeError (SIGPIPE ignored).
+        signal.signal(signal.SIGPIPE, signal.SIG_IGN)
+        signal.signal(signal.SIGXFSZ, signal.SIG_DFL)
         _mark(cfg, "child_uid")
         if layers.get("seccomp"):
             seccomp.load()
@@ -157,8 +159,31 @@ def _set_rlimits(limits: dict) -> None:
                                                              limits["fsize_mb"] * mb),
         (r.RLIMIT_NOFILE, limits["nofile"], limits["nofile"]), (r.RLIMIT_CORE, 0, 0),
         (r.RLIMIT_MEMLOCK, 0, 0), (r.RLIMIT_MSGQUEUE, 0, 0),
+        # Deep recursion may use the whole memory limit, as contest judges allow (RLIMIT_AS still bounds it).
+        (r.RLIMIT_STACK, *[min(limits["memory_mb"] * mb, r.getrlimit(r.RLIMIT_STACK)[1])] * 2),
     ):
         r.setrlimit(res, (soft, hard))
+
+
+class _Quitter:
+    """`exit` / `quit` as `site` defines them (the sandbox's `python -S` never runs `site`)."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __repr__(self) -> str:
+        return f"Use {self.name}() or Ctrl-D (i.e. EOF) to exit"
+
+    def __call__(self, code: object = None) -> None:
+        try:
+            sys.stdin.close()
+        except BaseException:
+            pass
+        raise SystemExit(code)
+
+
+def install_site_builtins() -> None:
+    builtins.exit, builtins.quit = _Quitter("exit"), _Quitter("quit")
 
 
 # ---------------------------------------------------------------------------------------------- modes
@@ -203,6 +228,8 @@ def _run_main(code, namespace: dict, exit_ok: bool = True) -> None:
         exec(code, namespace)  # running the program is the point
     except SystemExit as exc:
         if not exit_ok or exc.code not in (None, 0):
+            if not isinstance(exc.code, int):  # sys.exit("message"): printed, status 1, as Python does
+                _print_err(exc.code)
             _flush_exit(exc.code if isinstance(exc.code, int) and exc.code else 1)
     except BaseException:  # the program's own failure: print it like Python would
         etype, exc, tb = sys.exc_info()
@@ -212,12 +239,25 @@ def _run_main(code, namespace: dict, exit_ok: bool = True) -> None:
         _flush_exit(1)
 
 
+def _print_err(message: object) -> None:
+    try:
+        print(message, file=sys.stderr)
+    except BaseException:
+        pass
+
+
 def _flush_exit(status: int) -> None:
+    """Flush and exit. Like Python at exit, a stream the program closed is skipped; a stdout whose reader
+    is gone (the parent stops reading only past the output cap, judged on its own) does not fail the run:
+    what reached the reader is what is judged. Any other flush failure (closed fd, full disk) is status 1."""
     if _TRACE is not None:
         _TRACE.mark("child_done")
     for stream in (sys.stdout, sys.stderr):
         try:
-            stream.flush()
+            if not getattr(stream, "closed", False):
+                stream.flush()
+        except BrokenPipeError:
+            pass
         except BaseException:
             status = status or 1
     _exit(status & 0xFF)

@@ -1,6 +1,7 @@
 """The fork server (zygote): `python -I -S _zygote.py CONFIG_JSON` or `... --probe`.
 
-A small, long-lived, single-threaded process holding no models or data. At start it enters its own
+A small, long-lived, single-threaded process holding no models or data. It re-execs itself once with an
+unlimited stack limit (see STACK_ENV) and gives the builtins `exit`/`quit` (`site` never runs). Then it enters its own
 network, IPC, UTS and mount namespaces (so every child has no network and cannot see host IPC), builds two
 read-only roots (bind mounts of /usr, /lib*, /bin and the Python install, a few /dev nodes, an empty
 /work) on private tmpfs, scrubs its environment (inherited by every child), builds a seccomp filter and
@@ -44,6 +45,10 @@ PRELOAD = ("math", "re", "collections", "heapq", "bisect", "itertools", "functoo
 CHILD_FAIL = 120  # exit status of a child whose isolation setup failed (the verifier's error, not the model's)
 CHILD_ENV = {"PATH": "/usr/bin:/bin", "HOME": "/work", "LANG": "C.UTF-8", "TMPDIR": "/work"}
 ROOTS = 2  # per slot: the running program's root and the next child's
+# Started with an unlimited stack: the kernel then leaves the main thread's stack room to grow (the gap
+# below it is fixed at exec from this limit) while glibc keeps its small default thread stack (it would
+# size every thread's stack by a finite limit). Each child lowers the limit to its job's memory limit.
+STACK_ENV = "SCALERL_SANDBOX_STACK"
 
 
 def root_path(base: str, side: int) -> str:
@@ -443,7 +448,9 @@ def main(argv: list[str]) -> int:
 
         print(json.dumps(_probe.probe(argv[2] if len(argv) > 2 else None)))
         return 0
+    _exec_with_unlimited_stack(argv)
     cfg = json.loads(argv[1])
+    _child.install_site_builtins()  # exit() and quit(), as `site` would (the sandbox runs python -S)
     _libc.prctl(_libc.PR_SET_PDEATHSIG, signal.SIGKILL)
     _libc.prctl(_libc.PR_SET_CHILD_SUBREAPER, 1)
     if os.getppid() != cfg["parent_pid"]:
@@ -476,6 +483,17 @@ def main(argv: list[str]) -> int:
     finally:
         server.shutdown()
     return 0
+
+
+def _exec_with_unlimited_stack(argv: list[str]) -> None:
+    """Re-exec once with RLIMIT_STACK unlimited, where the hard limit allows it (the fds stay open)."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_STACK)
+    if soft == resource.RLIM_INFINITY or hard != resource.RLIM_INFINITY or os.environ.get(STACK_ENV):
+        os.environ.pop(STACK_ENV, None)
+        return
+    resource.setrlimit(resource.RLIMIT_STACK, (hard, hard))
+    os.environ[STACK_ENV] = "1"  # one re-exec at most
+    os.execv(sys.executable, [sys.executable, "-I", "-S", os.path.abspath(__file__), *argv[1:]])
 
 
 if __name__ == "__main__":
