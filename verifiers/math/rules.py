@@ -10,6 +10,7 @@ guard, `scalerl.verifiers.math.judge`); rules compare the parts they split out w
     parts      a multi-part reference (top-level commas, semicolons, "and"; labels `w=` `(a)` dropped):
                same number of parts, every part equal; a bare list is unordered, labelled parts are
                matched by label; brackets on one side only are ignored
+    ordering   a chain `a < b < c` against the list `a, b, c`: same items, same order (before interval)
     interval   an inequality in one variable against an interval or a union (k < -5 vs (-\\infty,-5))
     degrees    x^\\circ against an answer in π (30^\\circ vs \\frac{\\pi}{6})
     units      a trailing unit word on one side only (`12 \\text{ cm}` vs 12)
@@ -37,7 +38,8 @@ MAX_CHARS = 400
 
 _LETTER = r"[A-E]"
 _CHOICE = re.compile(rf"^(?:\\text(?:bf)?\{{\s*)?\(?({_LETTER})\)?(?:\s*\}})?(?:[\s:.)]+(.*))?$", re.DOTALL)
-_LABEL = re.compile(r"^\s*(?:\\text\{\s*\(?([a-z])\)\s*\}|\(([a-z])\)|([a-zA-Z](?:_\{?\w+\}?)?)\s*=(?!=))\s*")
+_LABEL = re.compile(r"^\s*(?:\\text\{\s*\(?([a-z])\)\s*\}|\(([a-z])\)|([a-zA-Z](?:_\{?\w+\}?)?)\s*=(?!=)"
+                    r"|([A-Za-z][A-Za-z ]{1,30}?)\s*:)\s*")
 _WORDS = re.compile(r"[a-z]+")
 _TEXT_CMD = re.compile(r"\\(?:text|textbf|mathrm|mbox|textit)\s*\{([^{}]*)\}")
 _UNIT = re.compile(r"\s*(?:\\[,;!]\s*)*\\(?:text|mbox|mathrm)\s*\{\s*([a-zA-Z][a-zA-Z ]{0,20})\}\s*(\^\{?\d\}?)?\s*$")
@@ -51,7 +53,7 @@ def decide(gold: str, pred: str, equal: Equal) -> Decision:
     """(verdict, rule) when an answer-shape rule applies to the pair, else None."""
     if len(gold) > MAX_CHARS or len(pred) > MAX_CHARS:
         return None
-    for rule in (_choice, _interval, _parts, _degrees, _units, _text):
+    for rule in (_choice, _ordering, _interval, _parts, _degrees, _units, _text):
         found = rule(gold.strip(), pred.strip(), equal)
         if found is not None:
             return found
@@ -131,7 +133,8 @@ def labelled(part: str) -> tuple[str, str]:
     match = _LABEL.match(part)
     if match is None or not part[match.end():].strip():
         return "", part.strip()
-    label = next(g for g in match.groups() if g)
+    groups = match.groups()
+    label = groups[3].lower() if groups[3] else next(g for g in groups if g)  # `Minimum:` = `minimum:`
     return label, part[match.end():].strip()
 
 
@@ -223,6 +226,29 @@ def _interval(gold: str, pred: str, equal: Equal) -> Decision:
     if converted is None:
         return None
     return (equal(gold, converted) if p_ineq else equal(converted, pred)), "interval"
+
+
+# ------------------------------------------------------------------------------------------ ordering
+def _ordering(gold: str, pred: str, equal: Equal) -> Decision:
+    """`a < b < c` against the list `a, b, c` (either side): the same items in the same order."""
+    g_chain, p_chain = _chain(gold), _chain(pred)
+    if (g_chain is None) == (p_chain is None):
+        return None
+    chain, listed = (g_chain, pred) if g_chain is not None else (p_chain, gold)
+    items = split_top(_unwrap(listed)[1])
+    if len(items) != len(chain) or _INEQ.search(listed):  # type: ignore[arg-type]
+        return None
+    pairs = zip(chain, items) if g_chain is not None else zip(items, chain)  # type: ignore[arg-type]
+    return all(_part_equal(g, p, equal) for g, p in pairs), "ordering"
+
+
+def _chain(text: str) -> list[str] | None:
+    """The items of a chain of at least three terms joined by `<` only (`a < b < c`); None otherwise."""
+    tokens = [t.strip() for t in _INEQ.split(text)]
+    values, ops = tokens[0::2], tokens[1::2]
+    if len(values) < 3 or any(op != "<" for op in ops) or not all(values):
+        return None
+    return values
 
 
 # ------------------------------------------------------------------------------------------ degrees

@@ -25,6 +25,9 @@ import time
 # MathConfig fields forwarded to `scalerl.verifiers.math.judge.CompareSettings` (same names in both).
 SETTINGS_FIELDS = ("float_rounding", "numeric_precision", "strict", "allow_set_relation_comp",
                    "guard_false_positives", "shape_rules")
+# The numeric fallback's share of the soft timeout: soft (0.8 x timeout_s) + 0.15 x soft ends before the
+# parent's hard deadline, so the fallback never costs the warm worker.
+NUMERIC_BUDGET_FRACTION = 0.15
 
 
 class SoftTimeout(BaseException):
@@ -67,12 +70,29 @@ def _answer(settings, gold: str, pred: str, soft_timeout_s: float) -> dict:
         result = judge(gold, pred, settings)
         out = {"status": result.status, "reason": result.reason, "rule": result.rule}
     except SoftTimeout:
-        out = {"status": "timeout", "reason": f"soft timer ({soft_timeout_s:.2f}s) fired in the worker"}
+        out = _after_soft_timeout(settings, gold, pred, soft_timeout_s)
     except Exception as exc:  # the verifier failed: report it, keep serving
         out = {"status": "error", "reason": f"{type(exc).__name__}: {str(exc)[:200]}"}
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
     out["elapsed_s"] = time.perf_counter() - start
+    return out
+
+
+def _after_soft_timeout(settings, gold: str, pred: str, soft_timeout_s: float) -> dict:
+    """Sympy ran out of time: closed-form constants are compared numerically (rule `numeric`) within
+    NUMERIC_BUDGET_FRACTION of the soft timeout, which the parent's hard deadline still leaves."""
+    from scalerl.verifiers.math.judge import numeric_fallback
+
+    out = {"status": "timeout", "reason": f"soft timer ({soft_timeout_s:.2f}s) fired in the worker"}
+    signal.setitimer(signal.ITIMER_REAL, soft_timeout_s * NUMERIC_BUDGET_FRACTION)
+    try:
+        if numeric_fallback(gold, pred, settings):
+            out = {"status": "correct", "reason": "sympy ran out of time; equal at 50 digits", "rule": "numeric"}
+    except SoftTimeout:
+        pass
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
     return out
 
 
