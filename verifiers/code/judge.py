@@ -10,9 +10,11 @@ Flow per item: extract the program (`extract`); `no_answer` if empty. Then by te
 
 Status: `correct` when every test passes; `unparsable` when the program does not compile; `timeout`
 when the first failing test ran out of CPU time (`limits.time_s`, the judge) or of wall time
-(time_s × wall_factor + 1 s); `wrong` otherwise; `error` only when the sandbox itself failed. Details
-carry per-test results, a stderr tail, and the active sandbox layers. `verify_many` never raises on
-model output and is thread-safe; at most `slots` runs execute at once.
+(time_s × wall_factor + 1 s); `wrong` otherwise; `error` only when the sandbox itself failed. Limits are
+per test case, as judges set them: each stdio case is its own run; a functional run times each case
+itself, under the whole run's budget (time_s × cases) as the outer bound; `details["timeout_case"]` names
+the case that ran out. Details carry per-test results, a stderr tail, and the active sandbox layers.
+`verify_many` never raises on model output and is thread-safe; at most `slots` runs execute at once.
 """
 
 from __future__ import annotations
@@ -112,14 +114,19 @@ class CodeVerifier:
             results = self._run_assert(code, tests, limits)
         else:
             raise TypeError("code items need tests of kind stdio, functional or assert")
-        return _status(results), {"extracted_chars": len(code), "tests": [r["public"] for r in results],
-                                  "passed": sum(r["public"]["passed"] for r in results),
-                                  "total": len(results), **_failure_output(results, self.config.stderr_tail_chars)}
+        status = _status(results)
+        details = {"extracted_chars": len(code), "tests": [r["public"] for r in results],
+                   "passed": sum(r["public"]["passed"] for r in results), "total": len(results),
+                   **_failure_output(results, self.config.stderr_tail_chars)}
+        if status is Status.timeout:
+            details["timeout_case"] = next(r["public"]["test"] for r in results if r["public"]["outcome"] == "timeout")
+        return status, details
 
     def _request(self, code: str, limits: Limits, mode: str, n_cases: int = 1, **kw: Any) -> RunRequest:
         c = self.config
         cpu_s = limits.time_s * n_cases
         return RunRequest(mode=mode, code=code, cpu_s=cpu_s, wall_s=cpu_s * c.wall_factor + 1.0,
+                          case_cpu_s=limits.time_s, case_wall_s=limits.time_s * c.wall_factor + 1.0,
                           memory_mb=limits.memory_mb, disk_mb=c.disk_mb, fsize_mb=c.max_file_mb,
                           nproc=c.max_processes, nofile=c.max_open_files, max_output_bytes=c.max_output_bytes,
                           **kw)
@@ -151,7 +158,7 @@ class CodeVerifier:
                             cases=[json.dumps([c.args, c.kwargs]) for c in cases])
         res = self._execute(req)
         got = _parse_lines(res.result_lines)
-        results = []
+        results, stopped = [], False
         for i, case in enumerate(cases):
             line = got.get(i)
             ok = False
@@ -160,13 +167,24 @@ class CodeVerifier:
                     ok = functional_equal(from_json(line["v"]), canon(case.expected))
                 except (TypeError, ValueError, KeyError):
                     ok = False
-            r = _test_result(i, res, req, ok, crashed=line is None or line.get("ok") != 1)
+            # A case that reported is judged on its own; the run's end (a kill, a crash) is the first
+            # silent case's; later silent cases never ran.
+            reason = _kill_reason(res, req) if line is None else line.get("timeout")
+            r = _test_result(i, res, req, ok, crashed=line is None or line.get("ok") != 1, reason=reason,
+                             ran=not stopped, case_times=line)
+            stopped = stopped or line is None or "timeout" in line
             if line is not None and line.get("ok") == 0:
                 r["public"]["error"] = str(line.get("err"))[:500]
             results.append(r)
             if not ok and self.config.stop_at_first_failure:
                 break
+        self._count_case_timeouts(got)
         return results
+
+    def _count_case_timeouts(self, got: dict) -> None:
+        kinds = [line["timeout"] for line in got.values() if line.get("timeout") in ("cpu", "wall")]
+        with self._stats_lock:
+            self._kills.update(kinds[:1])
 
     def _run_assert(self, code: str, tests: AssertTests, limits: Limits) -> list[dict]:
         token = secrets.token_hex(16)
@@ -213,8 +231,14 @@ def _kill_reason(res: RunResult, req: RunRequest) -> str | None:
     return None
 
 
-def _test_result(i: int, res: RunResult, req: RunRequest, ok: bool, crashed: bool) -> dict:
-    reason = _kill_reason(res, req)
+_RUN_REASON = object()  # `_test_result`'s default: the kill reason of the whole run
+
+
+def _test_result(i: int, res: RunResult, req: RunRequest, ok: bool, crashed: bool, reason: Any = _RUN_REASON,
+                 ran: bool = True, case_times: dict | None = None) -> dict:
+    """One test's public record; `reason` overrides the run's kill reason (functional cases are timed one by
+    one), `ran=False` marks a case after the one that ended the run, `case_times` its own cpu_s/wall_s."""
+    reason = _kill_reason(res, req) if reason is _RUN_REASON else reason
     compile_error = any(b'"compile_error"' in line for line in res.result_lines[:1])
     if res.error:
         outcome = "error"
@@ -224,14 +248,18 @@ def _test_result(i: int, res: RunResult, req: RunRequest, ok: bool, crashed: boo
         outcome, ok = "timeout", False
     elif ok:
         outcome = "passed"
+    elif not ran:
+        outcome = "not_run"
     elif reason:
         outcome = f"{reason}_limit"
     elif crashed:
         outcome = "runtime_error"
     else:
         outcome = "wrong"
+    times = case_times if case_times is not None and "cpu_s" in case_times else {"cpu_s": res.cpu_s,
+                                                                                   "wall_s": res.wall_s}
     public = {"test": i, "passed": bool(ok and not res.error), "outcome": outcome, "exit_code": res.exit_code,
-              "cpu_s": round(res.cpu_s, 4), "wall_s": round(res.wall_s, 4)}
+              "cpu_s": round(times["cpu_s"], 4), "wall_s": round(times.get("wall_s", res.wall_s), 4)}
     if res.error:
         public["error"] = res.error
     elif compile_error:

@@ -11,7 +11,8 @@ program runs. SIGPIPE is ignored and streams the program closed are skipped at e
 the fork server's, scrubbed once per slot (`_zygote.CHILD_ENV`). A child that failed `prepare` still
 waits for its job, so the failure is reported on the job's stderr.
 
-Modes: `stdio` runs the program as `__main__`; `functional` calls `entry_point` per case and writes each
+Modes: `stdio` runs the program as `__main__`; `functional` calls `entry_point` per case (each under its own
+CPU and wall timer, see `_arm_case_timers`) and writes each
 result's canonical encoding (see `_canon`) to fd 3, so the parent compares; `assert` runs the program,
 then the test code in a namespace with pristine builtins, with `assert a == b` rewritten to canonical
 equality (see `_testcode`), under an audit hook that blocks frame and gc introspection; the per-run token
@@ -275,15 +276,34 @@ def _run_functional(job: dict, code) -> None:
     if not callable(fn):
         _emit({"i": 0, "ok": 0, "err": f"entry point {job['entry_point']!r} not defined"})
         _flush_exit(1)
+    case_cpu_s, case_wall_s = job.get("case_limits") or (None, None)
     for i, raw in enumerate(job["cases"]):
         args, kwargs = json.loads(raw)
-        t0 = time.process_time()
+        t0, w0 = time.process_time(), time.monotonic()
+        _arm_case_timers(i, case_cpu_s, case_wall_s)
         try:
             value = _canon.to_json(_canon.canon(fn(*args, **kwargs)))
-            _emit({"i": i, "ok": 1, "v": value, "cpu_s": time.process_time() - t0})
+            _emit({"i": i, "ok": 1, "v": value, "cpu_s": time.process_time() - t0, "wall_s": time.monotonic() - w0})
         except BaseException as exc:  # SystemExit inside the call fails the case too
             _emit({"i": i, "ok": 0, "err": f"{type(exc).__name__}: {exc}"[:500]})
+        _arm_case_timers(i, None, None)
     _flush_exit(0)
+
+
+CASE_TIMEOUT_EXIT = 124
+
+
+def _arm_case_timers(i: int, cpu_s: float | None, wall_s: float | None) -> None:
+    """One case's own limits: a CPU timer (ITIMER_PROF) and a wall timer (ITIMER_REAL) whose handler reports
+    the case on the result channel and exits at once (no exception the program could catch). A handler is
+    needed: as PID 1 of its namespace the child ignores these signals at their default action. Handlers run
+    between bytecodes, so one long C call (or a program that resets the timers) is stopped by the run's
+    budget, the outer bound, instead."""
+    for which, sig, seconds, kind in ((signal.ITIMER_PROF, signal.SIGPROF, cpu_s, "cpu"),
+                                      (signal.ITIMER_REAL, signal.SIGALRM, wall_s, "wall")):
+        if seconds:
+            signal.signal(sig, lambda *_, kind=kind: (_emit({"i": i, "timeout": kind}), _exit(CASE_TIMEOUT_EXIT)))
+        signal.setitimer(which, seconds or 0)
 
 
 def _run_assert(job: dict, code) -> None:

@@ -48,8 +48,10 @@ class RunRequest:
     entry_point: str | None = None
     cases: list[str] = field(default_factory=list)  # JSON [args, kwargs] per functional case
     token: str | None = None
-    cpu_s: float = 2.0
+    cpu_s: float = 2.0  # the whole run's CPU budget (RLIMIT_CPU); the outer bound over every case
     wall_s: float = 6.0
+    case_cpu_s: float | None = None  # functional mode: each case's own CPU and wall-clock limit
+    case_wall_s: float | None = None
     memory_mb: int = 512
     disk_mb: int = 64
     inodes: int = 4096
@@ -259,6 +261,7 @@ class _Server:
         packed = pack_test(req.test) if req.mode == "assert" and req.test is not None else None
         payload = json.dumps({"mode": req.mode, "code": req.code, "test": req.test, "test_packed": packed,
                               "token": req.token, "entry_point": req.entry_point, "cases": req.cases,
+                              "case_limits": [req.case_cpu_s, req.case_wall_s],
                               "limits": _limits(req)}).encode()
         pipes = [os.pipe2(os.O_CLOEXEC) for _ in range(5)]  # job, stdin, stdout, stderr, result
         theirs = [pipes[0][0], pipes[1][0], pipes[2][1], pipes[3][1], pipes[4][1]]
