@@ -18,6 +18,7 @@ HERE = Path(__file__).resolve().parent
 REFERENCE = HERE.parent.parent / "reference"
 
 VEC = "\\begin{pmatrix} 1 \\\\ -2 \\end{pmatrix}"
+COL3 = "\\begin{pmatrix} 3 \\\\ -1 \\\\ 2 \\end{pmatrix}"
 # (class, shape, reference answer, model's final answer as written, label 1 = correct / 0 = wrong, problem)
 HAND = [
     # text answers
@@ -152,6 +153,66 @@ HAND = [
     ("plain", "MATH", VEC, "\\begin{pmatrix}1\\\\2\\end{pmatrix}", 0, "Find v."),
 ]
 
+# Issue 40's classes, appended after every other item so the earlier ids stay as they were.
+LAST_CLASSES = [
+    ("unicode", "MATH", "(-\\infty,-3)\\cup(3,\\infty)", "(−∞, −3) ∪ (3, +∞)", 1, "Solve x^2 > 9."),
+    ("unicode", "MATH", "(-\\infty,-3)\\cup(3,\\infty)", "(−∞, −3) ∪ (4, +∞)", 0, "Solve x^2 > 9."),
+    ("unicode", "Polaris", "x \\le 5", "x ≤ 5", 1, "Solve 2x + 1 <= 11."),
+    ("unicode", "Polaris", "x \\le 5", "x < 5", 0, "Solve 2x + 1 <= 11."),
+    ("unicode", "MATH", "2\\sqrt{3}", "2√3", 1, "Simplify sqrt(12)."),
+    ("unicode", "MATH", "2\\sqrt{3}", "3√2", 0, "Simplify sqrt(12)."),
+    ("unicode", "DeepMath", "x^2+1", "x² + 1", 1, "Find f(x)."),
+    ("unicode", "DeepMath", "x^2+1", "x³ + 1", 0, "Find f(x)."),
+    ("unicode", "OlympiadBench", "-\\frac{\\pi}{4}", "−π/4", 1, "Find the angle."),
+    ("unicode", "OlympiadBench", "-\\frac{\\pi}{4}", "π/4", 0, "Find the angle."),
+    ("set_builder", "MATH", "(-1,1)", "\\{x \\mid -1 < x < 1\\}", 1, "Solve |x| < 1."),
+    ("set_builder", "MATH", "(-1,1)", "\\{x \\mid -1 \\le x < 1\\}", 0, "Solve |x| < 1."),
+    ("set_builder", "Polaris", "[0,\\infty)", "\\{x : x \\ge 0\\}", 1, "Find the domain of sqrt(x)."),
+    ("set_builder", "Polaris", "[0,\\infty)", "\\{x : x > 0\\}", 0, "Find the domain of sqrt(x)."),
+    ("plus_minus", "MATH", "\\{2,-2\\}", "\\{\\pm 2\\}", 1, "Find all x with x^2 = 4."),
+    ("plus_minus", "MATH", "\\{2,-2\\}", "\\{\\pm 3\\}", 0, "Find all x with x^2 = 4."),
+    ("plus_minus", "OlympiadBench", "1+\\sqrt{2}, 1-\\sqrt{2}", "1 \\pm \\sqrt{2}", 1, "Solve x^2 - 2x - 1 = 0."),
+    ("plus_minus", "OlympiadBench", "1+\\sqrt{2}, 1-\\sqrt{2}", "1 + \\sqrt{2}", 0, "Solve x^2 - 2x - 1 = 0."),
+    ("column_vector", "MATH", "(1,2)", "\\begin{pmatrix} 1 \\\\ 2 \\end{pmatrix}", 1, "Find the vector v."),
+    ("column_vector", "MATH", "(1,2)", "\\begin{pmatrix} 2 \\\\ 1 \\end{pmatrix}", 0, "Find the vector v."),
+    ("column_vector", "MATH", COL3, "(3, -1, 2)", 1, "Project v."),
+    ("column_vector", "MATH", COL3, "(3, 1, 2)", 0, "Project v."),
+    ("ordinal_unit", "MATH", "12", "12^{\\mathrm{th}}", 1, "Which term of the sequence is 45?"),
+    ("ordinal_unit", "MATH", "12", "13^{\\mathrm{th}}", 0, "Which term of the sequence is 45?"),
+    ("ordinal_unit", "GSM8K", "15", "15th day", 1, "On which day does the tank fill?"),
+    ("ordinal_unit", "GSM8K", "15", "16th day", 0, "On which day does the tank fill?"),
+    ("ordinal_unit", "GSM8K", "5", "5\\text{ cm}", 1, "How long is the side?"),
+    ("ordinal_unit", "GSM8K", "5", "6\\text{ cm}", 0, "How long is the side?"),
+    ("labelled", "OlympiadBench", "1, 3", "Minimum: 1, Maximum: 3", 1, "Find the minimum and the maximum."),
+    ("labelled", "OlympiadBench", "1, 3", "Minimum: 1, Maximum: 4", 0, "Find the minimum and the maximum."),
+    ("labelled", "Polaris", "1,3", "\\text{Minimum: } 1, \\text{Maximum: } 3", 1, "Find the minimum and the maximum."),
+    ("labelled", "Polaris", "1,3", "\\text{Minimum: } 3", 0, "Find the minimum and the maximum."),
+    ("frac_braces", "MATH", "\\frac{1+a}{c}", "\\frac{1+a}c", 1, "Express x in terms of a and c."),
+    ("frac_braces", "MATH", "\\frac{1+a}{c}", "\\frac{1-a}c", 0, "Express x in terms of a and c."),
+    ("frac_braces", "MATH", "\\frac{x}{2}", "\\dfrac x2", 1, "Find the inverse function."),
+    ("frac_braces", "MATH", "\\frac{x}{2}", "\\dfrac x3", 0, "Find the inverse function."),
+    ("degree_sign", "MATH", "30^\\circ", "30°", 1, "Find the angle in degrees."),
+    ("degree_sign", "MATH", "30^\\circ", "60°", 0, "Find the angle in degrees."),
+    ("degree_sign", "MATH", "30^\\circ", "30\\degree", 1, "Find the angle in degrees."),
+    ("degree_sign", "MATH", "30", "31^{\\circ}", 0, "Find the angle in degrees."),
+    ("infinity", "DeepMath", "\\infty", "\\text{infinitely many}", 1, "How many solutions are there?"),
+    ("infinity", "DeepMath", "\\infty", "\\text{finitely many}", 0, "How many solutions are there?"),
+    ("infinity", "OlympiadBench", "\\text{infinitely many}", "\\infty", 1, "How many such n exist?"),
+    ("infinity", "OlympiadBench", "\\text{infinitely many}", "1", 0, "How many such n exist?"),
+    ("ordering", "MATH", "a, b, c", "a < b < c", 1, "Order a, b, c from least to greatest."),
+    ("ordering", "MATH", "a, b, c", "b < a < c", 0, "Order a, b, c from least to greatest."),
+    ("ordering", "Polaris", "\\sqrt{2}, \\frac{3}{2}, 2", "\\sqrt2 < \\frac32 < 2", 1, "Order from least to greatest."),
+    ("ordering", "Polaris", "\\sqrt{2}, \\frac{3}{2}, 2", "\\frac32 < \\sqrt2 < 2", 0, "Order from least to greatest."),
+    ("trig_degrees", "OlympiadBench", "\\frac{\\sqrt{3}}{8}", "\\sin 20^\\circ \\sin 40^\\circ \\sin 80^\\circ", 1,
+     "Compute the product in closed form."),
+    ("trig_degrees", "OlympiadBench", "\\frac{\\sqrt{3}}{8}", "\\sin 20^\\circ \\sin 40^\\circ \\sin 70^\\circ", 0,
+     "Compute the product in closed form."),
+    ("trig_degrees", "MATH", "\\frac{1}{16}", "\\cos 20^\\circ \\cos 40^\\circ \\cos 60^\\circ \\cos 80^\\circ", 1,
+     "Compute the product."),
+    ("trig_degrees", "MATH", "\\frac{1}{8}", "\\cos 20^\\circ \\cos 40^\\circ \\cos 60^\\circ \\cos 80^\\circ", 0,
+     "Compute the product."),
+]
+
 # Full solutions written as models write them: (class, shape, reference, completion, label).
 FULL = [
     ("extract_prose_trap", "MATH", "23", "The GCF of 36 and 48 is 12. To find the final answer, I need to increase "
@@ -236,15 +297,21 @@ def _item(cls: str, shape: str, answer: str, output: str, label: int, problem: s
             "output": output, "label": "correct" if label else "wrong"}
 
 
-def build() -> list[dict]:
-    rng = random.Random(31)
+def _hand(rows: list[tuple]) -> list[dict]:
+    """Each hand-written row as a bare answer and inside a one-line worked solution."""
     items = []
-    for cls, shape, answer, final, label, problem in HAND:
+    for cls, shape, answer, final, label, problem in rows:
         items.append(_item(cls, shape, answer, final, label, problem, form="bare"))
         worked = f"Working through the problem step by step, we reach the result.\n\nThe answer is ${final}$."
         items.append(_item(cls, shape, answer, worked, label, problem))
+    return items
+
+
+def build() -> list[dict]:
+    rng = random.Random(31)
+    items = _hand(HAND)
     items += [_item(c, s, a, o, lab, "") for c, s, a, o, lab in FULL]
-    items += _math500(rng) + _gsm8k(rng)
+    items += _math500(rng) + _gsm8k(rng) + _hand(LAST_CLASSES)
     for k, item in enumerate(items):
         item["id"] = f"acc-{k:04d}"
     return items
