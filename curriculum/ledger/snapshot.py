@@ -7,7 +7,8 @@ out_dir/latest -> snapshot-...   (symlink, replaced atomically)
 ```
 Guarantees: every table of one snapshot comes from one DuckDB transaction (a consistent point in
 time); a snapshot directory appears only complete (written as `.tmp-*`, fsynced, then renamed), and
-`latest` always points at a complete one. Readers: `duckdb.sql("SELECT * FROM 'out/latest/pass_rates.parquet'")`.
+`latest` always points at a complete one. Readers: `duckdb.sql("SELECT * FROM 'out/latest/pass_rates.parquet'")`,
+or the ledger's own SQL over a snapshot with `scalerl.curriculum.ledger.snapshot_read.query_snapshot`.
 Older snapshots beyond `keep` are deleted; a reader holding one open may see it vanish (copy it to keep it).
 """
 

@@ -1,10 +1,11 @@
 """`scalerl-env ledger query|snapshot|ingest|stats`: read and feed the DuckDB pass-rate ledger.
 
 `query` and `stats` go to a running owner when `--url` is given (the reward server's `POST
-/v1/ledger/query`, with the bearer token of `--token`, `--token-file` or `$SCALERL_REWARD_TOKEN`),
-otherwise they open the file read-only (which fails, with a hint, while an owner
-holds it). Only single SELECT statements are accepted, with a time limit. Exit codes: 0 done, 2 bad
-input or refused (the message says why), 1 unexpected failure.
+/v1/ledger/query`, with the bearer token of `--token`, `--token-file` or `$SCALERL_REWARD_TOKEN`); with
+`--run DIR` (a `scalerl train` run folder) to the ledger's latest Parquet snapshot while the trainer holds
+the file, and to the file once it is free; with `--ledger FILE` they open the file read-only (which fails,
+with a hint, while an owner holds it). Only single SELECT statements are accepted, with a time limit.
+Exit codes: 0 done, 2 bad input or refused (the message says why), 1 unexpected failure.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ import typer
 
 LEDGER_OPT = typer.Option(None, "--ledger", help="ledger file (DuckDB)")
 URL_OPT = typer.Option(None, "--url", help="a running owner, e.g. http://127.0.0.1:8000")
+RUN_OPT = typer.Option(None, "--run", help="a `scalerl train` run folder, training or finished")
 TIMEOUT_OPT = typer.Option(10.0, "--timeout-s", min=0.1, help="query time limit, seconds")
 TOKEN_OPT = typer.Option(None, "--token", help="with --url: a `read` bearer token (default: $SCALERL_REWARD_TOKEN)")
 TOKEN_FILE_OPT = typer.Option(None, "--token-file", help="with --url: a file holding the token (instead of --token)")
@@ -74,12 +76,16 @@ def _refusal(status: int, detail: object) -> str:
     return f"owner answered {status}: {detail}{hint}"
 
 
-def run_query(sql: str, *, ledger: Path | None, url: str | None, timeout_s: float, token: str | None = None):
-    """QueryResult from the owner at `url` (sending `token` as the bearer), or from the file opened read-only."""
+def run_query(sql: str, *, ledger: Path | None, url: str | None, timeout_s: float, token: str | None = None,
+              run: Path | None = None):
+    """QueryResult from the owner at `url` (sending `token` as the bearer), from what the run folder `run`
+    offers (`query_run`), or from the file opened read-only."""
     from scalerl.curriculum.ledger.models import LedgerError, QueryResult
 
-    if (ledger is None) == (url is None):
-        _fail("give exactly one of --ledger FILE or --url URL")
+    if sum(x is not None for x in (ledger, url, run)) != 1:
+        _fail("give exactly one of --ledger FILE, --url URL or --run DIR")
+    if run is not None:
+        return query_run(sql, run, timeout_s=timeout_s)
     if url is not None:
         import httpx
 
@@ -106,6 +112,32 @@ def run_query(sql: str, *, ledger: Path | None, url: str | None, timeout_s: floa
         _fail(str(exc))
 
 
+def query_run(sql: str, run: Path, *, timeout_s: float):
+    """A run folder's ledger: the file itself when no trainer holds it, else the trainer's latest snapshot."""
+    from scalerl.curriculum.ledger.models import LedgerError
+    from scalerl.curriculum.ledger.snapshot_read import READERS_NOTE, latest_snapshot, query_snapshot, read_note
+    from scalerl.curriculum.ledger.store import Ledger
+
+    note = read_note(run)
+    if note is None:
+        _fail(f"{run} holds no {READERS_NOTE}: not a `scalerl train` run folder; give --ledger FILE instead")
+    try:
+        if not note.held():
+            try:
+                led = Ledger(run / note.ledger, read_only=True)
+            except LedgerError:  # held after all (a resumed run, or the note not yet rewritten): the snapshot
+                pass
+            else:
+                with led:
+                    return led.query(sql, timeout_s=timeout_s)
+        snap = latest_snapshot(run / note.snapshots)
+        if snap is None:
+            _fail(f"{run}: the trainer holds {note.ledger} and has written no snapshot of it yet; query again")
+        return query_snapshot(snap, sql, timeout_s=timeout_s)
+    except LedgerError as exc:
+        _fail(str(exc))
+
+
 def _render(result, fmt: Format) -> str:
     if fmt is Format.json:
         return json.dumps({"columns": result.columns, "rows": result.rows}, default=str) + "\n"
@@ -128,15 +160,16 @@ def _render(result, fmt: Format) -> str:
 
 def query(
     sql: str = typer.Argument(..., help="one SELECT statement"),
-    ledger: Path | None = LEDGER_OPT, url: str | None = URL_OPT,
+    ledger: Path | None = LEDGER_OPT, url: str | None = URL_OPT, run: Path | None = RUN_OPT,
     fmt: Format = typer.Option(Format.table, "--format", help="table | csv | json"),
     timeout_s: float = TIMEOUT_OPT, token: str | None = TOKEN_OPT, token_file: Path | None = TOKEN_FILE_OPT,
 ) -> None:
     """Run one read-only SQL statement against the ledger.
 
-    Example: scalerl-env ledger query "SELECT * FROM pass_rates ORDER BY pass_rate LIMIT 10" --ledger runs/ledger.duckdb
+    Example: scalerl-env ledger query "SELECT * FROM pass_rates ORDER BY pass_rate LIMIT 10" --run runs/demo
     """
-    result = run_query(sql, ledger=ledger, url=url, timeout_s=timeout_s, token=bearer_token(token, token_file))
+    result = run_query(sql, ledger=ledger, url=url, timeout_s=timeout_s, token=bearer_token(token, token_file),
+                       run=run)
     sys.stdout.write(_render(result, fmt))
     if result.truncated:
         typer.echo(f"(truncated to {len(result.rows)} rows)", err=True)
@@ -220,15 +253,16 @@ def _without_pandas() -> Iterator[None]:
 
 
 def stats(
-    ledger: Path | None = LEDGER_OPT, url: str | None = URL_OPT, timeout_s: float = TIMEOUT_OPT,
-    token: str | None = TOKEN_OPT, token_file: Path | None = TOKEN_FILE_OPT,
+    ledger: Path | None = LEDGER_OPT, url: str | None = URL_OPT, run: Path | None = RUN_OPT,
+    timeout_s: float = TIMEOUT_OPT, token: str | None = TOKEN_OPT, token_file: Path | None = TOKEN_FILE_OPT,
 ) -> None:
     """One-screen summary: prompts, attempts, pass-rate histogram per domain, retired count.
 
     Example: scalerl-env ledger stats --ledger runs/ledger.duckdb
     """
     bearer = bearer_token(token, token_file)
-    res = {k: run_query(sql, ledger=ledger, url=url, timeout_s=timeout_s, token=bearer) for k, sql in STATS_SQL.items()}
+    res = {k: run_query(sql, ledger=ledger, url=url, timeout_s=timeout_s, token=bearer, run=run)
+           for k, sql in STATS_SQL.items()}
     totals = dict(zip(res["totals"].columns, res["totals"].rows[0]))
     lines = [" · ".join(f"{k} {v}" for k, v in totals.items()), ""]
     lines.append(_render(res["domains"], Format.table).rstrip())

@@ -38,6 +38,7 @@ from scalerl.trainer.core.lora_config import pushes_adapters
 from scalerl.trainer.core.update import pack_samples
 from scalerl.trainer.distributed.ray_launch import run_in_ray
 from scalerl.trainer.rollout.messages import RolloutGroup
+from scalerl.trainer.run.ledger_readers import LedgerReaders
 from scalerl.trainer.run.log import devices_in_use
 from scalerl.trainer.run.setup import LEDGER, Run, setup_run
 from scalerl.trainer.run.validation import evaluate, validation_engine
@@ -50,7 +51,9 @@ TAKE_TIMEOUT_S = 600.0
 def train(cfg: TrainConfig, out: str | Path, *, resume: bool = False) -> dict[str, Any]:
     """Run (or resume) training into the folder `out`; returns the summary (also in summary.json)."""
     run = setup_run(cfg, Path(out), resume=resume)
+    readers = None
     try:
+        readers = LedgerReaders(run.ledger, run.out, LEDGER)  # SQL on the ledger while this process holds it
         run.runtime.start(run.trainer.policy_version)
         if run.step == 0 and cfg.validation.enabled:
             validate(run)
@@ -68,6 +71,7 @@ def train(cfg: TrainConfig, out: str | Path, *, resume: bool = False) -> dict[st
             run.state.elapsed_s = time.monotonic() - t_start
             cur_metrics = curriculum_metrics(run, groups, kept)
             log_step(run, groups, kept, len(zero_var_ids), lag, {**adv_metrics, **step_metrics, **cur_metrics}, t0)
+            readers.after_step()
             if cfg.validation.enabled and run.step % cfg.validation.every_steps == 0:
                 validate(run)
             if run.step % cfg.checkpoint.every_steps == 0:
@@ -75,6 +79,8 @@ def train(cfg: TrainConfig, out: str | Path, *, resume: bool = False) -> dict[st
         return finish(run, stopped_by)
     finally:
         run.close()
+        if readers is not None:
+            readers.close()
 
 
 def train_in_ray(cfg: TrainConfig, out: str | Path, *, resume: bool = False) -> dict[str, Any]:
