@@ -20,6 +20,10 @@ Departures from plain math-verify (documented policy, see docs/math.md):
   intervals, degrees, units and word answers are decided by `scalerl.verifiers.math.rules` before math-verify;
   rounded references and equations against expressions are accepted by `scalerl.verifiers.math.forms` after it.
   `Judgement.rule` names what decided.
+* spellings (`math.shape_rules`): both sides go through `scalerl.verifiers.math.normalize` first
+  (Unicode math, `\\frac12`, ordinals, degree signs, column vectors, set-builder, `\\pm` in lists).
+* numeric fallback: when sympy runs out of time (the worker's soft timer) on two closed-form,
+  float-free constants, `numeric_fallback` compares them at NUMERIC_DIGITS (rule `numeric`).
 * timeouts: math-verify's `signal.alarm` is disabled (`timeout_seconds=None`); the worker arms its own
   soft timer and the parent process enforces the hard per-item deadline by killing the worker.
 """

@@ -22,6 +22,8 @@ from __future__ import annotations
 
 import re
 
+from scalerl.verifiers.math.rules import split_top
+
 _UNICODE = {
     "\u2212": "-", "\u2013": "-", "\u221e": "\\infty ", "\u222a": "\\cup ", "\u2229": "\\cap ", "\u2264": "\\le ",
     "\u2265": "\\ge ", "\u2260": "\\ne ", "\u00d7": "\\times ", "\u00f7": "\\div ", "\u00b7": "\\cdot ",
@@ -144,8 +146,6 @@ def _column(text: str) -> str:
 def _expand_pm(text: str) -> str:
     if "\\pm" not in text:
         return text
-    from scalerl.verifiers.math.rules import split_top
-
     inner, wrap = text, ("", "")
     if text.startswith("\\{") and text.endswith("\\}"):
         inner, wrap = text[2:-2], ("\\{", "\\}")

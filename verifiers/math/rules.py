@@ -7,7 +7,7 @@ guard, `scalerl.verifiers.math.judge`); rules compare the parts they split out w
 
     choice     a multiple-choice letter: A-E, (B), \\text{(B)}, "(B) 2\\sqrt2"; letters decide, the
                option text counts when the reference carries it
-    parts      a multi-part reference (top-level commas, semicolons, "and"; labels `w=` `(a)` dropped):
+    parts      a multi-part reference (top-level commas, semicolons, "and"; labels `w=` `(a)` `Minimum:` dropped):
                same number of parts, every part equal; a bare list is unordered, labelled parts are
                matched by label; brackets on one side only are ignored
     ordering   a chain `a < b < c` against the list `a, b, c`: same items, same order (before interval)
