@@ -12,8 +12,8 @@ the fork server's, scrubbed once per slot (`_zygote.CHILD_ENV`). A child that fa
 waits for its job, so the failure is reported on the job's stderr.
 
 Modes: `stdio` runs the program as `__main__`; `functional` calls `entry_point` per case (each under its own
-CPU and wall timer, see `_arm_case_timers`) and writes each
-result's canonical encoding (see `_canon`) to fd 3, so the parent compares; `assert` runs the program,
+CPU and wall timer, see `_arm_case_timers`) and writes each result's canonical encoding (see `_canon`) to
+fd 3, so the parent compares; `assert` runs the program,
 then the test code in a namespace with pristine builtins, with `assert a == b` rewritten to canonical
 equality (see `_testcode`), under an audit hook that blocks frame and gc introspection; the per-run token
 is written to fd 3 only after the last statement of the test code. Nothing expected (stdio outputs, functional
