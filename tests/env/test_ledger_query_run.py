@@ -97,10 +97,10 @@ def test_a_folder_without_a_note_is_refused_with_the_alternative(tmp_path):
 @pytest.mark.timeout(900)
 def test_the_readme_query_answers_while_scalerl_train_writes_the_run(tmp_path):
     """The CPU default (its shipped warm start: RL begins after ~30 s), queried until rows come back."""
-    run = tmp_path / "run"
+    run, log = tmp_path / "run", (tmp_path / "train.log").open("w")  # a file: a full pipe would stall the trainer
     train = subprocess.Popen([str(BIN / "scalerl"), "train", "--max-steps", "400", "--out", str(run),
                               "validation.enabled=false", "logging.progress=lines"],
-                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, start_new_session=True)
+                             stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
     try:
         rows, deadline = [], time.monotonic() + 600
         while not rows and time.monotonic() < deadline and train.poll() is None:
@@ -109,9 +109,10 @@ def test_the_readme_query_answers_while_scalerl_train_writes_the_run(tmp_path):
                 out = query_json(readme_query(), run)
                 assert out.returncode == 0, out.stderr
                 rows = json.loads(out.stdout)["rows"]
-        assert train.poll() is None, f"the run ended before the query answered: {train.stderr.read()[-2000:]}"
+        assert train.poll() is None, Path(log.name).read_text()[-3000:]  # the run ended first
         assert rows and all(row[2] >= 8 for row in rows)  # scored
         assert read_note(run).held()
     finally:
         os.killpg(train.pid, signal.SIGKILL)
         train.wait()
+        log.close()
