@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from scalerl.curriculum.ledger.snapshot_read import ReadersNote, read_note, write_note
 from scalerl.curriculum.ledger.store import Ledger
-from scalerl.trainer.run.ledger_readers import LedgerReaders
+from scalerl.trainer.run.ledger_readers import COST_FACTOR, MIN_EVERY_S, LedgerReaders
 
 from tests.support.ledger_data import batch_rows
 
@@ -116,3 +116,17 @@ def test_the_readme_query_answers_while_scalerl_train_writes_the_run(tmp_path):
         os.killpg(train.pid, signal.SIGKILL)
         train.wait()
         log.close()
+
+
+def test_snapshots_are_spaced_by_their_own_cost(tmp_path):
+    with Ledger(tmp_path / "ledger.duckdb") as ledger:
+        ledger.record_attempts(batch_rows(0))
+        readers = LedgerReaders(ledger, tmp_path, "ledger.duckdb")
+        first = sorted((tmp_path / "ledger_snapshots").glob("snapshot-*"))
+        for _ in range(20):  # steps far faster than the spacing: no snapshot between them
+            readers.after_step()
+        assert sorted((tmp_path / "ledger_snapshots").glob("snapshot-*")) == first and len(first) == 1
+        readers._next_at = 0.0  # the spacing has passed
+        readers.after_step()
+        assert len(list((tmp_path / "ledger_snapshots").glob("snapshot-*"))) == 2
+        assert readers._next_at - time.monotonic() > max(MIN_EVERY_S, COST_FACTOR * readers.last_cost_s) - 1.0
