@@ -55,6 +55,7 @@ def test_later_cases_are_not_run_and_the_run_budget_stays_the_outer_bound() -> N
                      "def solve(n):\n    return n\n")
         over = v.verify_many([functional(top_level, [0, 0], time_s=1.0)])[0]
         assert over.status is Status.timeout and over.details["timeout_case"] == 0, over.details
+        assert [t["outcome"] for t in over.details["tests"]] == ["timeout", "not_run"]
 
 
 def test_stdio_cases_each_have_their_own_limit_and_the_verdict_names_the_case(verifier: CodeVerifier) -> None:

@@ -244,12 +244,12 @@ def _test_result(i: int, res: RunResult, req: RunRequest, ok: bool, crashed: boo
         outcome = "error"
     elif compile_error:
         outcome = "compile_error"
+    elif not ran:
+        outcome, ok = "not_run", False
     elif reason in ("cpu", "wall"):
         outcome, ok = "timeout", False
     elif ok:
         outcome = "passed"
-    elif not ran:
-        outcome = "not_run"
     elif reason:
         outcome = f"{reason}_limit"
     elif crashed:
