@@ -64,3 +64,12 @@ def test_stdio_cases_each_have_their_own_limit_and_the_verdict_names_the_case(ve
     verdict = verifier.verify_many([VerifyItem(id="s", domain="code", completion=code, tests=tests,
                                                limits={"time_s": 1.0})])[0]
     assert verdict.status is Status.timeout and verdict.details["timeout_case"] == 1, verdict.details
+
+
+def test_a_program_that_disarms_its_case_timers_still_meets_the_run_budget(verifier: CodeVerifier) -> None:
+    dodge = ("import signal, time\ndef solve(n):\n    signal.setitimer(signal.ITIMER_PROF, 0)\n"
+             "    signal.setitimer(signal.ITIMER_REAL, 0)\n    t0 = time.process_time()\n"
+             "    while time.process_time() - t0 < n:\n        pass\n    return n\n")
+    verdict = verifier.verify_many([functional(dodge, [0, 6], time_s=1.0)])[0]
+    assert verdict.status is Status.timeout and verdict.details["timeout_case"] == 1, verdict.details
+    assert verdict.details["tests"][1]["cpu_s"] < 6
