@@ -143,3 +143,18 @@ def test_the_language_check_with_langdetect():  # a dependency of the project
     text = "Bonjour à tous, je suis très heureux de vous voir aujourd'hui dans cette belle ville."
     assert followed("language:response_language", text, args)
     assert not followed("language:response_language", "Hello everyone, I am very happy to see you today.", args)
+
+
+ENGLISH_CAPS = "THE QUICK BROWN FOX JUMPS OVER THE LAZY DOG AND THEN RUNS AWAY INTO THE FOREST"
+
+
+@pytest.mark.parametrize("name,convert", [("change_case:english_capital", str.upper),
+                                          ("change_case:english_lowercase", str.lower)])
+def test_the_case_constraints_require_english(name, convert):
+    args = arguments(name, {})
+    french = "Bonjour tout le monde, je suis très content de vous voir aujourd'hui et demain aussi mes amis"
+    for other in ("Привет мир, как дела у тебя сегодня", "你好世界", french):
+        assert not followed(name, convert(other), args, "strict"), other
+    # short English that langdetect run on the text as written misnames (IFEval: "HELLO, WORLD 42" is Somali)
+    for english in (ENGLISH_CAPS, "hello, world 42", "sure", "1. buy milk 2. call mom 3. pay rent 4. walk dog"):
+        assert followed(name, convert(english), args, "strict"), english

@@ -13,8 +13,12 @@ Where this departs from Google's reference implementation (which needs nltk and 
   abbreviations such as "Mr." or "e.g.") instead of nltk's punkt model, which is not installed.
 - Words are runs of `\\w` (the same rule as IFEval's `RegexpTokenizer(r"\\w+")`); capital words are
   those runs that are all upper case (IFEval tokenizes with nltk's word_tokenize).
-- `change_case:english_capital` / `english_lowercase` check the letter case only: the "in English"
-  half needs a language model (langdetect), and a reward must not depend on what is installed.
+- `change_case:english_capital` / `english_lowercase` check the letter case and that the response is not
+  in another language: mostly non-Latin letters (Russian, Chinese, ...) fail; a Latin-script response of
+  at least `LANGUAGE_MIN_WORDS` words fails when langdetect, run on the lower-cased text, names another
+  language with probability ≥ 0.9. IFEval runs langdetect on the text as written, which names short
+  all-capital English ("HELLO, WORLD 42") Somali: those pass here. Without langdetect only the script
+  rule applies.
 - `keywords:frequency` counts whole-word, case-insensitive occurrences (IFEval counts regex matches, so
   "cat" is found in "category"); keywords are literal text, never regular expressions.
 - Relations: IFEval's `less than` / `at least`, plus `at most`, `exactly` and `around`
@@ -364,16 +368,38 @@ def capital_word_frequency(text: str, capital_frequency: Count, capital_relation
     return compare(sum(1 for w in words(text) if w.isupper()), capital_frequency, capital_relation)
 
 
+LANGUAGE_MIN_WORDS = 8  # below this, langdetect's guess on English text is often another language
+
+
+def not_english(text: str) -> bool:
+    """The response is detectably in another language (the "in English" half of the case constraints)."""
+    letters = [c for c in text if c.isalpha()]
+    if letters and sum(ord(c) > 0x24F for c in letters) * 2 > len(letters):  # mostly beyond Latin Extended
+        return True
+    if len(words(text)) < LANGUAGE_MIN_WORDS:
+        return False
+    try:
+        import langdetect
+    except ImportError:
+        return False
+    langdetect.DetectorFactory.seed = 0
+    try:
+        best = langdetect.detect_langs(text.lower())[0]  # lower case: capitals alone mislead langdetect
+    except langdetect.LangDetectException:
+        return False
+    return best.lang != "en" and best.prob >= 0.9
+
+
 @constraint("change_case:english_capital")
 def english_capital(text: str) -> bool:
-    """Capital letters only (at least one letter)."""
-    return text.isupper()
+    """Capital letters only (at least one letter), in English."""
+    return text.isupper() and not not_english(text)
 
 
 @constraint("change_case:english_lowercase")
 def english_lowercase(text: str) -> bool:
-    """Lowercase letters only (at least one letter)."""
-    return text.islower()
+    """Lowercase letters only (at least one letter), in English."""
+    return text.islower() and not not_english(text)
 
 
 @constraint("punctuation:no_comma")
