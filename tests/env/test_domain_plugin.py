@@ -17,6 +17,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from tests.support.plugin_domain import install_word_plugin
 from tests.support.server_harness import REPO, ServerProcess
 
 PLUGIN = '''
@@ -70,14 +71,7 @@ SPEC = DomainSpec(name="word", reference="answer", description="last word equals
 
 @pytest.fixture(scope="module")
 def plugin_path(tmp_path_factory) -> Path:
-    root = tmp_path_factory.mktemp("plugin")
-    (root / "word_rlvr").mkdir()
-    (root / "word_rlvr" / "__init__.py").write_text(PLUGIN)
-    info = root / "word_rlvr-0.1.dist-info"
-    info.mkdir()
-    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: word-rlvr\nVersion: 0.1\n")
-    (info / "entry_points.txt").write_text("[scalerl.domains]\nword = word_rlvr:SPEC\n")
-    return root
+    return install_word_plugin(tmp_path_factory.mktemp("plugin"), PLUGIN)
 
 
 def _env(plugin: Path) -> dict[str, str]:

@@ -15,6 +15,7 @@ import sys
 import pytest
 from jsonschema import Draft202012Validator
 
+from tests.support.plugin_domain import install_word_plugin
 from tests.support.server_harness import REPO
 
 DOCUMENT = json.loads((REPO / "openapi.json").read_text())
@@ -71,12 +72,7 @@ SPEC = DomainSpec(name="word", reference="answer", description="last word equals
 
 
 def test_a_plugin_domain_gets_its_own_branch(tmp_path):
-    (tmp_path / "word_rlvr").mkdir()
-    (tmp_path / "word_rlvr" / "__init__.py").write_text(PLUGIN)
-    info = tmp_path / "word_rlvr-0.1.dist-info"
-    info.mkdir()
-    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: word-rlvr\nVersion: 0.1\n")
-    (info / "entry_points.txt").write_text("[scalerl.domains]\nword = word_rlvr:SPEC\n")
+    install_word_plugin(tmp_path, PLUGIN)
     code = "import json; from scalerl.env.server.openapi import render; print(render())"
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), str(REPO)])}
     done = subprocess.run([sys.executable, "-c", code], cwd=REPO, env=env, capture_output=True, text=True,
