@@ -185,18 +185,26 @@ def letter_frequency(text: str, letter: Annotated[str, Field(min_length=1, max_l
 
 
 # ------------------------------------------------------------------------------------------- language
+def languages(text: str) -> list:
+    """langdetect's languages of `text`, most probable first ([] for text in no language: no letters).
+    ImportError when langdetect is not installed: each caller decides what that means."""
+    import langdetect
+
+    langdetect.DetectorFactory.seed = 0  # langdetect samples; a fixed seed makes the verdict repeatable
+    try:
+        return langdetect.detect_langs(text)
+    except langdetect.LangDetectException:
+        return []
+
+
 @constraint("language:response_language")
 def response_language(text: str, language: str) -> bool:
     """The response's language (langdetect's ISO 639-1 code) is `language`."""
     try:
-        import langdetect
+        found = languages(text)
     except ImportError:
         raise ConstraintUnavailable("language:response_language needs langdetect (pip install langdetect)") from None
-    langdetect.DetectorFactory.seed = 0  # langdetect samples; a fixed seed makes the verdict repeatable
-    try:
-        return langdetect.detect(text) == language
-    except langdetect.LangDetectException:  # no letters at all: not in any language
-        return False
+    return bool(found) and found[0].lang == language
 
 
 # ------------------------------------------------------------------------------------------- length
@@ -379,15 +387,10 @@ def not_english(text: str) -> bool:
     if len(words(text)) < LANGUAGE_MIN_WORDS:
         return False
     try:
-        import langdetect
+        found = languages(text.lower())  # lower case: capitals alone mislead langdetect
     except ImportError:
         return False
-    langdetect.DetectorFactory.seed = 0
-    try:
-        best = langdetect.detect_langs(text.lower())[0]  # lower case: capitals alone mislead langdetect
-    except langdetect.LangDetectException:
-        return False
-    return best.lang != "en" and best.prob >= 0.9
+    return bool(found) and found[0].lang != "en" and found[0].prob >= 0.9
 
 
 @constraint("change_case:english_capital")
