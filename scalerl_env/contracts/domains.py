@@ -28,10 +28,10 @@ import functools
 import random
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from importlib.metadata import entry_points
 from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
+from scalerl.env.contracts.plugins import load_specs
 
 ENTRY_POINT_GROUP = "scalerl.domains"
 
@@ -119,17 +119,7 @@ class DomainSpec:
 @functools.cache
 def domains() -> dict[str, DomainSpec]:
     """Every installed domain, by name, in `rank` then name order."""
-    found: dict[str, tuple[DomainSpec, str]] = {}
-    for ep in entry_points(group=ENTRY_POINT_GROUP):
-        spec = ep.load()
-        if not isinstance(spec, DomainSpec):
-            raise TypeError(f"entry point {ep.value!r} of {ENTRY_POINT_GROUP} is not a DomainSpec")
-        if spec.name != ep.name:
-            raise ValueError(f"entry point {ep.name!r} ({ep.value}) declares domain {spec.name!r}")
-        if spec.name in found and found[spec.name][1] != ep.value:
-            raise ValueError(f"domain {spec.name!r} is declared twice: {found[spec.name][1]} and {ep.value}")
-        found[spec.name] = (spec, ep.value)
-    return {name: spec for name, (spec, _) in sorted(found.items(), key=lambda kv: (kv[1][0].rank, kv[0]))}
+    return load_specs(ENTRY_POINT_GROUP, DomainSpec, "domain")
 
 
 def domain_names() -> tuple[str, ...]:
