@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
 from pydantic import Field
@@ -99,7 +99,8 @@ class EnvironmentSpec:
     domain: str
     description: str
     open: Callable[[ProblemRecord, EpisodeLimits, Any], Episode]
-    limits: EpisodeLimits = EpisodeLimits()  # the environment's defaults; a request or run may override
+    # The environment's defaults; a request or run may override. A factory: a pydantic model is no dataclass default.
+    limits: EpisodeLimits = field(default_factory=EpisodeLimits)
     rank: int = 100  # order in listings: the built-ins first
 
 
