@@ -54,6 +54,11 @@ class MathBatchVerifier:
 
         return collect
 
+    def plain_math_verify(self, answer: str, completion: str) -> Future:
+        """Plain math-verify on the whole completion (its last `max_completion_chars`), in a worker under the
+        hard deadline: the second opinion's judge (`scalerl.verifiers.second_opinion`). Never cached."""
+        return self._workers.submit(answer, completion[-self.config.max_completion_chars:], plain=True)
+
     def ready(self) -> bool:
         return self._workers.ready()
 

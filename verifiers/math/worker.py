@@ -2,7 +2,9 @@
 
 Protocol (one JSON object per line): the worker first writes
 `{"ready": pid, "startup_s": ...}` once math-verify is imported and warmed; then for every request
-`{"gold": ..., "pred": ...}` it writes `{"status": ..., "reason": ..., "elapsed_s": ...}`.
+`{"gold": ..., "pred": ...}` it writes `{"status": ..., "reason": ..., "elapsed_s": ...}`. A request with
+`"plain": true` is the second opinion (`scalerl.verifiers.second_opinion`): plain math-verify with its
+defaults, `verify(parse("$\\boxed{gold}$"), parse(pred))` on the whole completion, under the same timers.
 The protocol uses private copies of stdin/stdout; fd 1 is pointed at stderr so that a stray print in a
 library cannot corrupt the stream.
 
@@ -60,17 +62,32 @@ def _limit_memory(memory_mb: int) -> None:
             pass
 
 
-def _answer(settings, gold: str, pred: str, soft_timeout_s: float) -> dict:
+def plain_math_verify(gold: str, completion: str) -> dict:
+    """Plain math-verify 0.9.0 with its defaults, as a baseline runs it; math-verify's own signal timers
+    are off (the worker's soft timer and the parent's deadline bound it)."""
+    from math_verify import parse, verify
+
+    gold_parsed = parse(f"$\\boxed{{{gold}}}$", parsing_timeout=None)
+    accepted = bool(gold_parsed) and bool(verify(gold_parsed, parse(completion, parsing_timeout=None),
+                                                  timeout_seconds=None))
+    return {"status": "correct" if accepted else "wrong", "rule": "plain_math_verify"}
+
+
+def _answer(settings, gold: str, pred: str, soft_timeout_s: float, plain: bool = False) -> dict:
     from scalerl.verifiers.math.judge import judge
 
     start = time.perf_counter()
     if soft_timeout_s > 0:  # 0: no soft timer, the parent's hard deadline alone applies
         signal.setitimer(signal.ITIMER_REAL, soft_timeout_s)
     try:
-        result = judge(gold, pred, settings)
-        out = {"status": result.status, "reason": result.reason, "rule": result.rule}
+        if plain:
+            out = plain_math_verify(gold, pred)
+        else:
+            result = judge(gold, pred, settings)
+            out = {"status": result.status, "reason": result.reason, "rule": result.rule}
     except SoftTimeout:
-        out = _after_soft_timeout(settings, gold, pred, soft_timeout_s)
+        out = ({"status": "timeout", "reason": "soft timer fired in the worker"} if plain
+               else _after_soft_timeout(settings, gold, pred, soft_timeout_s))
     except Exception as exc:  # the verifier failed: report it, keep serving
         out = {"status": "error", "reason": f"{type(exc).__name__}: {str(exc)[:200]}"}
     finally:
@@ -117,7 +134,7 @@ def main() -> None:
     soft = float(config["soft_timeout_s"])
     for line in proto_in:
         request = json.loads(line)
-        reply = _answer(settings, request["gold"], request["pred"], soft)
+        reply = _answer(settings, request["gold"], request["pred"], soft, plain=bool(request.get("plain")))
         proto_out.write(json.dumps(reply) + "\n")
         proto_out.flush()
 

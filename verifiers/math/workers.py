@@ -106,8 +106,9 @@ class _Worker:
 class _Request:
     __slots__ = ("future", "line")
 
-    def __init__(self, gold: str, pred: str):
-        self.line = (json.dumps({"gold": gold, "pred": pred}) + "\n").encode()
+    def __init__(self, gold: str, pred: str, plain: bool = False):
+        body = {"gold": gold, "pred": pred, **({"plain": True} if plain else {})}
+        self.line = (json.dumps(body) + "\n").encode()
         self.future = Future()
 
 
@@ -130,8 +131,10 @@ class MathWorkerPool:
         for thread in self._threads:
             thread.start()
 
-    def submit(self, gold: str, pred: str) -> Future:
-        request = _Request(gold, pred)
+    def submit(self, gold: str, pred: str, *, plain: bool = False) -> Future:
+        """The worker's reply for the pair; `plain`: plain math-verify on `pred`, a whole completion
+        (the second opinion, `scalerl.verifiers.math.worker.plain_math_verify`)."""
+        request = _Request(gold, pred, plain)
         with self._lock:
             if self._closed:
                 request.future.set_result({"status": "error", "reason": "verifier pool is closed",
