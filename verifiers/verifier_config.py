@@ -41,6 +41,10 @@ class MathConfig(Strict):
         default="any", description="any: boxes, then final-answer phrases and a trailing math line; "
         "boxed: only a \\boxed{}/\\fbox{} counts, a missing box is no_answer (a format failure)"
     )
+    second_opinion: float = Field(
+        default=0.05, ge=0, le=1, description="share of negative verdicts (wrong, no_answer, unparsable, timeout) "
+        "re-checked by plain math-verify on the whole completion, in the workers; a measurement, never a reward "
+        "(scalerl.verifiers.second_opinion)")
 
 
 class CodeConfig(Strict):
@@ -65,6 +69,12 @@ class CodeConfig(Strict):
     disable_layers: list[str] = Field(
         default_factory=list, description="sandbox layers to switch off although available (e.g. ['seccomp'])"
     )
+    second_opinion: float = Field(
+        default=0.1, ge=0, le=1, description="share of timeout verdicts re-run with second_opinion_time_factor "
+        "x the time limit; a measurement, never a reward (scalerl.verifiers.second_opinion)")
+    second_opinion_time_factor: float = Field(
+        default=4.0, gt=1, le=100, description="the re-run's limits.time_s = this x the item's, at most the "
+        "largest an item may set (Limits.time_s)")
 
 
 IfMode = Literal["strict", "loose"]  # IFEval's two ways to check a response (scalerl.verifiers.ifeval.constraints)
@@ -82,6 +92,9 @@ class IfConfig(Strict):
         default_factory=lambda: ["</think>"],
         description="the response is the text after the last of these markers (reasoning is not scored)")
     max_completion_chars: int = Field(default=200_000, ge=1, description="longer completions are unparsable")
+    second_opinion: float = Field(
+        default=1.0, ge=0, le=1, description="share of wrong verdicts re-checked in IFEval's loose mode (already "
+        "computed: re-checking all of them costs nothing); a measurement, never a reward")
 
 
 class VerifierConfig(Strict):
