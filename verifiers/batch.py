@@ -9,8 +9,10 @@ Guarantees: verdicts come back in input order with `Verdict.id = item.id`; a `Ve
 used from many threads at once and from asyncio (`averify_batch` runs off the event loop); model
 text never raises (malformed *items* do: `ValueError` naming the item index and field); a domain's
 verifier that raises on a batch gives `error` verdicts for its items; `close()` is idempotent and
-closes every verifier. The module-level `verify_batch` uses one process-wide pool per distinct config,
-created on first use (never at import) and closed at interpreter exit.
+closes every verifier. A sampled share of negative verdicts carries a second opinion in its details
+(`scalerl.verifiers.second_opinion`; status and reward unchanged). The module-level `verify_batch` uses
+one process-wide pool per distinct config, created on first use (never at import) and closed at
+interpreter exit.
 """
 
 from __future__ import annotations
@@ -25,7 +27,9 @@ from pydantic import ValidationError
 from scalerl.env.contracts.config_loader import validation_problems
 from scalerl.env.contracts.domains import DomainVerifier, domains
 from scalerl.env.contracts.records import Status, Verdict, VerifyItem
+from scalerl.verifiers.second_opinion import review
 from scalerl.verifiers.verifier_config import VerifierConfig
+from scalerl.verifiers.versions import verdict_stamp
 
 logger = logging.getLogger(__name__)
 
@@ -51,6 +55,8 @@ class VerifierPool:
         self.config = config or VerifierConfig()
         self._verifiers: dict[str, DomainVerifier] = {name: spec.verifier(self.config)
                                                       for name, spec in domains().items()}
+        # verifier_version and settings_digest, stamped on every verdict of the domain (the ledger keeps them)
+        self._stamps = {name: verdict_stamp(name, v, self.config) for name, v in self._verifiers.items()}
         self._lock = threading.Lock()
         self._closed = False
 
@@ -66,12 +72,14 @@ class VerifierPool:
         by_domain: dict[str, list[int]] = {}
         for i, item in enumerate(items):
             by_domain.setdefault(item.domain, []).append(i)
-        collectors = [(indices, self._submit(name, [items[i] for i in indices]))
+        collectors = [(name, indices, self._submit(name, [items[i] for i in indices]))
                       for name, indices in by_domain.items()]
-        for indices, collect in collectors:
+        for name, indices, collect in collectors:
+            stamp = self._stamps[name]
             for i, verdict in zip(indices, self._collect(collect, len(indices))):
-                verdicts[i] = verdict
-        return [v.model_copy(update={"id": items[i].id}) for i, v in enumerate(verdicts)]
+                verdicts[i] = verdict.model_copy(update={"details": {**verdict.details, **stamp}})
+        verdicts = [v.model_copy(update={"id": items[i].id}) for i, v in enumerate(verdicts)]
+        return review(items, verdicts, self.config, self._verifiers)  # a sampled second opinion on negatives
 
     def _submit(self, name: str, items: list[VerifyItem]):
         try:
