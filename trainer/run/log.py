@@ -7,6 +7,9 @@
   `retired_count`, `truncation_rate`, `lag/{min,mean,p50,p90,max}` (trainer version − token version
   over trained tokens), `clip_frac`, `tokens_per_s` (sampled tokens per wall second since the last
   step), `generator/idle_fraction`, `devices`, the `compute_*` counters, and the loss metrics.
+  Per domain with a second judge (`scalerl.verifiers.second_opinion`): `second_opinion/<domain>/checked`
+  (negative verdicts re-checked), `.../accepts` (those the second judge accepts) and `.../fn_rate`
+  (accepts / checked, null when none: the running false-negative estimate).
 - `"validation"` (the keys `scalerl.trainer.fit.data` reads): `step`, `policy_version`, the `compute_*`
   counters, `val: {<domain>: {pass_rate, n[, greedy_pass_rate]}}` (pass rate sampled at the
   training temperature), `validation_s`.

@@ -30,6 +30,7 @@ from typing import Any
 
 import numpy as np
 import torch
+from scalerl.env.contracts.records import Verdict
 from scalerl.trainer.config.train import TrainConfig
 from scalerl.trainer.core.advantages import compute_advantages
 from scalerl.trainer.core.length_control import length_metrics, training_loss_mask
@@ -43,6 +44,8 @@ from scalerl.trainer.run.log import devices_in_use
 from scalerl.trainer.run.setup import LEDGER, Run, setup_run
 from scalerl.trainer.run.validation import evaluate, validation_engine
 from scalerl.trainer.run.zero_variance import curriculum_metrics, filter_zero_variance, refill_groups
+from scalerl.verifiers.second_opinion import ACCEPTS, REJECTS
+from scalerl.verifiers.second_opinion import CHECKS as SECOND_OPINION_CHECKS  # the domains with a second judge
 
 log = logging.getLogger(__name__)
 TAKE_TIMEOUT_S = 600.0
@@ -199,19 +202,32 @@ def log_step(run: Run, groups: list[RolloutGroup], kept: list[RolloutGroup], zer
     run.log.write("step", rec)
 
 
-def domain_metrics(groups: list[RolloutGroup]) -> dict[str, float]:
-    """Batch reward and pass rate per domain, and the overall mean reward."""
-    out: dict[str, float] = {}
+def domain_metrics(groups: list[RolloutGroup]) -> dict[str, float | None]:
+    """Batch reward and pass rate per domain, the second opinions, and the overall mean reward."""
+    out: dict[str, float | None] = {}
     for domain in sorted({g.domain for g in groups}):
         verdicts = [v for g in groups if g.domain == domain for v in g.verdicts]
         out[f"reward/{domain}"] = float(np.mean([v.reward for v in verdicts]))
         out[f"pass_rate/{domain}"] = float(np.mean([v.correct for v in verdicts]))
         out[f"groups/{domain}"] = float(sum(g.domain == domain for g in groups))
+        if domain in SECOND_OPINION_CHECKS:
+            out.update(second_opinion_metrics(domain, verdicts))
     out["reward/mean"] = float(np.mean([v.reward for g in groups for v in g.verdicts]))
     penalties = [p for g in groups for p in (g.length_penalties or [])]
     if penalties:
         out["length/penalty_mean"] = float(np.mean(penalties))
     return out
+
+
+def second_opinion_metrics(domain: str, verdicts: list[Verdict]) -> dict[str, float | None]:
+    """The step's second opinions in `domain` (`scalerl.verifiers.second_opinion`): negative verdicts
+    re-checked (`checked`), those the second judge accepts (`accepts`), and their share (`fn_rate`, null
+    when none was checked): a running estimate of the verifier's false-negative rate."""
+    marks = [v.details.get("second_opinion") for v in verdicts]
+    checked = sum(mark in (ACCEPTS, REJECTS) for mark in marks)
+    accepts = sum(mark == ACCEPTS for mark in marks)
+    return {f"second_opinion/{domain}/checked": float(checked), f"second_opinion/{domain}/accepts": float(accepts),
+            f"second_opinion/{domain}/fn_rate": accepts / checked if checked else None}
 
 
 def lag_summary(lag: list[int]) -> dict[str, float | None]:
