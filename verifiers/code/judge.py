@@ -86,6 +86,16 @@ class CodeVerifier:
             self._statuses[status.value] += 1
         return Verdict.of(status, details=details, elapsed_s=time.monotonic() - t0, id=item.id)
 
+    def run(self, code: str, limits: Limits | None = None, stdin: str = "") -> tuple[RunResult, str | None]:
+        """One plain run of `code` in the sandbox, as one stdio test case runs but compared with nothing:
+        the run (stdout, stderr, exit) and its kill reason (cpu, wall, memory, output or None). For
+        environments that show a program's output (scalerl.env.environments)."""
+        if self._closed:
+            raise RuntimeError("CodeVerifier is closed")
+        req = self._request(code, limits or Limits(), "stdio", stdin=stdin.encode())
+        res = self._execute(req)
+        return res, _kill_reason(res, req)
+
     def close(self) -> None:
         """Kill the fork server and every child; idempotent."""
         if self._closed:
