@@ -17,16 +17,22 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 from scalerl.curriculum.ledger.models import LedgerError
-from scalerl.curriculum.ledger.schema import ATTEMPT_COLUMNS, DETAIL_COLUMNS
+from scalerl.curriculum.ledger.schema import ATTEMPT_COLUMNS, COMPLETION_COLUMN, DETAIL_COLUMNS, DETAIL_TYPES
 from scalerl.env.contracts.records import DEFAULT_REWARDS, RewardTable, Status, Verdict, VerifyItem
 
 ATTEMPT_SCHEMA = pa.schema([
     ("prompt_id", pa.string()), ("domain", pa.string()), ("step", pa.int64()), ("policy_version", pa.int64()),
     ("sample_index", pa.int32()), ("reward", pa.float64()), ("status", pa.string()), ("correct", pa.bool_()),
     ("truncated", pa.bool_()), ("completion_tokens", pa.int64()), ("item_id", pa.string()),
-    ("elapsed_s", pa.float64()), ("rule", pa.string()),
+    ("elapsed_s", pa.float64()),
+    *((name, {"VARCHAR": pa.string(), "INTEGER": pa.int32()}[kind]) for name, kind in DETAIL_TYPES.items()),
+    (COMPLETION_COLUMN, pa.string()),
 ])
-assert tuple(ATTEMPT_SCHEMA.names) == ATTEMPT_COLUMNS + DETAIL_COLUMNS
+assert tuple(ATTEMPT_SCHEMA.names) == ATTEMPT_COLUMNS + DETAIL_COLUMNS + (COMPLETION_COLUMN,)
+# What a detail value must be to be stored (bool is an int in Python, and never a count here).
+_DETAIL_CHECKS = {name: (lambda v: isinstance(v, str)) if kind == "VARCHAR"
+                  else (lambda v: isinstance(v, int) and not isinstance(v, bool) and -2**31 <= v < 2**31)
+                  for name, kind in DETAIL_TYPES.items()}
 REQUIRED = ("prompt_id", "domain", "status")
 STATUSES = [s.value for s in Status]
 
@@ -41,8 +47,11 @@ def rows_from_verdicts(
     for item, verdict in zip(items, verdicts):
         if item.prompt_id is None:
             continue
-        rule = (verdict.details or {}).get("rule")
-        cols["rule"].append(rule if isinstance(rule, str) else None)
+        details = verdict.details or {}
+        for name, ok in _DETAIL_CHECKS.items():
+            value = details.get(name)
+            cols[name].append(value if value is not None and ok(value) else None)
+        cols[COMPLETION_COLUMN].append(getattr(item, "completion", None))  # a RecordedItem carries none
         values = (
             item.prompt_id, item.domain, item.step if item.step is not None else step,
             item.policy_version if item.policy_version is not None else policy_version, item.sample_index,
@@ -56,9 +65,10 @@ def rows_from_verdicts(
 
 def to_attempts_table(
     rows: pa.Table | Sequence[Mapping[str, Any]] | Mapping[str, list[Any]],
-    rewards: RewardTable = DEFAULT_REWARDS,
+    rewards: RewardTable = DEFAULT_REWARDS, *, keep_completions: bool = True,
 ) -> pa.Table:
-    """An Arrow table with exactly ATTEMPT_SCHEMA; raises LedgerError naming the bad column."""
+    """An Arrow table with exactly ATTEMPT_SCHEMA; raises LedgerError naming the bad column.
+    `keep_completions` off: the completion column is all NULL whatever the rows carry."""
     if isinstance(rows, pa.Table):
         table = rows
     elif isinstance(rows, Mapping):
@@ -76,7 +86,7 @@ def to_attempts_table(
     n = table.num_rows
     columns = []
     for field in ATTEMPT_SCHEMA:
-        if field.name in table.column_names:
+        if field.name in table.column_names and (keep_completions or field.name != COMPLETION_COLUMN):
             try:
                 columns.append(table[field.name].cast(field.type))
             except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:

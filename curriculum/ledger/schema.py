@@ -22,6 +22,15 @@ Version history (stored in `ledger_meta.schema_version`):
 - 7: adds `idempotency` (idempotency key, item index → prompt_id and the verdict recorded), written in
   the same transaction as the attempts it admits (`scalerl.curriculum.ledger.idempotency`); older files start
   with it empty (their attempts were recorded without keys).
+- 8: verifier versions and re-scoring. Attempt columns `attempt_id` (a stable identity, filled from the
+  sequence `attempt_ids`; the migration numbers older rows in storage order), `verifier_version` and
+  `settings_digest` (stamped on every verdict by `scalerl.verifiers.batch.VerifierPool`), `completion`
+  (the scored text, kept only with `ledger.store_completions`), and the nullable detail columns
+  `second_opinion` ('accepts' / 'rejects' / null = not re-checked), `turns` and `tool_calls` (multi-turn
+  episodes). Table `rescores` (a stored completion scored again by another verifier version, beside the
+  original, which is never overwritten), views `verdicts` (original and re-scored verdicts, one per
+  attempt and verifier version) and `version_pass_rates` (pass rates per verifier version). Older rows
+  keep NULL in the new columns.
 
 Opening a file of an older version migrates it in one transaction (`MIGRATIONS`); a file of a newer
 version is refused with `LedgerSchemaError` (this code cannot know what the newer one means).
@@ -49,7 +58,7 @@ from collections.abc import Callable
 import duckdb
 from scalerl.curriculum.ledger.models import LedgerError
 
-SCHEMA_VERSION = 7
+SCHEMA_VERSION = 8
 NO_STEP = -1  # the group key of samples recorded without a step
 
 V1_DDL = """
@@ -86,9 +95,15 @@ ATTEMPT_COLUMNS = (
     "prompt_id", "domain", "step", "policy_version", "sample_index", "reward", "status", "correct",
     "truncated", "completion_tokens", "item_id", "elapsed_s",
 )
-# Nullable columns taken from a verdict's details when the path has them (null otherwise); appended after
-# ATTEMPT_COLUMNS in the Arrow batches the ledger appends.
-DETAIL_COLUMNS = ("rule",)
+# Nullable columns taken from a verdict's details when the path has them (null otherwise, and for a value
+# of another type); appended after ATTEMPT_COLUMNS in the Arrow batches the ledger appends, with their types.
+DETAIL_TYPES = {
+    "rule": "VARCHAR", "verifier_version": "VARCHAR", "settings_digest": "VARCHAR", "second_opinion": "VARCHAR",
+    "turns": "INTEGER", "tool_calls": "INTEGER",
+}
+DETAIL_COLUMNS = tuple(DETAIL_TYPES)
+# The scored text, taken from the item; stored only when the ledger's `store_completions` is on.
+COMPLETION_COLUMN = "completion"
 V5_DDL = "ALTER TABLE attempts ADD COLUMN IF NOT EXISTS rule VARCHAR;"
 
 V6_DDL = """
@@ -108,6 +123,18 @@ V7_DDL = """
 CREATE TABLE IF NOT EXISTS idempotency (
     key VARCHAR NOT NULL, item_index INTEGER NOT NULL, prompt_id VARCHAR NOT NULL, verdict VARCHAR NOT NULL,
     recorded_at TIMESTAMPTZ NOT NULL DEFAULT now(), PRIMARY KEY (key, item_index));
+"""
+
+# The sequence numbers attempts in insertion order; ADD COLUMN numbers the rows already stored.
+V8_DDL = "CREATE SEQUENCE IF NOT EXISTS attempt_ids;\n" + "".join(
+    f"ALTER TABLE attempts ADD COLUMN IF NOT EXISTS {name} {kind};\n" for name, kind in (
+        ("attempt_id", "BIGINT DEFAULT nextval('attempt_ids')"), *DETAIL_TYPES.items(),
+        (COMPLETION_COLUMN, "VARCHAR"))) + """
+CREATE TABLE IF NOT EXISTS rescores (
+    attempt_id BIGINT NOT NULL, prompt_id VARCHAR NOT NULL, domain VARCHAR NOT NULL,
+    verifier_version VARCHAR NOT NULL, settings_digest VARCHAR NOT NULL, status VARCHAR NOT NULL,
+    reward DOUBLE NOT NULL, correct BOOLEAN NOT NULL, rule VARCHAR, rescored_at TIMESTAMPTZ NOT NULL DEFAULT now(),
+    PRIMARY KEY (attempt_id, verifier_version, settings_digest));
 """
 
 V3_DDL = """
@@ -174,6 +201,22 @@ SELECT prompt_id, domain, retired_seq AS seq, retired_step AS step, retired_epoc
        retired_at
 FROM ({LATEST_STATS}) WHERE retired_seq IS NOT NULL;
 
+CREATE OR REPLACE VIEW verdicts AS
+SELECT * FROM (
+    SELECT attempt_id, prompt_id, domain, verifier_version, settings_digest, status, reward, correct, rule,
+           'original' AS origin, created_at AS scored_at FROM attempts
+    UNION ALL
+    SELECT attempt_id, prompt_id, domain, verifier_version, settings_digest, status, reward, correct, rule,
+           'rescore' AS origin, rescored_at AS scored_at FROM rescores)
+QUALIFY row_number() OVER (PARTITION BY attempt_id, verifier_version, settings_digest
+                           ORDER BY origin = 'original' DESC) = 1;
+
+CREATE OR REPLACE VIEW version_pass_rates AS
+SELECT verifier_version, settings_digest, domain, prompt_id, count(*) AS verdicts,
+       count(*) FILTER (WHERE status <> 'error') AS scored, count(*) FILTER (WHERE correct) AS correct,
+       count(*) FILTER (WHERE correct) / nullif(count(*) FILTER (WHERE status <> 'error'), 0) AS pass_rate
+FROM verdicts GROUP BY ALL;
+
 CREATE OR REPLACE VIEW retired AS
 SELECT prompt_id, domain, seq, step, epoch, pass_rate, window_samples, threshold, retired_at
 FROM retirements ORDER BY seq;
@@ -214,9 +257,13 @@ def _migrate_6_to_7(con: duckdb.DuckDBPyConnection) -> None:
     con.execute(V7_DDL)  # attempts recorded before it carried no key: nothing to fill
 
 
+def _migrate_7_to_8(con: duckdb.DuckDBPyConnection) -> None:
+    con.execute(V8_DDL)  # older attempts are numbered; their version, digest and completion stay NULL
+
+
 MIGRATIONS: dict[int, Callable[[duckdb.DuckDBPyConnection], None]] = {
     1: _migrate_1_to_2, 2: _migrate_2_to_3, 3: _migrate_3_to_4, 4: _migrate_4_to_5, 5: _migrate_5_to_6,
-    6: _migrate_6_to_7}
+    6: _migrate_6_to_7, 7: _migrate_7_to_8}
 
 
 def read_version(con: duckdb.DuckDBPyConnection) -> int | None:

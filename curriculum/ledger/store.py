@@ -52,6 +52,7 @@ from scalerl.curriculum.ledger.index import (
     group_counts,
     rows_table,
 )
+from scalerl.curriculum.ledger.ledger_config import LedgerConfig
 from scalerl.curriculum.ledger.models import LedgerError, PassRate, QueryResult, QueryTimeoutError, ReadOnlyQueryError
 from scalerl.curriculum.ledger.retirement import RetirementConfig, passes
 from scalerl.curriculum.ledger.schema import LATEST_STATS, NO_STEP, check_readable, create_or_migrate
@@ -181,12 +182,13 @@ class Ledger:
     """The pass-rate ledger in one DuckDB file. See the module docstring for what is guaranteed."""
 
     def __init__(self, path: str | Path, *, read_only: bool = False, retirement: RetirementConfig | None = None,
-                 threads: int | None = None):
+                 threads: int | None = None, config: LedgerConfig | None = None):
         """`threads`: DuckDB threads of this file's database in this process (default: `OWNER_THREADS` for
-        the owner, every core for a read-only open)."""
+        the owner, every core for a read-only open). `config`: what is kept beyond the verdict."""
         self.path = Path(path)
         self.read_only = read_only
         self.retirement = retirement or RetirementConfig()
+        self.config = config or LedgerConfig()
         self._write_lock = threading.RLock()
         self._index_lock = threading.Lock()
         self._con = _connect(self.path, read_only, threads)
@@ -257,7 +259,7 @@ class Ledger:
         """Append attempt rows (Arrow table, list of dicts or dict of columns) in one transaction.
         `ingest=(sha256, path)` also records the source file, in the same transaction."""
         self._check_writable()
-        table = to_attempts_table(rows)
+        table = to_attempts_table(rows, keep_completions=self.config.store_completions)
         if table.num_rows == 0 and ingest is None:
             return 0
         with self._write_lock:
@@ -271,7 +273,7 @@ class Ledger:
         pairs in the same transaction. `keys[i]` = (key, item index, verdict JSON) of row i. Returns, for
         every row not appended (recorded before, or repeated in this batch), the verdict JSON recorded first."""
         self._check_writable()
-        table = to_attempts_table(rows)
+        table = to_attempts_table(rows, keep_completions=self.config.store_completions)
         if table.num_rows == 0:
             return {}
         keyed = key_table(keys, table["prompt_id"].to_pylist())
