@@ -57,33 +57,36 @@ EXPECTED_REWARD = {c: r for p in PROBLEMS for c, r in ((p.right, 1.0), (p.wrong,
 CHAT_TEMPLATE = "{% for m in messages %}{{ m['content'] }}{% if not loop.last %} {% endif %}{% endfor %}"
 
 
-def tiny_tokenizer():
-    """A word-level tokenizer over `VOCAB`, split on whitespace; completions are single tokens."""
+def tiny_tokenizer(vocab: list[str] = VOCAB, chat_template: str = CHAT_TEMPLATE):
+    """A word-level tokenizer over `vocab`, split on whitespace; completions are single tokens."""
     from tokenizers import Tokenizer, models, pre_tokenizers
     from transformers import PreTrainedTokenizerFast
 
-    core = Tokenizer(models.WordLevel({t: i for i, t in enumerate(VOCAB)}, unk_token="<unk>"))
+    core = Tokenizer(models.WordLevel({t: i for i, t in enumerate(vocab)}, unk_token="<unk>"))
     core.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
     tok = PreTrainedTokenizerFast(tokenizer_object=core, pad_token="<pad>", eos_token="<eos>",
                                   unk_token="<unk>", clean_up_tokenization_spaces=False)
-    tok.chat_template = CHAT_TEMPLATE
+    tok.chat_template = chat_template
     return tok
 
 
-def successors() -> dict[int, list[int]]:
-    """Token id → the ids that may follow it (every other token is followed by `<eos>`)."""
-    index = {t: i for i, t in enumerate(VOCAB)}
-    nxt = {i: [index["<eos>"]] for i in range(len(VOCAB))}
-    for p in PROBLEMS:
-        nxt[index[p.tag]] = [index[p.right], index[p.wrong]]
+def successors(vocab: list[str] = VOCAB, follows: dict[str, list[str]] | None = None) -> dict[int, list[int]]:
+    """Token id → the ids that may follow it: `follows` (by text; default: each question tag's two
+    answers); every other token is followed by `<eos>`."""
+    index = {t: i for i, t in enumerate(vocab)}
+    follows = {p.tag: [p.right, p.wrong] for p in PROBLEMS} if follows is None else follows
+    nxt = {i: [index["<eos>"]] for i in range(len(vocab))}
+    for token, nexts in follows.items():
+        nxt[index[token]] = [index[n] for n in nexts]
     return nxt
 
 
-def tiny_policy(margin: float = 40.0):
-    """The Llama described in the module docstring; `margin` is the logit gap to impossible tokens."""
+def tiny_policy(margin: float = 40.0, vocab_list: list[str] = VOCAB, follows: dict[str, list[str]] | None = None):
+    """The Llama described in the module docstring over `vocab_list` (each token followed by `follows`,
+    as `successors` reads it); `margin` is the logit gap to impossible tokens."""
     from transformers import LlamaConfig, LlamaForCausalLM
 
-    vocab, hidden = len(VOCAB), 32
+    vocab, hidden = len(vocab_list), 32
     cfg = LlamaConfig(vocab_size=vocab, hidden_size=hidden, intermediate_size=32, num_hidden_layers=1,
                       num_attention_heads=2, num_key_value_heads=2, head_dim=16, max_position_embeddings=64,
                       tie_word_embeddings=False, pad_token_id=0, eos_token_id=1, bos_token_id=None)
@@ -95,7 +98,7 @@ def tiny_policy(margin: float = 40.0):
             layer.self_attn.o_proj.weight.zero_()
             layer.mlp.down_proj.weight.zero_()
         head = torch.zeros(vocab, hidden)
-        for token, nexts in successors().items():
+        for token, nexts in successors(vocab_list, follows).items():
             for n in nexts:  # the final RMSNorm scales a one-hot state by sqrt(hidden)
                 head[n, token] = margin / math.sqrt(hidden)
         model.lm_head.weight.copy_(head)
