@@ -10,6 +10,7 @@ RVENV  ?= .venv-rl
 RPY    := $(RVENV)/bin/python
 RSTAMP := $(RVENV)/.installed
 RTQSTAMP := $(RVENV)/.installed-transferqueue
+ROESTAMP := $(RVENV)/.installed-openenv
 export OMP_WAIT_POLICY ?= PASSIVE
 
 .PHONY: install browser demo test test-all bench lint docs clean vllm-env test-main test-vllm rl-env test-rl light-check
@@ -70,7 +71,7 @@ $(VSTAMP): pyproject.toml
 test-rl: rl-env
 	SCALERL_RL_TESTS=1 $(RPY) -m pytest -q -m "rl and not slow" tests/env/test_adapters_*.py tests/env/test_curriculum_*.py
 
-rl-env: $(RSTAMP) $(RTQSTAMP)
+rl-env: $(RSTAMP) $(RTQSTAMP) $(ROESTAMP)
 
 # trl 1.16.0 and verl 0.9.1 resolve transformers 5.10 (not .venv's). verl's hydra 1.3 / omegaconf 2.3 need
 # antlr4 4.9 while math-verify's extra pins 4.13: resolved together, pip backtracks to hydra 0.11, which verl
@@ -94,6 +95,13 @@ $(RTQSTAMP): $(RSTAMP)
 	$(RPY) -m pip install -q "TransferQueue==0.1.10" "cachetools==8.0.2"
 	$(RPY) -c 'import transfer_queue, verl.trainer.ppo.v1.trainer_base'
 	touch $(RTQSTAMP)
+
+# OpenEnv (openenv-core 0.3.0) for the environments served as OpenEnv environments, and jmespath, which TRL's
+# tool calling (environment_factory) needs on transformers < 5.13 to parse responses. A stamp of its own, too.
+$(ROESTAMP): $(RSTAMP)
+	$(RPY) -m pip install -q "openenv-core==0.3.0" "jmespath==1.1.0"
+	$(RPY) -c 'import jmespath, openenv.core.env_server.http_server, openenv.core.env_client'
+	touch $(ROESTAMP)
 
 test-all: install browser vllm-env rl-env
 	$(PY) -m pytest -q -m "not vllm"
