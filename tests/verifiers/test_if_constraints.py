@@ -21,8 +21,10 @@ from scalerl.verifiers.ifeval.constraints import (
 CASES = [
     ("keywords:existence", {"keywords": ["hello world", "Moon"]}, "Hello world, the moon.",
      "Hello there, the sun.", "hello **world** by the moon"),
-    ("keywords:frequency", {"keyword": "cat", "frequency": 2, "relation": "exactly"}, "A cat and a Cat.",
-     "A category of cat.", "cat cat\ncat"),
+    ("keywords:frequency", {"keyword": "cat", "frequency": 2, "relation": "exactly"}, "A category of cat.",
+     "A cat.", "cat cat\ncat"),
+    ("keywords:frequency", {"keyword": "cat", "frequency": 2, "relation": "exactly", "whole_words": True},
+     "A cat and a Cat.", "A category of cat.", "cat cat\ncat"),
     ("keywords:frequency", {"keyword": "cat", "frequency": 2, "relation": "less than"}, "one cat",
      "cat, cat and cat", "Intro: cat cat\none cat"),
     ("keywords:forbidden_words", {"forbidden_words": ["bad", "evil"]}, "A good badge.", "That is Bad.",
@@ -32,9 +34,11 @@ CASES = [
     ("length_constraints:number_sentences", {"num_sentences": 3, "relation": "less than"},
      "Mr. Smith came. He left!", "One. Two? Three!", "Intro line here.\nOne. Two."),
     ("length_constraints:number_sentences", {"num_sentences": 2, "relation": "at least"},
-     "It rains. It pours.", "Just e.g. one sentence", None),
-    ("length_constraints:number_paragraphs", {"num_paragraphs": 2}, "First.\n* * *\nSecond.",
-     "First.\n* * *\n\n* * *\nSecond.", "Title\n* * *\nFirst.\n* * *\nSecond."),
+     "It rains. It pours.", "Mr. Smith came home", None),
+    ("length_constraints:number_paragraphs", {"num_paragraphs": 2}, "First.\n***\nSecond.",
+     "First.\n***\n\n***\nSecond.", "Title\n***\nFirst.\n***\nSecond."),
+    ("length_constraints:number_paragraphs", {"num_paragraphs": 2, "divider": "* * *"}, "First.\n* * *\nSecond.",
+     "First.\n***\nSecond.", "Title\n* * *\nFirst.\n* * *\nSecond."),
     ("length_constraints:number_words", {"num_words": 3, "relation": "at least"}, "one two three",
      "one two", None),
     ("length_constraints:number_words", {"num_words": 3, "relation": "less than"}, "one two",
@@ -107,9 +111,10 @@ def test_relations():
     assert compare(109, 100, "around") and not compare(111, 100, "around") and compare(6, 5, "around")
 
 
-def test_sentences_skip_abbreviations_and_initials():
+def test_sentences_are_punkts_english_sentences():
+    # punkt's English model knows Dr., Mrs. and initials, but not e.g. (IFEval counts a sentence end there)
     assert sentences("Dr. J. Smith met Mrs. Lee, e.g. at noon. Then they left! Why?") == [
-        "Dr. J. Smith met Mrs. Lee, e.g. at noon.", "Then they left!", "Why?"]
+        "Dr. J. Smith met Mrs. Lee, e.g.", "at noon.", "Then they left!", "Why?"]
     assert sentences("No end punctuation") == ["No end punctuation"]
     assert sentences("3.5 apples. ok") == ["3.5 apples.", "ok"]
 

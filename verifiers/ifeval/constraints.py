@@ -8,30 +8,20 @@ two modes: `strict` checks the response as given (an empty response follows noth
 accepts when any variant passes: the first line removed, the last line removed, both, and each of the
 four with every `*` removed.
 
-Where this departs from Google's reference implementation (which needs nltk and langdetect), and why:
-- Sentences are counted by a regex splitter (after `.`, `!` or `?` and whitespace, not after common
-  abbreviations such as "Mr." or "e.g.") instead of nltk's punkt model, which is not installed.
-- Words are runs of `\\w` (the same rule as IFEval's `RegexpTokenizer(r"\\w+")`); capital words are
-  those runs that are all upper case (IFEval tokenizes with nltk's word_tokenize).
-- `change_case:english_capital` / `english_lowercase` check the letter case and that the response is not
-  in another language: mostly non-Latin letters (Russian, Chinese, ...) fail; a Latin-script response of
-  at least `LANGUAGE_MIN_WORDS` words fails when langdetect, run on the lower-cased text, names another
-  language with probability ≥ 0.9. IFEval runs langdetect on the text as written, which names short
-  all-capital English ("HELLO, WORLD 42") Somali: those pass here. Without langdetect only the script
-  rule applies.
-- `keywords:frequency` counts whole-word, case-insensitive occurrences (IFEval counts regex matches, so
-  "cat" is found in "category"); keywords are literal text, never regular expressions.
-- Relations: IFEval's `less than` / `at least`, plus `at most`, `exactly` and `around`
-  (|count − N| ≤ max(1, round(N / 10))) used by the RLVR (Tülu 3) constraint functions.
-- `detectable_format:constrained_response` takes optional `options` (IFEval's three "My answer is ..."
-  sentences by default), so RLVR's "answer with one of the following options" maps onto it.
-- `language:response_language` uses langdetect (a dependency of the project; seeded, so deterministic);
-  where it cannot be imported the check raises `ConstraintUnavailable` (the verifier answers `error`,
-  never a reward).
+Agreement with Google's reference implementation (instruction_following_eval): sentences and capital
+words are counted with its own tokenizers (nltk's punkt English model and word tokenizer,
+`scalerl.verifiers.ifeval.tokens`); words are runs of `\\w`, as its `RegexpTokenizer(r"\\w+")`; keyword
+frequency counts text anywhere, as it does. Every intended difference (keywords are literal text, never
+regular expressions; a postscript needs text after its marker; a response with no letters is in no
+language; the "in English" half of the case checks; the n-th paragraph is the n-th non-empty one) is
+listed, with its reason, in docs/domains.md ("Agreement with IFEval's reference"); beyond IFEval: the
+relations `at most`, `exactly` and `around` (|count − N| ≤ max(1, round(N / 10))) and the arguments
+`options`, `whole_words` and `divider` that RLVR's (Tülu 3) references need.
 
 Guarantees: every check is total on any text (it returns a bool; only `ConstraintUnavailable` is raised,
-and only by the language check) and uses regular expressions without nested quantifiers, so its time
-is linear in the text. Not guaranteed: that a check catches every way a model can game the constraint.
+and only by the language check); all but the sentence and capital-word counts (nltk's tokenizers) use
+regular expressions without nested quantifiers, so their time is linear in the text. Not guaranteed:
+that a check catches every way a model can game the constraint.
 """
 
 from __future__ import annotations
@@ -45,6 +35,7 @@ from dataclasses import dataclass
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
+from scalerl.verifiers.ifeval.tokens import sentences, word_tokens
 from scalerl.verifiers.verifier_config import IfMode
 
 Relation = Literal["less than", "at least", "at most", "exactly", "around"]
@@ -124,33 +115,11 @@ def compare(actual: int, n: int, relation: str) -> bool:
 
 # ------------------------------------------------------------------------------------------- counting
 _WORD = re.compile(r"\w+")
-_ABBREVIATIONS = ("mr", "mrs", "ms", "dr", "prof", "sr", "jr", "st", "vs", "etc", "e.g", "i.e", "no", "fig")
-_SENTENCE_END = re.compile(r"[.!?]+[\"')\]]*(?=\s|$)")
 
 
 def words(text: str) -> list[str]:
+    """Runs of word characters: IFEval's `RegexpTokenizer(r"\\w+")`, what it counts as words."""
     return _WORD.findall(text)
-
-
-def sentences(text: str) -> list[str]:
-    """Sentences: text up to `.`, `!` or `?` (and closing quotes) before whitespace or the end, except
-    after a listed abbreviation or a single letter (an initial)."""
-    out, start = [], 0
-    for match in _SENTENCE_END.finditer(text):
-        before = text[max(start, match.start() - 16):match.start()].split()  # bounded: linear time
-        last = before[-1].lower().rstrip(".") if before else ""
-        if match.group().startswith(".") and (last in _ABBREVIATIONS or (len(last) == 1 and last.isalpha())):
-            continue
-        piece = text[start:match.end()].strip()
-        if piece:
-            out.append(piece)
-        start = match.end()
-    tail = text[start:].strip()
-    return out + ([tail] if _WORD.search(tail) else [])
-
-
-def paragraphs_by_divider(text: str) -> list[str]:
-    return re.split(r"\s?\*\s?\*\s?\*\s?", text)
 
 
 # ------------------------------------------------------------------------------------------- keywords
@@ -165,10 +134,17 @@ def _word_count(text: str, word: str) -> int:
     return len(re.findall(rf"(?<!\w){re.escape(word.strip())}(?!\w)", text, flags=re.IGNORECASE))
 
 
+def _occurrences(text: str, keyword: str) -> int:
+    return len(re.findall(re.escape(keyword.strip()), text, flags=re.IGNORECASE))
+
+
 @constraint("keywords:frequency")
-def keyword_frequency(text: str, keyword: str, frequency: Count, relation: Relation = "at least") -> bool:
-    """The keyword appears `relation` `frequency` times (whole words, case-insensitive)."""
-    return compare(_word_count(text, keyword), frequency, relation)
+def keyword_frequency(text: str, keyword: str, frequency: Count, relation: Relation = "at least",
+                      whole_words: bool = False) -> bool:
+    """The keyword appears `relation` `frequency` times, case-insensitive: as text anywhere, as IFEval counts
+    ("cat" in "category"), or as a whole word with `whole_words` (RLVR's count)."""
+    count = _word_count(text, keyword) if whole_words else _occurrences(text, keyword)
+    return compare(count, frequency, relation)
 
 
 @constraint("keywords:forbidden_words")
@@ -210,14 +186,15 @@ def response_language(text: str, language: str) -> bool:
 # ------------------------------------------------------------------------------------------- length
 @constraint("length_constraints:number_sentences")
 def number_sentences(text: str, num_sentences: Count, relation: Relation = "at least") -> bool:
+    """punkt's English sentences (scalerl.verifiers.ifeval.tokens), as IFEval counts them."""
     return compare(len(sentences(text)), num_sentences, relation)
 
 
 @constraint("length_constraints:number_paragraphs")
-def number_paragraphs(text: str, num_paragraphs: Count) -> bool:
-    """Exactly N paragraphs separated by the markdown divider `* * *`; an empty one between two
-    dividers fails (empty ends are ignored)."""
-    parts = paragraphs_by_divider(text)
+def number_paragraphs(text: str, num_paragraphs: Count, divider: Literal["***", "* * *"] = "***") -> bool:
+    """Exactly N paragraphs separated by the markdown divider (IFEval's `***`; RLVR's prompts name `* * *`);
+    an empty one between two dividers fails (empty ends are ignored)."""
+    parts = re.split(r"\s?" + re.escape(divider) + r"\s?", text)
     count = len(parts)
     for index, part in enumerate(parts):
         if not part.strip():
@@ -235,14 +212,15 @@ def number_words(text: str, num_words: Count, relation: Relation = "at least") -
 @constraint("length_constraints:nth_paragraph_first_word")
 def nth_paragraph_first_word(text: str, num_paragraphs: Annotated[int, Field(ge=1)],
                              nth_paragraph: Annotated[int, Field(ge=1)], first_word: str) -> bool:
-    """Exactly N non-empty paragraphs separated by blank lines, the n-th starting with `first_word`
-    (compared without case and surrounding punctuation)."""
-    parts = [p for p in re.split(r"\n\s*\n", text) if p.strip()]
+    """Exactly N non-empty paragraphs separated by `\\n\\n`, the n-th starting with `first_word`. As IFEval
+    reads it: the first word is the paragraph's first token without leading `'` and `"`, up to its first
+    `.`, `,`, `?`, `!`, `'` or `"`, without case (so `**Alpha**` and `Alpha:` are not `alpha`)."""
+    parts = [p for p in text.split("\n\n") if p.strip()]
     if len(parts) != num_paragraphs or nth_paragraph > len(parts):
         return False
-    head = parts[nth_paragraph - 1].split()
-    found = head[0].strip("\"'“”‘’*.,:;!?()[]").lower() if head else ""
-    return found == first_word.strip().lower()
+    token = parts[nth_paragraph - 1].split()[0].lstrip("'").lstrip('"')
+    found = re.match(r"[^.,?!'\"]*", token).group()
+    return found.lower() == first_word.strip().lower()
 
 
 # ------------------------------------------------------------------------------------------- content
@@ -317,10 +295,11 @@ def multiple_sections(text: str, section_spliter: str, num_sections: Count) -> b
 
 @constraint("detectable_format:json_format")
 def json_format(text: str) -> bool:
-    """The whole response is JSON (a surrounding ```json fence is allowed)."""
+    """The whole response is JSON; a surrounding fence (```, ```json, ```Json or ```JSON) is allowed."""
     body = text.strip()
-    body = re.sub(r"^```(?:json)?\s*", "", body, flags=re.IGNORECASE)
-    body = re.sub(r"\s*```$", "", body).strip()
+    for fence in ("```json", "```Json", "```JSON", "```"):  # in IFEval's order, each removed once
+        body = body.removeprefix(fence)
+    body = body.removesuffix("```").strip()
     try:
         json.loads(body)
     except ValueError:
@@ -330,8 +309,13 @@ def json_format(text: str) -> bool:
 
 @constraint("detectable_format:title")
 def title(text: str) -> bool:
-    """A non-empty title in double angular brackets, such as <<poem of joy>>."""
-    return any(t.strip() for t in re.findall(r"<<([^\n]+?)>>", text))
+    """A non-empty title in double angular brackets, such as <<poem of joy>>. As IFEval's greedy `<<[^\\n]+>>`
+    reads a line: from its first `<<` to its last `>>`, then `<` and `>` stripped from the ends."""
+    for line in text.split("\n"):
+        start, end = line.find("<<"), line.rfind(">>")
+        if start >= 0 and end >= start + 3 and line[start:end + 2].lstrip("<").rstrip(">").strip():
+            return True
+    return False
 
 
 # ------------------------------------------------------------------------------------------- combination
@@ -372,8 +356,9 @@ def quotation(text: str) -> bool:
 # ------------------------------------------------------------------------------------------- case, punctuation
 @constraint("change_case:capital_word_frequency")
 def capital_word_frequency(text: str, capital_frequency: Count, capital_relation: Relation = "at least") -> bool:
-    """All-capital words appear `capital_relation` `capital_frequency` times."""
-    return compare(sum(1 for w in words(text) if w.isupper()), capital_frequency, capital_relation)
+    """All-capital words appear `capital_relation` `capital_frequency` times; words are nltk's word tokens, as
+    IFEval counts them (a hyphenated word is one word, "DON'T" is two)."""
+    return compare(sum(1 for w in word_tokens(text) if w.isupper()), capital_frequency, capital_relation)
 
 
 LANGUAGE_MIN_WORDS = 8  # below this, langdetect's guess on English text is often another language

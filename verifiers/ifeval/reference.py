@@ -10,7 +10,8 @@ The reference is a JSON string in one of the public forms, all read into one lis
 
 RLVR's function names map onto IFEval's ids with their arguments renamed (`N` → `num_words`, ...);
 RLVR's exact counts (`verify_keyword_frequency`, `verify_letter_frequency`) become relation `exactly`
-and its `quantifier` becomes the relation. `parse_reference` is memoised (a group's items share one).
+and its `quantifier` becomes the relation; RLVR counts keywords as whole words (`whole_words`) and divides
+paragraphs with `* * *` (`divider`), as its own functions do. `parse_reference` is memoised (a group's items share one).
 
 Guarantees: `parse_reference` returns a non-empty list or raises ValueError naming the constraint and
 the argument at fault (the lists and argument dicts it returns are shared: read, never modify);
@@ -29,12 +30,12 @@ from scalerl.verifiers.ifeval.constraints import arguments
 RLVR_FUNCTIONS: dict[str, tuple[str, dict[str, str], dict[str, Any]]] = {
     "verify_keywords": ("keywords:existence", {"keyword_list": "keywords"}, {}),
     "verify_keyword_frequency": ("keywords:frequency", {"word": "keyword", "N": "frequency"},
-                                 {"relation": "exactly"}),
+                                 {"relation": "exactly", "whole_words": True}),
     "validate_forbidden_words": ("keywords:forbidden_words", {"forbidden_words": "forbidden_words"}, {}),
     "verify_letter_frequency": ("keywords:letter_frequency", {"letter": "letter", "N": "let_frequency"},
                                 {"let_relation": "exactly"}),
     "validate_response_language": ("language:response_language", {"language": "language"}, {}),
-    "verify_paragraph_count": ("length_constraints:number_paragraphs", {"N": "num_paragraphs"}, {}),
+    "verify_paragraph_count": ("length_constraints:number_paragraphs", {"N": "num_paragraphs"}, {"divider": "* * *"}),
     "validate_word_constraint": ("length_constraints:number_words", {"N": "num_words", "quantifier": "relation"}, {}),
     "verify_sentence_constraint": ("length_constraints:number_sentences",
                                    {"N": "num_sentences", "quantifier": "relation"}, {}),

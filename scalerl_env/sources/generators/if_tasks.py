@@ -166,7 +166,7 @@ def divided_paragraphs(rng: random.Random, level: int) -> Generated:
     n = rng.randint(2, 3)
     return _task(f"Write {n} paragraphs separated by the markdown divider: * * *",
                  "\n* * *\n".join(f"Paragraph {i + 1}." for i in range(n)),
-                 ("length_constraints:number_paragraphs", {"num_paragraphs": n}))
+                 ("length_constraints:number_paragraphs", {"num_paragraphs": n, "divider": "* * *"}))
 
 
 def first_word(rng: random.Random, level: int) -> Generated:
