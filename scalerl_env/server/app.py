@@ -25,6 +25,8 @@ from fastapi.responses import JSONResponse
 from scalerl.env.dashboard.routes import DashSource, build_router
 from scalerl.env.server.auth import BearerAuth, load_tokens, secure_openapi
 from scalerl.env.server.curriculum_routes import router as curriculum_router
+from scalerl.env.server.episode_routes import EpisodeStore
+from scalerl.env.server.episode_routes import router as episode_router
 from scalerl.env.server.ledger_routes import ingest_router
 from scalerl.env.server.limits import BodyGuard
 from scalerl.env.server.openapi_rules import state_rules
@@ -41,10 +43,12 @@ def create_app(config: ServerConfig | None = None, *, pool: Pool | None = None, 
     """Build the app. A `pool` or `ledger` passed in is used as is and not closed by the app."""
     config = config or ServerConfig()
     state = ServerState(config, pool=pool, ledger=ledger)
+    episodes = EpisodeStore(state)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         await state.start()
+        episodes.start()
         profiler = _event_loop_profiler()
         try:
             yield
@@ -52,6 +56,7 @@ def create_app(config: ServerConfig | None = None, *, pool: Pool | None = None, 
             if profiler is not None:
                 profiler.disable()
                 profiler.dump_stats(os.environ[PROFILE_ENV])
+            await episodes.stop()  # before the ledger closes: closing frees sandboxes, records nothing
             await state.stop()
 
     app = FastAPI(
@@ -62,9 +67,11 @@ def create_app(config: ServerConfig | None = None, *, pool: Pool | None = None, 
         lifespan=lifespan,
     )
     app.state.scalerl = state
+    app.state.episodes = episodes
     app.include_router(router)
     app.include_router(ingest_router)  # POST /v1/ledger/ingest: the owner's side of replica mode
     app.include_router(curriculum_router)  # /v1/curriculum/*: 409 until the server has a ledger
+    app.include_router(episode_router)  # /v1/episodes: multi-turn environments (episode_routes)
     dash = DashSource(ledger=lambda: state.ledger, ledger_label=str(config.ledger or "") or None)
     app.include_router(build_router(dash))  # the read-only dashboard at /, its JSON routes under /api/dash/
     app.add_exception_handler(RequestValidationError, _validation_error)

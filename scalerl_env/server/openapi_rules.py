@@ -3,8 +3,8 @@
 pydantic describes each field; the rules between fields are stated here, on the generated document,
 so that a request the document calls valid is one the server accepts:
 - a `domain` names an installed domain (`scalerl.env.contracts.domains`): an `enum` of the registry;
-- a verify item (and an inline problem of a curriculum set) is one branch per installed domain, the
-  branch requiring the reference field its `DomainSpec` names (`answer` or `tests`), so a plug-in
+- a verify item (and an inline problem of a curriculum set, an episode's problem) is one branch per
+  installed domain, the branch requiring the reference field its `DomainSpec` names (`answer` or `tests`), so a plug-in
   domain is documented, and validates, where it is installed;
 - a curriculum set is registered from `parquet` or from `records`, exactly one (`oneOf`), with at least
   one training record;
@@ -43,6 +43,8 @@ def state_rules(document: dict[str, Any], max_batch_items: int) -> dict[str, Any
     if "VerifyItem" in schemas:
         _per_domain(schemas, "VerifyItem")
         schemas["VerifyRequest"]["properties"]["items"]["maxItems"] = max_batch_items
+    if "ProblemRecord" in schemas:  # the problem of POST /v1/episodes
+        _per_domain(schemas, "ProblemRecord")
     if "SetRecord" in schemas:
         _per_domain(schemas, "SetRecord", ids_only=True)
         _one_source(schemas["RegisterSetRequest"])

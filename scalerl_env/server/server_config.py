@@ -54,6 +54,17 @@ class OwnerLinkConfig(Strict):
     max_backoff_s: float = Field(default=2.0, gt=0, description="longest pause between forwards that fail")
 
 
+class EpisodeServerConfig(Strict):
+    """`episodes:` of ServerConfig: multi-turn episodes served over HTTP (scalerl.env.server.episode_routes)."""
+
+    max_open: int = Field(default=256, ge=1, description="episodes open at once; past it, creating one gets "
+                                                         "503 + Retry-After")
+    idle_timeout_s: float = Field(default=600.0, gt=0, description="an episode untouched this long is closed "
+                                                                   "and its sandboxes freed; a later step gets 410")
+    concurrent_steps: int = Field(default=16, ge=1, le=1024, description="environment calls (open, step, close) "
+                                                                        "running at once, on their own threads")
+
+
 class ServerConfig(Strict):
     host: str = Field(default="127.0.0.1", description="bind address; loopback unless you mean to expose it")
     port: int = Field(default=8000, ge=0, le=65535)
@@ -73,6 +84,7 @@ class ServerConfig(Strict):
     max_ledger_query_timeout_s: float = Field(default=60.0, gt=0, description="cap on a query's timeout_s")
     max_ledger_rows: int = Field(default=100_000, ge=1, description="rows returned by one ledger query")
     limits: ServerLimits = Field(default_factory=ServerLimits)
+    episodes: EpisodeServerConfig = Field(default_factory=EpisodeServerConfig)
     security: SecurityConfig = Field(default_factory=SecurityConfig)
     verifier: VerifierConfig = Field(default_factory=VerifierConfig)
 

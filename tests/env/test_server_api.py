@@ -227,10 +227,11 @@ CURRICULUM_ROUTES = {"/v1/curriculum/sets": "post", "/v1/curriculum/sets/{name}"
 def test_committed_openapi_lists_every_route():
     """The scoring routes and the dashboard's JSON routes, each with a typed 200 body; its pages are not in it."""
     from tests.env.test_dashboard_api import DASH_ROUTES
+    from tests.env.test_server_episodes import EPISODE_ROUTES
 
     paths = json.loads(Path(REPO / "openapi.json").read_text())["paths"]
     assert set(paths) == {"/v1/verify", "/healthz", "/readyz", "/metrics", "/v1/ledger/query", "/get_reward",
-                          "/v1/ledger/ingest", *DASH_ROUTES, *CURRICULUM_ROUTES}
+                          "/v1/ledger/ingest", *DASH_ROUTES, *CURRICULUM_ROUTES, *EPISODE_ROUTES}
     assert "$ref" in paths["/v1/ledger/ingest"]["post"]["responses"]["200"]["content"]["application/json"]["schema"]
     for p, method in CURRICULUM_ROUTES.items():
         assert "$ref" in paths[p][method]["responses"]["200"]["content"]["application/json"]["schema"], p

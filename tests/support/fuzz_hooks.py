@@ -72,6 +72,7 @@ def flags_per_reward(body: dict[str, Any]) -> None:
 RULES = {
     ("POST", "/v1/verify"): lambda body: readable_references(body["items"]),
     ("POST", "/get_reward"): same_lengths,
+    ("POST", "/v1/episodes"): lambda body: readable_references([body["problem"]]),
     ("POST", "/v1/curriculum/sets"): registrable,
     ("POST", "/v1/curriculum/sets/{name}/draw"): rank_below_world_size,
     ("POST", "/v1/curriculum/sets/{name}/report"): flags_per_reward,

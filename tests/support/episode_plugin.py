@@ -1,0 +1,56 @@
+"""A test-double environment installed the way pip would (a package and its dist-info on `PYTHONPATH`):
+`echo`, on math problems. Each action is answered with `call N: ACTION` (N counts the actions the
+environment applied, so a step applied twice shows); `tool:...` counts a tool call; `sleep:S` sleeps S
+seconds first; `answer:X` ends the episode, correct when X is the problem's answer. `close()` appends the
+prompt id to `$ECHO_CLOSED_LOG`, so a test sees that an episode's resources were freed."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+SOURCE = '''
+import os
+import time
+
+from scalerl.env.contracts.episodes import EnvironmentSpec, EpisodeLimits, EpisodeMessage, EpisodeStep
+from scalerl.env.contracts.records import Verdict
+
+
+class Echo:
+    def __init__(self, problem, limits):
+        self.problem, self.limits, self.calls, self.tools = problem, limits, 0, 0
+
+    def reset(self):
+        return EpisodeStep(observation=[EpisodeMessage(role="user", content=self.problem.prompt[-1].content)])
+
+    def step(self, action):
+        self.calls += 1
+        if action.startswith("sleep:"):
+            time.sleep(float(action[6:]))
+        self.tools += action.startswith("tool:")
+        info = {"tool_calls": self.tools, "calls": self.calls}
+        if action.startswith("answer:") or self.calls >= self.limits.max_turns:
+            verdict = Verdict.of("correct" if action == "answer:" + self.problem.answer else "wrong")
+            return EpisodeStep(done=True, reward=verdict.reward, verdict=verdict, turn=self.calls, info=info)
+        message = EpisodeMessage(role="tool", content=f"call {self.calls}: {action}")
+        return EpisodeStep(observation=[message], turn=self.calls, info=info)
+
+    def close(self):
+        if os.environ.get("ECHO_CLOSED_LOG"):
+            with open(os.environ["ECHO_CLOSED_LOG"], "a") as log:
+                log.write(self.problem.prompt_id + "\\n")
+
+
+SPEC = EnvironmentSpec(name="echo", domain="math", description="a test double",
+                       open=lambda problem, limits, config: Echo(problem, limits), limits=EpisodeLimits(max_turns=5))
+'''
+
+
+def install_echo_environment(root: Path) -> Path:
+    (root / "echo_env").mkdir()
+    (root / "echo_env" / "__init__.py").write_text(SOURCE)
+    info = root / "echo_env-0.1.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: echo-env\nVersion: 0.1\n")
+    (info / "entry_points.txt").write_text("[scalerl.environments]\necho = echo_env:SPEC\n")
+    return root
