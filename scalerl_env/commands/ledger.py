@@ -1,10 +1,12 @@
-"""`scalerl-env ledger query|snapshot|ingest|stats`: read and feed the DuckDB pass-rate ledger.
+"""`scalerl-env ledger query|snapshot|ingest|stats|rescore`: read and feed the DuckDB pass-rate ledger.
 
 `query` and `stats` go to a running owner when `--url` is given (the reward server's `POST
 /v1/ledger/query`, with the bearer token of `--token`, `--token-file` or `$SCALERL_REWARD_TOKEN`); with
 `--run DIR` (a `scalerl train` run folder) to the ledger's latest Parquet snapshot while the trainer holds
 the file, and to the file once it is free; with `--ledger FILE` they open the file read-only (which fails,
 with a hint, while an owner holds it). Only single SELECT statements are accepted, with a time limit.
+`stats --verifier-version V` reads the pass rates of one verifier version (`version_pass_rates`);
+`rescore` scores the stored completions again with the installed verifiers (`scalerl.env.ledger_rescore`).
 Exit codes: 0 done, 2 bad input or refused (the message says why), 1 unexpected failure.
 """
 
@@ -38,6 +40,12 @@ STATS_SQL = {
     "histogram": """SELECT domain, least(floor(pass_rate * 10), 9)::INT AS bucket, count(*) AS prompts
                     FROM pass_rates WHERE pass_rate IS NOT NULL GROUP BY ALL ORDER BY ALL""",
 }
+
+
+# One verifier version's pass rates per domain and settings digest (original and re-scored verdicts).
+VERSION_SQL = """SELECT domain, settings_digest, count(*) AS prompts, sum(verdicts) AS verdicts,
+                        sum(correct) AS correct, round(sum(correct) / nullif(sum(scored), 0), 4) AS pass_rate
+                 FROM version_pass_rates WHERE verifier_version = '{version}' GROUP BY ALL ORDER BY ALL"""
 
 
 class Format(str, Enum):
@@ -255,12 +263,23 @@ def _without_pandas() -> Iterator[None]:
 def stats(
     ledger: Path | None = LEDGER_OPT, url: str | None = URL_OPT, run: Path | None = RUN_OPT,
     timeout_s: float = TIMEOUT_OPT, token: str | None = TOKEN_OPT, token_file: Path | None = TOKEN_FILE_OPT,
+    verifier_version: str | None = typer.Option(
+        None, "--verifier-version", help="only this verifier version's pass rates (original and re-scored "
+        "verdicts), per domain and settings digest"),
 ) -> None:
     """One-screen summary: prompts, attempts, pass-rate histogram per domain, retired count.
 
     Example: scalerl-env ledger stats --ledger runs/ledger.duckdb
     """
     bearer = bearer_token(token, token_file)
+    if verifier_version is not None:
+        sql = VERSION_SQL.format(version=verifier_version.replace("'", "''"))
+        result = run_query(sql, ledger=ledger, url=url, timeout_s=timeout_s, token=bearer, run=run)
+        if not result.rows:
+            _fail(f"no verdicts of verifier version {verifier_version!r} (see SELECT DISTINCT verifier_version "
+                  "FROM verdicts)")
+        typer.echo(f"verifier version {verifier_version}\n" + _render(result, Format.table).rstrip())
+        return
     res = {k: run_query(sql, ledger=ledger, url=url, timeout_s=timeout_s, token=bearer, run=run)
            for k, sql in STATS_SQL.items()}
     totals = dict(zip(res["totals"].columns, res["totals"].rows[0]))
@@ -279,6 +298,60 @@ def stats(
     typer.echo("\n".join(lines))
 
 
+def rescore(
+    ledger: Path = typer.Option(..., "--ledger", help="ledger file (DuckDB); held by this command while it runs"),
+    domain: str | None = typer.Option(None, "--domain", help="only this domain's attempts"),
+    limit: int | None = typer.Option(None, "--limit", min=1, help="only the first N attempts (oldest first)"),
+    config: Path | None = typer.Option(None, "--config", help="VerifierConfig YAML (the installed defaults if none)"),
+    overrides: list[str] | None = typer.Argument(None, help="dotted verifier overrides, e.g. if.mode=loose"),
+    as_json: bool = typer.Option(False, "--json", help="print the report as JSON"),
+) -> None:
+    """Score the stored completions again with the installed verifiers; report the flips per domain and rule.
+
+    The new verdicts are kept beside the originals (table `rescores`), under the installed verifier
+    version and settings digest; the original verdicts are never changed.
+
+    Example: scalerl-env ledger rescore --ledger runs/demo/ledger.duckdb
+    """
+    from scalerl.curriculum.ledger.models import LedgerError
+    from scalerl.curriculum.ledger.retirement import RetirementConfig
+    from scalerl.curriculum.ledger.store import Ledger
+    from scalerl.env.contracts.config_loader import ConfigError, load_config
+    from scalerl.env.contracts.domains import UnknownDomainError
+    from scalerl.env.contracts.domains import domain as domain_spec
+    from scalerl.env.ledger_rescore import rescore as run_rescore
+    from scalerl.verifiers.batch import VerifierPool
+    from scalerl.verifiers.verifier_config import VerifierConfig
+
+    try:
+        cfg = load_config(VerifierConfig, config, list(overrides or []))
+        if domain is not None:
+            domain_spec(domain)
+    except (ConfigError, UnknownDomainError) as exc:
+        _fail(str(exc))
+    if not ledger.exists():
+        _fail(f"ledger {ledger} does not exist")
+    try:  # retirement off: re-scoring must not change what the run trains on
+        with Ledger(ledger, retirement=RetirementConfig(enabled=False)) as led, VerifierPool(cfg) as pool:
+            report = run_rescore(led, pool, domain=domain, limit=limit)
+    except LedgerError as exc:
+        _fail(str(exc))
+    typer.echo(report.model_dump_json(indent=2) if as_json else _rescore_text(report))
+
+
+def _rescore_text(report) -> str:
+    lines = []
+    for name, d in sorted(report.domains.items()):
+        lines.append(f"{name}: {d.rescored} rescored as {d.verifier_version or '-'} "
+                     f"(settings {d.settings_digest or '-'}) · {d.unchanged} unchanged · correct → wrong "
+                     f"{d.correct_to_wrong} · wrong → correct "
+                     f"{d.wrong_to_correct} · not rescorable: {d.no_completion} without a completion, "
+                     f"{d.no_reference} without a problem")
+        for rule, f in sorted(d.by_rule.items()):
+            lines.append(f"  rule {rule}: correct → wrong {f.correct_to_wrong} · wrong → correct {f.wrong_to_correct}")
+    return "\n".join(lines) or f"{report.ledger}: no attempts to rescore"
+
+
 def register(app: typer.Typer) -> None:
     """Add the `ledger` command group to `app`."""
     sub = typer.Typer(
@@ -289,4 +362,5 @@ def register(app: typer.Typer) -> None:
     sub.command("snapshot")(snapshot)
     sub.command("ingest")(ingest)
     sub.command("stats")(stats)
+    sub.command("rescore")(rescore)
     app.add_typer(sub, name="ledger")
