@@ -225,9 +225,9 @@ def test_a_finished_episode_is_one_attempt_in_the_ledger(client, served):
     client.step(created.episode_id, "tool:2", 1)
     client.step(created.episode_id, "answer:4", 2)
     client.step(created.episode_id, "answer:4", 2)  # a retry of the last turn records nothing more
-    rows = client.ledger_query("SELECT prompt_id, domain, reward, status, item_id FROM attempts "
+    rows = client.ledger_query("SELECT prompt_id, domain, reward, status, item_id, turns, tool_calls FROM attempts "
                                "WHERE prompt_id = 'p-ledger'").rows
-    assert rows == [["p-ledger", "math", 1.0, "correct", created.episode_id]]
+    assert rows == [["p-ledger", "math", 1.0, "correct", created.episode_id, 3, 2]]
     assert "p-ledger" in served[1].read_text().split()  # the environment was closed when the episode ended
 
 
