@@ -62,6 +62,8 @@ class Overview(Strict):
     domains: list[str]
     curves: list[CurveSet]
     step_series: list[Series] = Field(description="per-step metrics against step")
+    second_opinion: list[Series] = Field(description="per domain, the running false-negative estimate against "
+                                         "step: negatives the second opinion accepted / negatives it re-checked")
 
 
 class DomainCounts(Strict):

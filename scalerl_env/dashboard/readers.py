@@ -124,6 +124,26 @@ def curriculum_series(rows: list[dict[str, Any]]) -> list[m.Series]:
     return [series(rows, k) for k in numeric_keys(rows, CURRICULUM_PREFIXES)[:MAX_SERIES]]
 
 
+def second_opinion_series(rows: list[dict[str, Any]]) -> list[m.Series]:
+    """Per domain, the running false-negative estimate from the step lines' `second_opinion/<domain>/*`
+    (the trainer's step keys, docs/train.md): the negatives the second judge accepted over those
+    it re-checked, summed from the first step to each step (null until one was checked)."""
+    found = {k.split("/")[1] for r in rows for k in r if k.startswith("second_opinion/") and k.endswith("/checked")}
+    out = []
+    for domain in sorted(found)[:MAX_SERIES]:
+        xs, ys, checked, accepts = [], [], 0.0, 0.0
+        for r in rows:
+            x = _num(r.get("step"))
+            if x is None:
+                continue
+            checked += _num(r.get(f"second_opinion/{domain}/checked")) or 0.0
+            accepts += _num(r.get(f"second_opinion/{domain}/accepts")) or 0.0
+            xs.append(x)
+            ys.append(accepts / checked if checked else None)
+        out.append(thin(domain, xs, ys))
+    return out
+
+
 def read_fit(path: Path) -> tuple[SigmoidFit | None, str | None]:
     """(the fit of a `curves/<domain>.json`, or None and why there is none)."""
     if not path.is_file():
@@ -193,7 +213,8 @@ def overview(cache: JsonlCache, run: Path) -> m.Overview:
     steps = metric_rows(cache, run, "step")
     doms = domains_of(cache, run)
     return m.Overview(run=run.name, steps=len(steps), validations=len(metric_rows(cache, run, "validation")),
-                      domains=doms, curves=[curve_set(cache, run, d) for d in doms], step_series=step_series(steps))
+                      domains=doms, curves=[curve_set(cache, run, d) for d in doms], step_series=step_series(steps),
+                      second_opinion=second_opinion_series(steps))
 
 
 def compare_keys(cache: JsonlCache, runs: list[Path]) -> list[str]:

@@ -136,6 +136,8 @@ def test_overview_has_every_step_and_evaluation(client, run):
     assert reward["x"] == [float(r["step"]) for r in steps] and reward["y"] == [r["reward/mean"] for r in steps]
     names = {s["name"] for s in d["step_series"]}
     assert {"effective_batch_fraction", "truncation_rate", "tokens_per_s", "format_failure_rate/code"} <= names
+    trained = {k.split("/")[1] for r in steps for k in r if k.startswith("groups/")}
+    assert {s["name"] for s in d["second_opinion"]} == trained  # the running false-negative estimate per domain
 
 
 def test_the_fitted_band_is_trainer_fits_band(client, variant):

@@ -191,6 +191,8 @@ def test_overview_charts_have_the_runs_points_ticks_and_units(page, dash, runs):
     assert drawn(reward) == [r["reward/mean"] for r in steps if r.get("reward/mean") is not None]
     assert ticks(reward, "x")[-1] <= STEPS and len(ticks(reward, "x")) >= 3
     assert len(steps) == STEPS
+    trained = {k.split("/")[1] for r in steps for k in r if k.startswith("groups/")}
+    assert page.locator("#second-opinion .chart").count() == len(trained)  # one running estimate per domain
 
 
 def test_a_fitted_run_shows_its_curve_band_extrapolation_and_hover_values(page, variant_dash, shots):

@@ -133,6 +133,11 @@ async function overview(main) {
   const steps = el("section", {id: "steps"}, el("h3", {}, "Per step: training reward, effective batch, truncation, format failures, throughput"));
   for (const s of d.step_series) steps.append(chart(s.name, {points: [s], xLabel: "step", yLabel: s.name, connect: true}));
   main.append(steps);
+  const second = el("section", {id: "second-opinion"}, el("h3", {}, "Running false-negative estimate: negatives the second opinion accepts / negatives it re-checked"));
+  for (const s of d.second_opinion) second.append(chart("second opinion " + s.name, {points: [s], xLabel: "step",
+    yLabel: "accepted / re-checked", yRange: [0, 1], connect: true}));
+  if (!d.second_opinion.length) second.append(el("p", {class: "note"}, "no second opinions in metrics.jsonl"));
+  main.append(second);
 }
 
 function table(id, heads, rows) {
