@@ -1,8 +1,10 @@
 """The second opinion in metrics.jsonl: a short run of the CPU default (tiny model, cached warm start, real
-verifiers) carries per domain it trained on the negatives re-checked, those the second judge accepts and their share."""
+verifiers) carries per domain it trained on the negatives re-checked, those the second judge accepts and their share;
+the ledger's `second_opinion` column holds the same opinions."""
 
 from __future__ import annotations
 
+import duckdb
 import pytest
 from scalerl.env.contracts.config_loader import load_config
 from scalerl.env.contracts.records import Status, Verdict
@@ -43,3 +45,8 @@ def test_every_step_line_carries_the_second_opinion(tmp_path) -> None:
             assert r[f"second_opinion/{domain}/fn_rate"] == (accepts / checked if checked else None)
     checked = sum(r.get("second_opinion/math/checked", 0) for r in steps)
     assert checked > 0, "the tiny model's wrong answers are re-checked"
+    with duckdb.connect(str(tmp_path / "run" / "ledger.duckdb"), read_only=True) as con:
+        recorded = dict(con.execute("SELECT second_opinion, count(*) FROM attempts WHERE domain = 'math' "
+                                    "AND second_opinion IS NOT NULL GROUP BY 1").fetchall())
+    accepts = sum(r.get("second_opinion/math/accepts", 0) for r in steps)
+    assert recorded == {k: v for k, v in (("accepts", accepts), ("rejects", checked - accepts)) if v}
