@@ -67,11 +67,15 @@ def ingest_rows(key: str, items: Sequence[VerifyItem], verdicts: Sequence[Verdic
         **{name: getattr(items[i], name) for name in _ITEM_FIELDS})) for i in keep]
 
 
-def commit_rows(ledger: Any, rows: Sequence[IngestRow]) -> dict[int, Verdict]:
-    """Owner side: record `rows` once per (key, index); the verdicts recorded before, by row position."""
+def commit_rows(ledger: Any, rows: Sequence[IngestRow], items: Sequence[VerifyItem] | None = None
+                ) -> dict[int, Verdict]:
+    """Owner side: record `rows` once per (key, index); the verdicts recorded before, by row position.
+    `items`: the rows' scored items, when this process has them (they carry the completion, which a
+    forwarded row does not)."""
     from scalerl.curriculum.ledger.attempts import rows_from_verdicts
 
-    cols = rows_from_verdicts([r.item for r in rows], [r.verdict for r in rows], step=None, policy_version=None)
+    cols = rows_from_verdicts(items or [r.item for r in rows], [r.verdict for r in rows], step=None,
+                              policy_version=None)
     replayed = ledger.record_once(cols, [(r.key, r.index, r.verdict.model_dump_json()) for r in rows])
     return {pos: Verdict.model_validate_json(text) for pos, text in replayed.items()}
 
@@ -87,7 +91,7 @@ def record(ledger: Any, link: OwnerLink | None, items: Sequence[VerifyItem], ver
         ledger.record([items[i] for i in keep], [verdicts[i] for i in keep])
         return len(keep)
     rows = ingest_rows(key or f"replica-{uuid.uuid4().hex}", items, verdicts, keep)
-    replayed = link.commit(rows) if link is not None else commit_rows(ledger, rows)
+    replayed = link.commit(rows) if link is not None else commit_rows(ledger, rows, [items[i] for i in keep])
     for pos, verdict in replayed.items():
         verdicts[keep[pos]] = verdict
     return len(keep) - len(replayed)

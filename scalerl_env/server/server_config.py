@@ -8,6 +8,7 @@ YAML file configures the whole service. Load it with
 from __future__ import annotations
 
 from pydantic import Field, model_validator
+from scalerl.curriculum.ledger.ledger_config import LedgerConfig
 from scalerl.curriculum.ledger.retirement import RetirementConfig
 from scalerl.env.contracts.records import Strict
 from scalerl.env.server.auth import SecurityConfig
@@ -77,6 +78,8 @@ class ServerConfig(Strict):
         default_factory=RetirementConfig,
         description="the ledger's retirement rule; a trainer that scores one sample per request (veRL) wants "
                     "window=all with min_samples = its group size, so a first correct sample retires nothing")
+    ledger_settings: LedgerConfig = Field(
+        default_factory=LedgerConfig, description="what the ledger keeps beyond verdicts (as `ledger.*` of a run)")
     drain_timeout_s: float = Field(
         default=30.0, gt=0, description="on SIGTERM, how long in-flight requests may take to finish"
     )

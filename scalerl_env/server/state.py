@@ -86,7 +86,8 @@ class ServerState:
                 from scalerl.curriculum.ledger.store import Ledger
 
                 self.ledger = await asyncio.to_thread(
-                    Ledger, self.config.ledger, retirement=self.config.ledger_retirement)
+                    Ledger, self.config.ledger, retirement=self.config.ledger_retirement,
+                    config=self.config.ledger_settings)
             if self.config.ledger_owner:
                 self.owner = self._owner_link()
                 self.metrics.registry.register(LinkCollector(self.owner))

@@ -24,6 +24,7 @@ from __future__ import annotations
 from typing import Literal
 
 from pydantic import Field, field_validator, model_validator
+from scalerl.curriculum.ledger.ledger_config import LedgerConfig
 from scalerl.curriculum.ledger.retirement import RetirementConfig
 from scalerl.curriculum.strategy_config import StageConfig, StrategyConfig
 from scalerl.env.contracts.domains import default_domains, domain_names
@@ -135,6 +136,7 @@ class TrainConfig(Strict):
     engine: EngineConfig = Field(default_factory=EngineConfig)
     data: DataConfig = Field(default_factory=DataConfig)
     curriculum: CurriculumConfig = Field(default_factory=CurriculumConfig)
+    ledger: LedgerConfig = Field(default_factory=LedgerConfig, description="what the ledger keeps beyond verdicts")
     loss: LossConfig = Field(default_factory=LossConfig)
     advantages: AdvantageConfig = Field(default_factory=AdvantageConfig)
     optim: OptimConfig = Field(default_factory=OptimConfig)

@@ -13,6 +13,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from scalerl.curriculum.ledger.ledger_config import LedgerConfig
 from scalerl.curriculum.ledger.retirement import RetirementConfig
 from scalerl.trainer.distributed.placement_config import RayConfig
 from scalerl.trainer.engines.base import GenerationEngine
@@ -24,10 +25,10 @@ class LocalComponents:
     def __init__(self, spec: EngineSpec, out: Path) -> None:
         self.spec, self.out = spec, out
 
-    def ledger(self, path: Path, retirement: RetirementConfig) -> Any:
+    def ledger(self, path: Path, retirement: RetirementConfig, config: LedgerConfig | None = None) -> Any:
         from scalerl.curriculum.ledger.store import Ledger
 
-        return Ledger(path, retirement=retirement)
+        return Ledger(path, retirement=retirement, config=config)
 
     def verifier(self, verifier_cfg: VerifierConfig) -> Any:
         from scalerl.verifiers import VerifierPool
@@ -97,12 +98,12 @@ class RayComponents:
     def __init__(self, ray: RayConfig, spec: EngineSpec, out: Path) -> None:
         self.ray, self.spec, self.out = ray, spec, out
 
-    def ledger(self, path: Path, retirement: RetirementConfig) -> ActorProxy:
+    def ledger(self, path: Path, retirement: RetirementConfig, config: LedgerConfig | None = None) -> ActorProxy:
         import ray
         from scalerl.curriculum.ledger.store import Ledger
 
         actor = ray.remote(Ledger).options(num_cpus=0, scheduling_strategy=_here())
-        return ActorProxy(actor.remote(path, retirement=retirement))
+        return ActorProxy(actor.remote(path, retirement=retirement, config=config))
 
     def verifier(self, verifier_cfg: VerifierConfig) -> ActorProxy:
         import ray

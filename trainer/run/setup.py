@@ -134,7 +134,7 @@ def setup_run(cfg: TrainConfig, out: Path, *, resume: bool = False) -> Run:
         log.info("resumed from %s at step %d", ckpt, trainer.step_count)
     spec = cfg.engine_spec()
     parts = make_components(cfg.ray, spec, out)  # in this process, or Ray actors
-    ledger = parts.ledger(out / LEDGER, cfg.curriculum.retirement)
+    ledger = parts.ledger(out / LEDGER, cfg.curriculum.retirement, cfg.ledger)
     sampler = build_sampler(cfg, pools, ledger, policy, extra.get("sampler"))
     verifier = parts.verifier(cfg.verifier)
     draw = BatchDrawer(sampler, cfg.pipeline.prompts_per_step, cfg.curriculum.stages)
