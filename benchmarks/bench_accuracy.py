@@ -1,6 +1,15 @@
-"""Math verdict accuracy on the labelled corpora: false negatives and false positives per class.
+"""Verdict accuracy on the labelled corpora, per domain and class: the project beside a plain baseline.
 
-Corpora (`--corpus`): `math` = `datasets/accuracy/math/items.jsonl`, written here with LLM-judge
+`--domain math|code|if|all` (default all). Math, below. Code: `datasets/accuracy/code/items.jsonl` (labels
+from a contest judge's rules or the official HumanEval harness, CARD.md), the project's `verify_batch`
+beside the plain baseline `judge(item, whole_run=True)` of that folder's `build.py`: each test case in its
+own plain `python3` (site included, no sandbox, no per-case limit, the machine's stack), one wall-clock
+budget of time_s × cases for all cases together, exit status 0 and stdout tokens (or the returned value)
+required; statuses other than correct count as not correct. If: `datasets/accuracy/if/items.jsonl`, the
+checker's strict verdict beside IFEval's reference verdict on each decision's response: agreement per
+constraint, and the intended differences (docs/domains.md).
+
+Math corpora (`--corpus`): `math` = `datasets/accuracy/math/items.jsonl`, written here with LLM-judge
 labels; `real` = `datasets/accuracy/math_real/items.jsonl`, GPT-4 solutions from PRM800K with human
 final-answer grades (labels and sources: each folder's CARD.md); or a path. Each item carries its
 problem text as `question` (`--no-question` leaves it out), so the answer forms the problem states
@@ -25,13 +34,18 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 ACCURACY = Path(__file__).resolve().parent.parent / "datasets" / "accuracy"
+CODE_ITEMS = ACCURACY / "code" / "items.jsonl"
+IF_ITEMS = ACCURACY / "if" / "items.jsonl"
 CORPORA = {"math": ACCURACY / "math" / "items.jsonl", "real": ACCURACY / "math_real" / "items.jsonl"}
 COMPARISON_PLAIN = ("plain",)
 
 
-def rows(path: Path) -> list[dict]:
+def rows(path: Path, limit: int = 0) -> list[dict]:
+    """The scored rows of the first `limit` items (0: all): bare answers twice, as written and boxed."""
     out = []
-    for line in path.open(encoding="utf-8"):
+    for n, line in enumerate(path.open(encoding="utf-8")):
+        if limit and n >= limit:
+            break
         item = json.loads(line)
         if item["form"] == "full":
             out.append({**item, "run": "full"})
@@ -101,15 +115,73 @@ def table(items: list[dict], ours: list[bool], base: list[bool]) -> list[str]:
     return lines
 
 
+def code_accuracy() -> None:
+    """The code corpus: FN/FP per class, the project beside the plain baseline (module docstring)."""
+    import importlib.util
+
+    from scalerl.verifiers import close_default_pools, verify_batch
+
+    spec = importlib.util.spec_from_file_location("code_corpus_build", CODE_ITEMS.parent / "build.py")
+    build = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(build)
+    items = [json.loads(line) for line in CODE_ITEMS.open(encoding="utf-8")]
+    for it in items:  # a judge's timeout is a rejection like a wrong answer: both are negatives here
+        it["label"] = "correct" if it["label"] == "correct" else "wrong"
+    verdicts = verify_batch([{"domain": "code", **{k: it[k] for k in ("id", "completion", "tests", "limits")}}
+                             for it in items])
+    close_default_pools()
+    ours = [v.status.value == "correct" for v in verdicts]
+    base = [build.judge(it, whole_run=True) == "correct" for it in items]
+    print(f"code: {len(items)} items from {CODE_ITEMS.parent.name}/{CODE_ITEMS.name}; "
+          f"load average {os.getloadavg()[0]:.2f}")
+    groups = [("all", lambda it: True), ("hand-written", build.hand_written),
+              ("real HumanEval samples", lambda it: not build.hand_written(it))]
+    groups += [(f"class `{c}`", _of_class(c)) for c in sorted({it["class"] for it in items})]
+    print("| items | FN project | FN plain python3 | FP project | FP plain python3 |\n|---|---|---|---|---|")
+    for name, select in groups:
+        (fn_o, fp_o), (fn_b, fp_b) = rates(items, ours, select), rates(items, base, select)
+        print(f"| {name} | {fn_o} | {fn_b} | {fp_o} | {fp_b} |")
+    statuses = [v.status.value for v in verdicts]
+    print(f"project: sandbox errors {statuses.count('error')}, timeouts {statuses.count('timeout')}")
+
+
+def if_agreement() -> None:
+    """The IF decisions: the checker's strict verdict beside IFEval's reference verdict (module docstring)."""
+    from scalerl.verifiers.ifeval.constraints import arguments, followed
+
+    items = [json.loads(line) for line in IF_ITEMS.open(encoding="utf-8")]
+    print(f"if: {len(items)} decision items from {IF_ITEMS.parent.name}/{IF_ITEMS.name}")
+    print("| constraint | items | agree now | agreed before | intended differences |\n|---|---|---|---|---|")
+    by_constraint: dict[str, list[tuple[bool, bool, bool]]] = defaultdict(list)
+    for it in items:
+        ours = followed(it["constraint"], it["response"], arguments(it["constraint"], it["kwargs"]), "strict")
+        by_constraint[it["constraint"]].append((ours == it["reference"], it["before"] == it["reference"],
+                                                it["decision"] == "intended"))
+    for name, rows_ in sorted(by_constraint.items()) + [("all", [r for v in by_constraint.values() for r in v])]:
+        print(f"| `{name}` | {len(rows_)} | {sum(r[0] for r in rows_)} | {sum(r[1] for r in rows_)} "
+              f"| {sum(r[2] for r in rows_)} |")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--corpus", default="math", help="math | real | a path to an items.jsonl")
-    ap.add_argument("--misses", action="store_true", help="print the project's wrong verdicts")
+    ap.add_argument("--domain", choices=("math", "code", "if", "all"), default="all")
+    ap.add_argument("--corpus", default="math", help="math: math | real | a path to an items.jsonl")
+    ap.add_argument("--limit", type=int, default=0, help="math: score the first N items only (0: all)")
+    ap.add_argument("--misses", action="store_true", help="math: print the project's wrong verdicts")
     ap.add_argument("--no-question", action="store_true",
-                    help="score without the problem text (no answer-form rules), as a caller that omits it")
+                    help="math: score without the problem text (no answer-form rules), as a caller that omits it")
     args = ap.parse_args()
+    if args.domain in ("if", "all"):
+        if_agreement()
+    if args.domain in ("code", "all"):
+        code_accuracy()
+    if args.domain in ("math", "all"):
+        math_accuracy(args)
+
+
+def math_accuracy(args: argparse.Namespace) -> None:
     corpus = CORPORA.get(args.corpus) or Path(args.corpus)
-    items = rows(corpus)
+    items = rows(corpus, args.limit)
     ours, statuses, details = project(items, question=not args.no_question)
     base = plain(items)
     print(f"{len(items)} scored rows from {corpus.parent.name}/{corpus.name}; load average {os.getloadavg()[0]:.2f}")

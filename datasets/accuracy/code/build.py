@@ -16,6 +16,7 @@ import json
 import resource
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -142,44 +143,46 @@ def hand_written(item: dict) -> bool:
     return item["source"].startswith("hand-written")
 
 
-def _run(argv: list[str], stdin: str, time_s: float) -> subprocess.CompletedProcess:
+def _run(argv: list[str], stdin: str, time_s: float, wall_s: float | None) -> subprocess.CompletedProcess:
     def limit() -> None:
-        cpu = max(1, round(time_s))
-        resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu))
-        resource.setrlimit(resource.RLIMIT_STACK, (STACK_BYTES, STACK_BYTES))  # judges: stack = memory limit
+        if wall_s is None:  # the judge: each case its own CPU limit, the stack as large as the memory limit
+            cpu = max(1, round(time_s))
+            resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu))
+            resource.setrlimit(resource.RLIMIT_STACK, (STACK_BYTES, STACK_BYTES))
 
     return subprocess.run(argv, input=stdin, capture_output=True, text=True, preexec_fn=limit,
-                          timeout=time_s * 3 + 1)
+                          timeout=time_s * 3 + 1 if wall_s is None else wall_s)
 
 
-def judge(item: dict, python: str = sys.executable) -> str:
-    """The label a contest judge gives: first failing case's verdict, else correct."""
+def _cases(item: dict, python: str) -> list[tuple[list[str], str, list[str] | None]]:
+    """(argv, stdin, expected stdout tokens) per test case; expected None: exit status 0 is enough."""
     code = item["completion"].removeprefix("```python\n").removesuffix("```")
+    tests = item["tests"]
+    if tests["kind"] == "assert":
+        return [([python, "-c", code + "\n" + tests["code"]], "", None)]
+    if tests["kind"] == "stdio":
+        return [([python, "-c", code], case["input"], case["output"].split()) for case in tests["cases"]]
+    return [([python, "-c", f"{code}\nimport json\nprint(json.dumps(solve(*{case['args']!r})))\n"], "",
+             [json.dumps(case["expected"])]) for case in tests["cases"]]
+
+
+def judge(item: dict, python: str = sys.executable, whole_run: bool = False) -> str:
+    """The label a contest judge gives: each case in its own plain `python3` under its own CPU limit; the
+    first failing case's verdict, else correct. `whole_run`: the plain baseline of bench_accuracy instead:
+    no per-case limit and the machine's stack, one wall-clock budget (time_s × cases) for all the cases."""
+    cases = _cases(item, python)
     time_s = item["limits"]["time_s"]
-    if item["tests"]["kind"] == "assert":
-        return _verdict(_run, [python, "-c", code + "\n" + item["tests"]["code"]], "", None, time_s)
-    for case in item["tests"]["cases"]:
-        if item["tests"]["kind"] == "stdio":
-            argv, stdin, want = [python, "-c", code], case["input"], case["output"].split()
-        else:
-            call = f"{code}\nimport json\nprint(json.dumps(solve(*{case['args']!r})))\n"
-            argv, stdin, want = [python, "-c", call], "", [json.dumps(case["expected"])]
-        verdict = _verdict(_run, argv, stdin, want, time_s)
-        if verdict != "correct":
-            return verdict
-    return "correct"
-
-
-def _verdict(run, argv: list[str], stdin: str, want: list[str] | None, time_s: float) -> str:
-    """One case's verdict: `want` None: exit status 0 is enough (an assert program)."""
-    try:
-        done = run(argv, stdin, time_s)
-    except subprocess.TimeoutExpired:
-        return "timeout"
-    if done.returncode == -24 or done.returncode == -9:  # SIGXCPU / SIGKILL at the CPU limit
-        return "timeout"
-    if done.returncode != 0 or (want is not None and done.stdout.split() != want):
-        return "wrong"
+    deadline = time.monotonic() + time_s * len(cases)
+    for argv, stdin, want in cases:
+        wall_s = max(0.01, deadline - time.monotonic()) if whole_run else None
+        try:
+            done = _run(argv, stdin, time_s, wall_s)
+        except subprocess.TimeoutExpired:
+            return "timeout"
+        if done.returncode in (-24, -9):  # SIGXCPU / SIGKILL at the CPU limit
+            return "timeout"
+        if done.returncode != 0 or (want is not None and done.stdout.split() != want):
+            return "wrong"
     return "correct"
 
 
