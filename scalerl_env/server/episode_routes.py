@@ -163,9 +163,10 @@ class EpisodeStore:
             self.keys[key] = rec.id
         try:
             await self._run(self._open_episode, rec, spec)
-        except BaseException:
+        except BaseException:  # failed, or this request was cancelled while its open runs on: free it after
             self.open.pop(rec.id, None)
             self.keys.pop(key, None)
+            self.executor.submit(_release, rec, "its create did not finish")
             raise
         return _created(rec)
 
@@ -233,7 +234,8 @@ class EpisodeStore:
             if rec.failed is not None:
                 _release_locked(rec, "failed to open")
                 raise rec.failed
-            if rec.done:
+            if rec.done:  # an episode that ended at reset: freed and recorded like one ended by a step
+                _release_locked(rec, None)
                 self._record(rec)
 
     def _step(self, rec: _Open, turn: int, action: str) -> EpisodeStep:

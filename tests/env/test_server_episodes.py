@@ -204,6 +204,18 @@ def test_malformed_step_bodies_name_the_field(server, client):
     client.close_episode(created.episode_id)
 
 
+def test_a_problem_the_environment_refuses_is_422_and_a_failing_environment_closes_its_episode(server, client):
+    refused = call(server, "POST", "/v1/episodes", json={"environment": "echo", "problem": {
+        **problem("p-refused"), "metadata": {"refuse": True}}})
+    assert refused.status_code == 422 and refused.json()["detail"][0]["field"] == "problem"
+    assert "echo: this problem is refused" in refused.json()["detail"][0]["msg"]
+    created = client.create("echo", problem("p-broken"))
+    broken = call(server, "POST", f"/v1/episodes/{created.episode_id}/step", json={"action": "raise", "turn": 0})
+    assert broken.status_code == 500 and "RuntimeError: the environment broke" in broken.json()["detail"]
+    after = call(server, "POST", f"/v1/episodes/{created.episode_id}/step", json={"action": "x", "turn": 0})
+    assert after.status_code == 410 and "failed at turn 0" in after.json()["detail"]
+
+
 def test_tokens_and_scopes(server, client):
     body = {"environment": "echo", "problem": problem("p-auth")}
     assert call(server, "POST", "/v1/episodes", token=None, json=body).status_code == 401
@@ -245,3 +257,13 @@ def test_an_idle_episode_is_closed_and_its_environment_freed(tmp_path_factory):
             assert gone.value.status == 410 and "episodes.idle_timeout_s" in gone.value.detail
     finally:
         server.stop()
+
+
+def test_an_episode_open_at_shutdown_is_closed(tmp_path_factory):
+    server, closed = start(tmp_path_factory)
+    try:
+        with EpisodeClient(server.url, token=SCORE, timeout_s=60) as client:
+            client.create("echo", problem("p-open-at-shutdown"))
+    finally:
+        assert server.stop() == 0
+    assert "p-open-at-shutdown" in closed.read_text().split()

@@ -1,8 +1,9 @@
 """A test-double environment installed the way pip would (a package and its dist-info on `PYTHONPATH`):
 `echo`, on math problems. Each action is answered with `call N: ACTION` (N counts the actions the
 environment applied, so a step applied twice shows); `tool:...` counts a tool call; `sleep:S` sleeps S
-seconds first; `answer:X` ends the episode, correct when X is the problem's answer. `close()` appends the
-prompt id to `$ECHO_CLOSED_LOG`, so a test sees that an episode's resources were freed."""
+seconds first; `answer:X` ends the episode, correct when X is the problem's answer; `raise` raises. A
+problem whose metadata has `refuse` is refused at open (ValueError). `close()` appends the prompt id to
+`$ECHO_CLOSED_LOG`, so a test sees that an episode's resources were freed."""
 
 from __future__ import annotations
 
@@ -18,6 +19,8 @@ from scalerl.env.contracts.records import Verdict
 
 class Echo:
     def __init__(self, problem, limits):
+        if problem.metadata.get("refuse"):
+            raise ValueError("this problem is refused")
         self.problem, self.limits, self.calls, self.tools = problem, limits, 0, 0
 
     def reset(self):
@@ -25,6 +28,8 @@ class Echo:
 
     def step(self, action):
         self.calls += 1
+        if action == "raise":
+            raise RuntimeError("the environment broke")
         if action.startswith("sleep:"):
             time.sleep(float(action[6:]))
         self.tools += action.startswith("tool:")
