@@ -4,6 +4,7 @@ the idle timeout, the open-episode bound, tokens and scopes, bad bodies, the led
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import threading
@@ -12,7 +13,7 @@ import time
 import httpx
 import pytest
 from scalerl.env.client import RewardServerError
-from scalerl.env.episode_client import EpisodeClient
+from scalerl.env.episode_client import AsyncEpisodeClient, EpisodeClient
 
 from tests.support.episode_plugin import install_echo_environment
 from tests.support.server_harness import REPO, ServerProcess
@@ -108,6 +109,23 @@ def test_remote_episode_is_the_contracts_episode(client):
     assert (step.done, step.reward, step.info["tool_calls"]) == (True, 0.0, 2)
     episode.close()
     episode.close()
+
+
+def test_the_async_client_runs_an_episode(server):
+    async def run() -> tuple:
+        async with AsyncEpisodeClient(server.url, token=SCORE, timeout_s=60) as client:
+            created = await client.create("echo", problem("p-async"))
+            step = await client.step(created.episode_id, "answer:4", 0)
+            state = await client.state(created.episode_id)
+            return step, state, await client.close_episode(created.episode_id)
+
+    step, state, closed = asyncio.run(run())
+    assert (step.done, step.reward, state.turn, closed.done) == (True, 1.0, 1, True)
+
+
+def test_an_episode_client_takes_one_url():
+    with pytest.raises(ValueError, match="one server URL"):
+        EpisodeClient("http://127.0.0.1:1,http://127.0.0.1:2")
 
 
 def test_a_step_sent_twice_is_applied_once(server, client):
