@@ -9,10 +9,11 @@ Guarantees: verdicts come back in input order with `Verdict.id = item.id`; a `Ve
 used from many threads at once and from asyncio (`averify_batch` runs off the event loop); model
 text never raises (malformed *items* do: `ValueError` naming the item index and field); a domain's
 verifier that raises on a batch gives `error` verdicts for its items; `close()` is idempotent and
-closes every verifier. A sampled share of negative verdicts carries a second opinion in its details
-(`scalerl.verifiers.second_opinion`; status and reward unchanged). The module-level `verify_batch` uses
-one process-wide pool per distinct config, created on first use (never at import) and closed at
-interpreter exit.
+closes every verifier. Every verdict of a domain carries its verifier's `verifier_version` and
+`settings_digest` in its details (`scalerl.verifiers.versions`). A sampled share of negative verdicts
+carries a second opinion in its details (`scalerl.verifiers.second_opinion`; status and reward
+unchanged). The module-level `verify_batch` uses one process-wide pool per distinct config, created on
+first use (never at import) and closed at interpreter exit.
 """
 
 from __future__ import annotations
