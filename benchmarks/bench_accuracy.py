@@ -160,6 +160,25 @@ def if_agreement() -> None:
     for name, rows_ in sorted(by_constraint.items()) + [("all", [r for v in by_constraint.values() for r in v])]:
         print(f"| `{name}` | {len(rows_)} | {sum(r[0] for r in rows_)} | {sum(r[1] for r in rows_)} "
               f"| {sum(r[2] for r in rows_)} |")
+    random_agreement(followed, arguments)
+
+
+def random_agreement(followed, arguments) -> None:
+    """The checker beside the reference's verdicts on the seeded random responses (datasets/accuracy/if)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("if_random", IF_ITEMS.parent / "random_responses.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    packed = json.loads((IF_ITEMS.parent / "random_verdicts.json").read_text())
+    agree: dict[str, list[bool]] = defaultdict(list)
+    for item, reference in zip(module.generate(packed["count"], packed["seed"]), packed["reference"]):
+        ours = followed(item["constraint"], item["response"], arguments(item["constraint"], item["kwargs"]))
+        agree[item["constraint"]].append(str(int(ours)) == reference)
+    every = [a for v in agree.values() for a in v]
+    print(f"if: {len(every)} random responses, agreement with the reference {sum(every)}/{len(every)}; "
+          "constraints with a disagreement:",
+          {name: f"{sum(v)}/{len(v)}" for name, v in sorted(agree.items()) if not all(v)})
 
 
 def main() -> None:
