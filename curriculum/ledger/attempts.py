@@ -47,10 +47,8 @@ def rows_from_verdicts(
     for item, verdict in zip(items, verdicts):
         if item.prompt_id is None:
             continue
-        details = verdict.details or {}
-        for name, ok in _DETAIL_CHECKS.items():
-            value = details.get(name)
-            cols[name].append(value if value is not None and ok(value) else None)
+        for name, value in detail_values(verdict.details).items():
+            cols[name].append(value)
         cols[COMPLETION_COLUMN].append(getattr(item, "completion", None))  # a RecordedItem carries none
         values = (
             item.prompt_id, item.domain, item.step if item.step is not None else step,
@@ -61,6 +59,31 @@ def rows_from_verdicts(
         for name, value in zip(ATTEMPT_COLUMNS, values):
             cols[name].append(value)
     return cols
+
+
+def detail_values(details: Mapping[str, Any] | None) -> dict[str, Any]:
+    """The detail columns' values from a verdict's details: a value of another type is None."""
+    details = details or {}
+    return {name: value if (value := details.get(name)) is not None and ok(value) else None
+            for name, ok in _DETAIL_CHECKS.items()}
+
+
+def detail_arrays(details: pa.ChunkedArray | None, rows: int) -> dict[str, pa.ChunkedArray | pa.Array]:
+    """The detail columns from a struct column of details read column-wise (`detail_values` for a whole
+    file: a field of another type, or an INTEGER out of range, is null)."""
+    out: dict[str, pa.ChunkedArray | pa.Array] = {}
+    for name, kind in DETAIL_TYPES.items():
+        target = ATTEMPT_SCHEMA.field(name).type
+        has = details is not None and details.type.get_field_index(name) >= 0
+        column = pc.struct_field(details, name) if has else None
+        if column is not None and kind == "VARCHAR" and pa.types.is_string(column.type):
+            out[name] = column
+        elif column is not None and kind == "INTEGER" and pa.types.is_integer(column.type):
+            fits = pc.and_(pc.greater_equal(column, -2**31), pc.less(column, 2**31))
+            out[name] = pc.if_else(fits, column, pa.scalar(None, column.type)).cast(target)
+        else:
+            out[name] = pa.nulls(rows, target)
+    return out
 
 
 def to_attempts_table(

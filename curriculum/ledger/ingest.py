@@ -2,7 +2,9 @@
 
 A line is a `Verdict` (`status`, `reward`, `details`, `elapsed_s`, `id`) plus `prompt_id` and the optional
 training context `domain`, `step`, `policy_version`, `sample_index`, `truncated`, `completion_tokens`.
-Unknown keys are errors (a typo is never silently dropped).
+Unknown keys are errors (a typo is never silently dropped). The detail columns (`rule`,
+`verifier_version`, `settings_digest`, `second_opinion`, `turns`, `tool_calls`) come from `details`, as
+on every recording path; a line carries no completion.
 
 Bad input is refused as a whole, before anything is written, with `path:line` in every message:
 - a line that is not JSON, or not a verdict line (the field is named);
@@ -30,9 +32,10 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.compute as pc
 from pydantic import Field, ValidationError
+from scalerl.curriculum.ledger.attempts import detail_arrays, detail_values
 from scalerl.curriculum.ledger.ingest_read import LINE_SCHEMA, VerdictFile, read_verdict_file
 from scalerl.curriculum.ledger.models import IngestError
-from scalerl.curriculum.ledger.schema import ATTEMPT_COLUMNS
+from scalerl.curriculum.ledger.schema import ATTEMPT_COLUMNS, DETAIL_COLUMNS
 from scalerl.curriculum.ledger.store import Ledger
 from scalerl.env.contracts.config_loader import validation_problems
 from scalerl.env.contracts.domains import domain_names
@@ -124,12 +127,13 @@ def ingest_file(ledger: Ledger, path: str | Path, *, allow_unknown: bool = False
         return ledger.record_attempts(table, ingest=(sha256, str(path)))
     lines = parse_lines(path, data)  # the per-line path: exact messages for whatever the bulk checks refused
     domains = _resolve_domains(ledger, path, lines, allow_unknown)
-    cols: dict[str, list] = {name: [] for name in ATTEMPT_COLUMNS}
+    cols: dict[str, list] = {name: [] for name in (*ATTEMPT_COLUMNS, *DETAIL_COLUMNS)}
     for (_, line), domain in zip(lines, domains):
         row = line.model_dump(exclude={"details"})
-        row.update(domain=domain, status=line.status.value, correct=line.status is Status.correct, item_id=line.id)
-        for name in ATTEMPT_COLUMNS:
-            cols[name].append(row[name])
+        row.update(domain=domain, status=line.status.value, correct=line.status is Status.correct, item_id=line.id,
+                   **detail_values(line.details))
+        for name, values in cols.items():
+            values.append(row[name])
     return ledger.record_attempts(cols, ingest=(sha256, str(path)))
 
 
@@ -153,6 +157,7 @@ def bulk_table(ledger: Ledger, read: VerdictFile, allow_unknown: bool) -> pa.Tab
         "policy_version": table["policy_version"], "sample_index": table["sample_index"], "reward": table["reward"],
         "status": table["status"], "truncated": table["truncated"], "completion_tokens": table["completion_tokens"],
         "item_id": table["id"], "elapsed_s": pc.fill_null(table["elapsed_s"], 0.0),
+        **detail_arrays(table["details"] if "details" in table.column_names else None, table.num_rows),
     })
 
 

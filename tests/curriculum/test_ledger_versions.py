@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import json
+
 import duckdb
+import pytest
+from scalerl.curriculum.ledger.ingest import ingest_file
 from scalerl.curriculum.ledger.ledger_config import LedgerConfig
 from scalerl.curriculum.ledger.rescores import stored_attempts, write_rescores
 from scalerl.curriculum.ledger.schema import MIGRATIONS, SCHEMA_VERSION, V1_DDL
@@ -99,3 +103,20 @@ def test_rescores_sit_beside_the_originals_and_pass_rates_read_one_version(tmp_p
                                  "reward": 0.0, "correct": False}])
         assert ledger.query("SELECT verdicts, correct FROM version_pass_rates "
                             "WHERE verifier_version = 'v1' AND prompt_id = 'p'").rows == [[2, 1]]
+
+
+@pytest.mark.parametrize("blank_line", [False, True])  # the column-wise path, and the per-line one
+def test_ingest_takes_the_detail_columns_from_details(tmp_path, blank_line):
+    lines = [{"prompt_id": "p", "domain": "math", "status": "correct",
+              "details": {"rule": "parts", "verifier_version": "v1", "settings_digest": "d1", "turns": 2}},
+             {"prompt_id": "p", "domain": "math", "status": "wrong",
+              "details": {"rule": "parts", "verifier_version": "v1", "settings_digest": "d1", "turns": 2**40}},
+             {"prompt_id": "q", "domain": "math", "status": "wrong"}]
+    text = "\n".join(json.dumps(line) for line in lines) + "\n"
+    path = tmp_path / "verdicts.jsonl"
+    path.write_text(text.replace("\n", "\n\n", 1) if blank_line else text)
+    with Ledger(tmp_path / "l.duckdb") as ledger:
+        assert ingest_file(ledger, path, allow_unknown=True) == 3
+        rows = ledger.query("SELECT rule, verifier_version, settings_digest, turns, tool_calls, completion "
+                            "FROM attempts ORDER BY attempt_id").rows
+    assert rows == [["parts", "v1", "d1", 2, None, None], ["parts", "v1", "d1", None, None, None], [None] * 6]
