@@ -94,6 +94,7 @@ class _Gone:
     reason: str
     turn: int
     done: bool
+    create_key: str | None
 
 
 class EpisodeStore:
@@ -135,10 +136,9 @@ class EpisodeStore:
     def _retire(self, rec: _Open, reason: str) -> None:
         """Forget `rec` (remembering why) and free its environment on a thread, after any call in progress."""
         self.open.pop(rec.id, None)
-        self.gone[rec.id] = _Gone(reason, len(rec.actions), rec.done)
+        self.gone[rec.id] = _Gone(reason, len(rec.actions), rec.done, rec.create_key)
         while len(self.gone) > GONE_KEPT:
-            old, _ = self.gone.popitem(last=False)
-            self.keys = {k: v for k, v in self.keys.items() if v != old}
+            self.keys.pop(self.gone.popitem(last=False)[1].create_key, None)
         self.executor.submit(_release, rec, reason)
 
     # ------------------------------------------------------------------------------------- calls
