@@ -19,7 +19,7 @@ runner = CliRunner()
 
 
 @pytest.mark.parametrize("args,message", [
-    (["--domains", "math,chem"], "unknown domain(s) ['chem']"),
+    (["--domains", "math,chem"], "unknown domain(s) or environment(s) ['chem']; domains: ['math'"),
     (["pipeline.k=-1"], "k must be >= 0"),
     (["--model", "/nonexistent/model-dir"], "no such folder"),
     (["pipeline.mode=ppo-offpolicy", "pipeline.k=0"], "ppo-offpolicy needs k >= 1"),

@@ -49,10 +49,13 @@ Examples:
 
 
 def domains_help() -> str:
-    """The installed domains and the default ones, from the domain registry (plug-ins included)."""
+    """The installed domains and the default ones, and the multi-turn environments, from the registries
+    (plug-ins included)."""
     from scalerl.env.contracts.domains import default_domains, domain_names
+    from scalerl.env.contracts.episodes import environments
 
-    return f"comma-separated, of: {','.join(domain_names())} (default {','.join(default_domains())})"
+    return (f"comma-separated, of: {','.join(domain_names())} (default {','.join(default_domains())}); an "
+            f"environment ({','.join(environments()) or 'none installed'}) plays its domain's problems as episodes")
 
 
 def register(app: typer.Typer) -> None:

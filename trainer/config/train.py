@@ -27,7 +27,9 @@ from pydantic import Field, field_validator, model_validator
 from scalerl.curriculum.ledger.ledger_config import LedgerConfig
 from scalerl.curriculum.ledger.retirement import RetirementConfig
 from scalerl.curriculum.strategy_config import StageConfig, StrategyConfig
+from scalerl.env.contracts import episodes as registry
 from scalerl.env.contracts.domains import default_domains, domain_names
+from scalerl.env.contracts.episodes import EpisodeLimits
 from scalerl.env.contracts.records import Strict
 from scalerl.trainer.config.data import PromptsConfig, RolloutLogConfig, SourceConfig
 from scalerl.trainer.core.length_control import output_budget, stage_length
@@ -130,6 +132,13 @@ class LoggingConfig(Strict):
 
 class TrainConfig(Strict):
     domains: list[str] = Field(default_factory=default_domains, min_length=1)
+    environments: list[str] = Field(
+        default_factory=list, description="multi-turn environments (the scalerl.environments registry) that play "
+        "the problems of their domain as episodes, one per domain; an environment named in `domains` moves here "
+        "and its domain takes its place there (docs/environments.md)")
+    episode_limits: EpisodeLimits | None = Field(
+        default=None, description="the limits of every episode the run plays, as a whole (a key not set takes the "
+        "contract's default); null = each environment's own")
     model: str | None = Field(default=None, description="HF folder or hub id; None = the built-in tiny model")
     tiny: TinyModelConfig = Field(default_factory=TinyModelConfig)
     pipeline: PipelineConfig = Field(default_factory=PipelineConfig)
@@ -164,18 +173,52 @@ class TrainConfig(Strict):
         return PlanInputs(model=self.model, engine=self.engine, optim=self.optim, trainer_ranks=self.trainer_ranks,
                           ray=self.ray, lora=self.lora, validation_enabled=self.validation.enabled)
 
+    def environment_by_domain(self) -> dict[str, str]:
+        """The environment that plays each domain's problems as episodes, by domain."""
+        return {registry.environment(name).domain: name for name in self.environments}
+
+    @model_validator(mode="before")
+    @classmethod
+    def _environments_in_domains(cls, data: object) -> object:
+        """`domains` may name environments: each moves to `environments`, its domain takes its place."""
+        names = data.get("domains") if isinstance(data, dict) else None
+        if not isinstance(names, list) or all(n in domain_names() for n in names):
+            return data
+        envs = registry.environments()
+        moved = [n for n in names if n not in domain_names() and n in envs]
+        for name in moved:
+            if envs[name].domain in names:
+                raise ValueError(f"domains names both {envs[name].domain!r} and {name!r}, which plays "
+                                 f"{envs[name].domain}'s problems as episodes: name one of them")
+        domains = [envs[n].domain if n in moved else n for n in names]
+        return {**data, "domains": domains, "environments": [*data.get("environments", []), *moved]}
+
     @field_validator("domains")
     @classmethod
     def _known_domains(cls, domains: list[str]) -> list[str]:
         unknown = [d for d in domains if d not in domain_names()]
         if unknown:
-            raise ValueError(f"unknown domain(s) {unknown}; known: {list(domain_names())}")
+            raise ValueError(f"unknown domain(s) or environment(s) {unknown}; domains: {list(domain_names())}; "
+                             f"environments: {list(registry.environments())}")
         if len(set(domains)) != len(domains):
             raise ValueError(f"domains repeat: {domains}")
         return domains
 
+    @field_validator("environments")
+    @classmethod
+    def _known_environments(cls, names: list[str]) -> list[str]:
+        for name in names:
+            registry.environment(name)  # UnknownEnvironmentError (a ValueError) lists the installed ones
+        domains = [registry.environment(n).domain for n in names]
+        if len(set(domains)) != len(domains):
+            raise ValueError(f"environments {names} play one domain twice (one environment per domain)")
+        return names
+
     @model_validator(mode="after")
     def _consistent(self) -> TrainConfig:
+        untrained = [d for d in self.environment_by_domain() if d not in self.domains]
+        if untrained:
+            raise ValueError(f"environments play domains not trained: {untrained} (add them to domains)")
         extra = set(self.data.domain_weights) - set(self.domains)
         if extra:
             raise ValueError(f"data.domain_weights names domains not trained: {sorted(extra)}")

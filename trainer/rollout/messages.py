@@ -11,9 +11,29 @@ serialized over Ray).
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import Field
 from scalerl.env.contracts.records import ProblemRecord, Strict, Verdict
 from scalerl.trainer.engines.base import GeneratedSample
+
+EpisodeEnd = Literal["environment", "length_budget", "abort", "error"]
+"""Who ended an episode: the environment (its verdict), the trainer's length budget or sequence length
+(`length_budget`), the engine (`abort`), or the environment's own failure in `step` (`error`)."""
+
+
+class EpisodeOutcome(Strict):
+    """How one multi-turn episode ended (`scalerl.trainer.rollout.episodes`): the verdict the sample trains
+    on, and the counts the metrics read."""
+
+    environment: str
+    verdict: Verdict
+    ended_by: EpisodeEnd
+    turns: int = Field(ge=0, description="model actions")
+    sampled_tokens: int = Field(ge=0, description="tokens the model sampled, all turns together")
+    env_tokens: int = Field(ge=0, description="observation tokens after the first observation (loss mask 0)")
+    counters: dict[str, float] = Field(default_factory=dict, description="the numeric `EpisodeStep.info` of the "
+                                       "episode's last step (tool calls, tool errors, feedback turns)")
 
 
 class RolloutGroup(Strict):
@@ -30,10 +50,21 @@ class RolloutGroup(Strict):
     finished_at: float
     length_penalties: list[float] | None = Field(
         default=None, description="per-sample reward shaping of length.mode=penalty (added to the verdict reward)")
+    episodes: list[EpisodeOutcome] | None = Field(
+        default=None, description="multi-turn groups: how each sample's episode ended (its verdict is `verdicts`)")
 
     @property
     def domain(self) -> str:
         return self.problem.domain
+
+    def sequence_lengths(self) -> list[tuple[int, int]]:
+        """(context tokens, generated tokens) of each sample: an episode's observations count with its prompt,
+        since the model did not generate them (the compute clock's `tokens` are sampled tokens)."""
+        prompt = len(self.prompt_token_ids)
+        if self.episodes is None:
+            return [(prompt, len(s.token_ids)) for s in self.samples]
+        return [(prompt + len(s.token_ids) - e.sampled_tokens, e.sampled_tokens)
+                for s, e in zip(self.samples, self.episodes)]
 
     @property
     def rewards(self) -> list[float]:

@@ -4,8 +4,9 @@ Pools are built by `scalerl.trainer.run.data_sources.build_data` (files or the p
 data layer's splitter).
 
 `PromptCodec` turns chat messages into prompt token ids and token ids back into text: the tiny
-model's character tokenizer with its own prompt format, or a Hugging Face tokenizer's chat template.
-Token ids go end to end; text is decoded only for the verifiers.
+model's character tokenizer with its own prompt format, or a Hugging Face tokenizer's chat template;
+`encode_continuation` encodes what an environment adds to an episode after a model turn. Token ids go
+end to end; text is decoded only for the verifiers and environments.
 """
 
 from __future__ import annotations
@@ -53,6 +54,23 @@ class PromptCodec:
             ids = self.tokenizer.apply_chat_template(msgs, add_generation_prompt=True, tokenize=True)
             return list(ids["input_ids"] if isinstance(ids, dict) or hasattr(ids, "keys") else ids)
         return list(self.tokenizer.encode(render_prompt(msgs)))
+
+    def encode_continuation(self, messages: Sequence[Any]) -> list[int]:
+        """Ids of messages that follow a model turn in an episode, up to the next generation prompt: the chat
+        template's rendering of them after an assistant turn, without the conversation's start (no bos, no
+        default system message). The model's own turn is never rendered here: its sampled ids stay as they are."""
+        if self.is_tiny:
+            return self.tokenizer.encode(render_prompt(messages))
+        msgs = [m.model_dump() if hasattr(m, "model_dump") else dict(m) for m in messages]
+        if not getattr(self.tokenizer, "chat_template", None):
+            return self.encode(render_prompt(msgs))
+        base = [{"role": "user", "content": "."}, {"role": "assistant", "content": "."}]
+        before = self.tokenizer.apply_chat_template(base, tokenize=False)
+        full = self.tokenizer.apply_chat_template(base + msgs, tokenize=False, add_generation_prompt=True)
+        if not full.startswith(before):
+            raise ValueError("the chat template renders a conversation's start differently once more messages "
+                             "follow; observations cannot be appended to an episode")
+        return self.encode(full[len(before):])
 
     def encode(self, text: str) -> list[int]:
         if self.is_tiny:

@@ -8,7 +8,9 @@ appended to the last user message unless the record already carries one (its `ma
 
 `drop_long_prompts` removes the problems whose prompt plus the completion budget (the largest of the
 run's own and its curriculum stages') does not fit `engine.max_seq_len`: they are logged and counted
-(`data/skipped_long_prompts/<domain>` in the run's first metrics record), never silently truncated.
+(`data/skipped_long_prompts/<domain>` in the run's first metrics record), never silently truncated. A
+domain played as episodes (`TrainConfig.environments`) measures its training problems by the episode's
+first observation (`scalerl.trainer.rollout.episodes.opening_ids`; held-out ones stay single-turn).
 Not guaranteed: that the template suits every model; override `prompts.*` for models that need another.
 """
 
@@ -19,6 +21,7 @@ import threading
 from array import array
 from collections.abc import Mapping
 from dataclasses import replace
+from functools import partial
 from typing import Any
 
 from scalerl.env.contracts.config_loader import ConfigError
@@ -26,6 +29,7 @@ from scalerl.env.contracts.records import ProblemRecord
 from scalerl.trainer.config.data import PromptsConfig
 from scalerl.trainer.config.train import TrainConfig
 from scalerl.trainer.core.length_control import output_budget, stage_length
+from scalerl.trainer.rollout.episodes import opening_ids
 from scalerl.trainer.rollout.problems import DomainPool, PromptCodec
 
 log = logging.getLogger(__name__)
@@ -98,15 +102,22 @@ def drop_long_prompts(pools: Mapping[str, DomainPool], encode: ProblemPrompts, c
     """Pools without the problems whose prompt does not fit, and the count dropped per domain."""
     budget, source = largest_budget(cfg, encode.codec)
     out, skipped = {}, {}
+    played = cfg.environment_by_domain()
     for dom, pool in pools.items():
-        train = [p for p in pool.train if len(encode(p)) + budget <= cfg.engine.max_seq_len]
+        if dom in played:  # an episode starts from its environment's first observation, not the bare prompt
+            opening = partial(opening_ids, name=played[dom], codec=encode.codec, verifier_config=cfg.verifier,
+                              limits=cfg.episode_limits)
+            train = [p for p in pool.train if len(opening(p)) + budget <= cfg.engine.max_seq_len]
+        else:
+            train = [p for p in pool.train if len(encode(p)) + budget <= cfg.engine.max_seq_len]
         held = [p for p in pool.holdout if len(encode(p)) + budget <= cfg.engine.max_seq_len]
         skipped[dom] = len(pool.train) + len(pool.holdout) - len(train) - len(held)
+        what = f"{played[dom]} episode opening" if dom in played else "prompt"  # held-out ones are prompts
         if skipped[dom]:
-            log.warning("%s: %d prompts skipped: prompt + %d completion tokens (%s) exceed engine.max_seq_len=%d",
-                        dom, skipped[dom], budget, source, cfg.engine.max_seq_len)
+            log.warning("%s: %d prompts skipped: %s + %d completion tokens (%s) exceed engine.max_seq_len=%d",
+                        dom, skipped[dom], what, budget, source, cfg.engine.max_seq_len)
         if not train or not held:
-            raise ConfigError(f"{dom}: every {'training' if not train else 'held-out'} prompt is longer than "
+            raise ConfigError(f"{dom}: every {f'training {what}' if not train else 'held-out prompt'} is longer than "
                              f"engine.max_seq_len={cfg.engine.max_seq_len} minus the completion budget "
                              f"{budget} of {source}; raise engine.max_seq_len or lower the budgets")
         out[dom] = replace(pool, train=train, holdout=held)

@@ -8,6 +8,11 @@ and its length penalty takes L_max from its own request. `Rollouts.score(...)` d
 sample's token ids (text only for the verifiers; training keeps the ids) and verifies the whole group
 in one `verify_batch` call (identical completions are scored once by the pool).
 
+Problems of a domain the run plays as episodes (`TrainConfig.environments`) get a request that names the
+environment, without an interruption plan, whose `max_new_tokens` is the whole episode's budget (the
+output budget one sample has under the stage's settings); `scalerl.trainer.rollout.episodes.EpisodeDriver`
+plays it, and `score` takes the environments' verdicts as they are (never verifying again).
+
 Guarantees: verdicts come back in sample order; training never re-tokenizes text (decoded text goes
 only to the verifiers). Not guaranteed: which problem a group gets when several threads draw at once
 (draws are serialized, their order is the threads').
@@ -31,8 +36,9 @@ from scalerl.curriculum.strategies import stage_index
 from scalerl.curriculum.strategy_config import StageConfig
 from scalerl.env.contracts.records import ProblemRecord, Verdict
 from scalerl.trainer.config.train import TrainConfig
-from scalerl.trainer.core.length_control import length_penalties, plan_interruption, stage_length
+from scalerl.trainer.core.length_control import length_penalties, output_budget, plan_interruption, stage_length
 from scalerl.trainer.engines.base import GeneratedGroup, GenerationRequest, SamplingParams
+from scalerl.trainer.rollout.episodes import ENVIRONMENT, EPISODES, PROBLEM
 from scalerl.trainer.rollout.messages import RolloutGroup
 from scalerl.trainer.rollout.problems import PromptCodec
 
@@ -97,6 +103,7 @@ class Rollouts:
         self._lock = threading.Lock()
         self._seed = seed
         self._phrase = codec.encode(cfg.length.interruption_phrase) if cfg.length.mode == "interrupt" else None
+        self.environments = cfg.environment_by_domain()  # domain -> the environment that plays its problems
 
     @contextmanager
     def paused(self) -> Iterator[None]:
@@ -115,13 +122,21 @@ class Rollouts:
             stage = self._stage() if self._stage is not None else 0
         length, max_new_tokens = self._budgets[stage]
         prompt_ids = self.codec.encode_problem(problem)
-        plan = plan_interruption(length, random.Random(f"{self._seed}/{group_id}"), phrase_token_ids=self._phrase)
         with self._lock:
             self._problems[group_id] = (problem, prompt_ids)
+        metadata: dict[str, Any] = {"prompt_id": problem.prompt_id, "domain": problem.domain}
+        env = self.environments.get(problem.domain)
+        if env is not None:  # played by `EpisodeDriver`: the whole episode gets one sample's output budget
+            budget = output_budget(length, max_new_tokens, len(self._phrase or []))
+            return GenerationRequest(
+                request_id=f"g{group_id}", prompt_token_ids=prompt_ids,
+                samples_per_prompt=self.cfg.pipeline.samples_per_prompt, sampling=self.sampling(budget),
+                metadata={**metadata, ENVIRONMENT: env, PROBLEM: problem})
+        plan = plan_interruption(length, random.Random(f"{self._seed}/{group_id}"), phrase_token_ids=self._phrase)
         return GenerationRequest(
             request_id=f"g{group_id}", prompt_token_ids=prompt_ids,
             samples_per_prompt=self.cfg.pipeline.samples_per_prompt, sampling=self.sampling(max_new_tokens),
-            interruption=plan, metadata={"prompt_id": problem.prompt_id, "domain": problem.domain},
+            interruption=plan, metadata=metadata,
         )
 
     def score(self, generated: GeneratedGroup, submitted_version: int, submitted_at: float) -> RolloutGroup:
@@ -129,7 +144,11 @@ class Rollouts:
         with self._lock:
             problem, prompt_ids = self._problems.pop(group_id)
         completions = [self.codec.decode(s.token_ids) for s in generated.samples]
-        verdicts = verify(self.verifier, problem, completions)
+        episodes = generated.request.metadata.get(EPISODES)
+        if episodes is not None:  # the environments scored their episodes; the prompt is the episodes' own
+            verdicts, prompt_ids = [e.verdict for e in episodes], generated.request.prompt_token_ids
+        else:
+            verdicts = verify(self.verifier, problem, completions)
         penalties = None
         if self.cfg.length.mode == "penalty":
             penalties = length_penalties(generated.samples, [v.correct for v in verdicts], self.cfg.length,
@@ -137,5 +156,5 @@ class Rollouts:
         return RolloutGroup(
             group_id=group_id, problem=problem, prompt_token_ids=prompt_ids, samples=generated.samples,
             completions=completions, verdicts=verdicts, submitted_version=submitted_version,
-            submitted_at=submitted_at, finished_at=time.time(), length_penalties=penalties,
+            submitted_at=submitted_at, finished_at=time.time(), length_penalties=penalties, episodes=episodes,
         )

@@ -6,7 +6,10 @@
   `effective_batch_fraction` (kept groups / prompts_per_step), `zero_variance_fraction`,
   `retired_count`, `truncation_rate`, `lag/{min,mean,p50,p90,max}` (trainer version − token version
   over trained tokens), `clip_frac`, `tokens_per_s` (sampled tokens per wall second since the last
-  step), `generator/idle_fraction`, `devices`, the `compute_*` counters, and the loss metrics.
+  step), `generator/idle_fraction`, `devices`, the `compute_*` counters, and the loss metrics; with
+  multi-turn environments, per environment `episode/<env>/{count,turns_mean,turns_max,tool_calls_mean,
+  tool_errors_mean,feedback_turns_mean,env_tokens_mean,sampled_tokens_mean,cut_rate}`
+  (`scalerl.trainer.rollout.episodes.episode_metrics`).
   Per domain with a second judge (`scalerl.verifiers.second_opinion`): `second_opinion/<domain>/checked`
   (negative verdicts re-checked), `.../accepts` (those the second judge accepts) and `.../fn_rate`
   (accepts / checked, null when none: the running false-negative estimate).

@@ -30,6 +30,7 @@ from scalerl.trainer.core.lora_config import pushes_adapters, vllm_lora_rank, vl
 from scalerl.trainer.distributed.components import make_components
 from scalerl.trainer.distributed.leader import start_ranks
 from scalerl.trainer.engines.device import resolve_device
+from scalerl.trainer.rollout.episodes import EpisodeDriver
 from scalerl.trainer.rollout.problems import DomainPool
 from scalerl.trainer.rollout.prompts import prepare_prompts, run_tokenizer
 from scalerl.trainer.rollout.runtime import LocalRuntime
@@ -143,6 +144,9 @@ def setup_run(cfg: TrainConfig, out: Path, *, resume: bool = False) -> Run:
     # vLLM serving the adapters gets the adapted model: base weights in its folder, adapters through LoRA
     engine = parts.engine(trainer.model if spec.pushes_adapters else model, codec.eos_token_id, device=device,
                           policy_version=trainer.policy_version, seed=cfg.pipeline.seed + trainer.step_count)
+    if cfg.environments:  # the domains played as episodes go through the episode driver
+        engine = EpisodeDriver(engine, codec, max_seq_len=cfg.engine.max_seq_len, verifier_config=cfg.verifier,
+                               limits=cfg.episode_limits)
     p = cfg.pipeline
     runtime = LocalRuntime(engine, rollouts, mode=p.mode, k=p.k, prompts_per_step=p.prompts_per_step,
                            first_group_id=int(extra.get("next_group_id", 0)))
