@@ -24,7 +24,6 @@ import json
 import logging
 import shutil
 import time
-from collections.abc import Collection
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -47,6 +46,7 @@ from scalerl.trainer.run.setup import LEDGER, Run, setup_run
 from scalerl.trainer.run.validation import evaluate, validation_engine
 from scalerl.trainer.run.zero_variance import curriculum_metrics, filter_zero_variance, refill_groups
 from scalerl.verifiers.second_opinion import ACCEPTS, REJECTS
+from scalerl.verifiers.second_opinion import CHECKS as SECOND_OPINION_CHECKS  # the domains with a second judge
 
 log = logging.getLogger(__name__)
 TAKE_TIMEOUT_S = 600.0
@@ -191,7 +191,7 @@ def log_step(run: Run, groups: list[RolloutGroup], kept: list[RolloutGroup], zer
         "devices": devices, **run.clock.metrics(),
     }
     run.state.last_tokens, run.state.last_tokens_at = gen.sampled_tokens, now
-    rec.update(domain_metrics(groups, judged=judged_domains(run.cfg)))
+    rec.update(domain_metrics(groups))
     rec.update(episode_metrics(groups))  # multi-turn environments only
     if run.samples is not None:  # rollouts.jsonl, skipped long prompts, the format watch
         rec.update(run.samples.observe_step(run.step, groups))
@@ -205,27 +205,21 @@ def log_step(run: Run, groups: list[RolloutGroup], kept: list[RolloutGroup], zer
     run.log.write("step", rec)
 
 
-def domain_metrics(groups: list[RolloutGroup], judged: Collection[str] = ()) -> dict[str, float | None]:
-    """Batch reward and pass rate per domain, the second opinions of the `judged` domains, and the overall
-    mean reward."""
+def domain_metrics(groups: list[RolloutGroup]) -> dict[str, float | None]:
+    """Batch reward and pass rate per domain, the second opinions, and the overall mean reward."""
     out: dict[str, float | None] = {}
     for domain in sorted({g.domain for g in groups}):
         verdicts = [v for g in groups if g.domain == domain for v in g.verdicts]
         out[f"reward/{domain}"] = float(np.mean([v.reward for v in verdicts]))
         out[f"pass_rate/{domain}"] = float(np.mean([v.correct for v in verdicts]))
         out[f"groups/{domain}"] = float(sum(g.domain == domain for g in groups))
-        if domain in judged:
+        if domain in SECOND_OPINION_CHECKS:
             out.update(second_opinion_metrics(domain, verdicts))
     out["reward/mean"] = float(np.mean([v.reward for g in groups for v in g.verdicts]))
     penalties = [p for g in groups for p in (g.length_penalties or [])]
     if penalties:
         out["length/penalty_mean"] = float(np.mean(penalties))
     return out
-
-
-def judged_domains(cfg: TrainConfig) -> set[str]:
-    """The run's domains with a second judge: their verifier settings give a `second_opinion` share."""
-    return {domain for domain in cfg.domains if hasattr(cfg.verifier.section(domain), "second_opinion")}
 
 
 def second_opinion_metrics(domain: str, verdicts: list[Verdict]) -> dict[str, float | None]:
