@@ -26,8 +26,9 @@ PROBLEM = {"prompt_id": "p-echo-1", "domain": "math", "source": "test", "answer"
            "prompt": [{"role": "user", "content": "What is 2 + 2?"}]}
 
 
-def start(tmp_path_factory, *args: str) -> tuple[ServerProcess, object]:
-    """A server that has the `echo` environment installed; its close log (one prompt id per closed episode)."""
+def start(tmp_path_factory, *args: str, ledger: bool = True) -> tuple[ServerProcess, object]:
+    """A server with tokens that has the `echo` environment installed, with a ledger of its own unless told
+    otherwise; its close log (one prompt id per closed episode)."""
     folder = tmp_path_factory.mktemp("episodes")
     (folder / "plugin").mkdir()
     plugin = install_echo_environment(folder / "plugin")
@@ -37,8 +38,8 @@ def start(tmp_path_factory, *args: str) -> tuple[ServerProcess, object]:
     with pytest.MonkeyPatch.context() as patch:
         for name, value in env.items():
             patch.setenv(name, value)
-        server = ServerProcess("--ledger", str(folder / "ledger.duckdb"), "--token-file", str(folder / "tokens"),
-                               *args).start()
+        own = ("--ledger", str(folder / "ledger.duckdb")) if ledger else ()
+        server = ServerProcess(*own, "--token-file", str(folder / "tokens"), *args).start()
     return server, closed
 
 
@@ -259,6 +260,23 @@ def test_a_finished_episode_is_one_attempt_in_the_ledger(client, served):
                                "WHERE prompt_id = 'p-ledger'").rows
     assert rows == [["p-ledger", "math", 1.0, "correct", created.episode_id, 3, 2]]
     assert "p-ledger" in served[1].read_text().split()  # the environment was closed when the episode ended
+
+
+def test_a_replica_records_a_finished_episode_at_the_ledger_owner(tmp_path_factory):
+    owner = ServerProcess("--ledger", str(tmp_path_factory.mktemp("owner") / "ledger.duckdb")).start()
+    replica, _ = start(tmp_path_factory, "--ledger-owner", owner.url, ledger=False)
+    try:
+        with EpisodeClient(replica.url, token=SCORE, timeout_s=60) as client:
+            created = client.create("echo", problem("p-replica"))
+            client.step(created.episode_id, "tool:1", 0)
+            client.step(created.episode_id, "answer:4", 1)
+            client.step(created.episode_id, "answer:4", 1)  # a retry: recorded once
+        rows = httpx.post(owner.url + "/v1/ledger/query", timeout=60, json={
+            "sql": "SELECT item_id, reward, turns, tool_calls FROM attempts WHERE prompt_id = 'p-replica'"}).json()
+        assert rows["rows"] == [[created.episode_id, 1.0, 2, 1]]
+    finally:
+        replica.stop()
+        owner.stop()
 
 
 def test_an_idle_episode_is_closed_and_its_environment_freed(tmp_path_factory):
