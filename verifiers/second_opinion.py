@@ -1,23 +1,26 @@
 """The live second opinion: a sampled share of negative verdicts checked again by another judge.
 
 `review(items, verdicts, config, verifiers)` runs in the pool (`scalerl.verifiers.batch`) once a batch's
-verdicts are in. Each domain's share is `verifier.<domain>.second_opinion`; an item is sampled when a hash
-of (domain, prompt_id, reference answer, completion) falls below it, so a re-run samples the same items
-and identical completions of one prompt share one decision. The judges, per domain (`CHECKS`):
+verdicts are in. A domain has a second judge when its verifier answers `second_judge()` with a
+`SecondJudge` (which statuses it re-checks, its name, how it starts); its share is
+`verifier.<domain>.second_opinion`. An item is sampled when a hash of (domain, prompt_id, reference
+answer, completion) falls below the share, so a re-run samples the same items and identical completions
+of one prompt share one decision. The built-in judges (docs/domains.md):
 
-- math: plain math-verify with its defaults on the whole completion, `verify(parse("$\\boxed{answer}$"),
-  parse(completion))` (benchmarks/bench_math.py's baseline), in the math worker processes under their
-  hard deadline; it re-checks `wrong`, `no_answer`, `unparsable` and `timeout` verdicts.
-- if: IFEval's loose mode, its own second accuracy, which the verifier computes with every verdict
-  (`details.loose`); it re-checks `wrong` verdicts.
-- code: `timeout` verdicts only, run again in the sandbox with `second_opinion_time_factor` x the time
-  limit (at most the largest `Limits.time_s` an item may set).
+- math (`scalerl.verifiers.math.verifier`): plain math-verify with its defaults on the whole completion,
+  `verify(parse("$\\boxed{answer}$"), parse(completion))` (benchmarks/bench_math.py's baseline), in the
+  math worker processes under their hard deadline; it re-checks `wrong`, `no_answer`, `unparsable` and
+  `timeout` verdicts.
+- if (`scalerl.verifiers.ifeval.verifier`): IFEval's loose mode, its own second accuracy, which the
+  verifier computes with every verdict (`details.loose`); it re-checks `wrong` verdicts.
+- code (`scalerl.verifiers.code.verifier`): `timeout` verdicts only, run again in the sandbox with
+  `second_opinion_time_factor` x the time limit (at most the largest `Limits.time_s` an item may set).
 
 Result: `details["second_opinion"]` is "accepts" or "rejects", `details["second_opinion_by"]` names the
 judge. Guaranteed: the verdict's status and reward never change (a measurement, not a reward); a second
 judge that fails (a crashed worker, a sandbox error, a closed pool) leaves the verdict without a second
 opinion, never an exception. Not guaranteed: that the second judge is right (plain math-verify accepts
-some wrong answers too: docs/math.md), nor opinions for plug-in domains (no judge is registered).
+some wrong answers too: docs/math.md).
 """
 
 from __future__ import annotations
@@ -28,8 +31,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from scalerl.env.contracts.records import Limits, Status, Verdict, VerifyItem
-from scalerl.verifiers.verifier_config import CodeConfig, VerifierConfig
+from scalerl.env.contracts.records import Status, Verdict, VerifyItem
+from scalerl.verifiers.verifier_config import VerifierConfig
 
 logger = logging.getLogger(__name__)
 
@@ -48,59 +51,36 @@ def sampled(item: VerifyItem, fraction: float) -> bool:
     return draw < fraction
 
 
-def _math(items: list[VerifyItem], verdicts: list[Verdict], section: Any, verifier: Any) -> Opinions:
-    futures = [verifier.plain_math_verify(item.answer or "", item.completion) for item in items]
-
-    def collect() -> list[bool | None]:
-        replies = [f.result().get("status") for f in futures]
-        return [None if status == "error" else status == "correct" for status in replies]
-
-    return collect
-
-
-def _if(items: list[VerifyItem], verdicts: list[Verdict], section: Any, verifier: Any) -> Opinions:
-    return lambda: [v.details["loose"] if isinstance(v.details.get("loose"), bool) else None for v in verdicts]
-
-
-def longer_limits(limits: Limits | None, config: CodeConfig) -> Limits:
-    """The re-run's limits: `second_opinion_time_factor` x the time limit, within what an item may set."""
-    limits = limits or Limits()
-    most = next(m.le for m in Limits.model_fields["time_s"].metadata if getattr(m, "le", None) is not None)
-    return limits.model_copy(update={"time_s": min(limits.time_s * config.second_opinion_time_factor, most)})
-
-
-def _code(items: list[VerifyItem], verdicts: list[Verdict], section: Any, verifier: Any) -> Opinions:
-    longer = [item.model_copy(update={"limits": longer_limits(item.limits, section)}) for item in items]
-
-    def collect() -> list[bool | None]:  # the sandbox runs here, while the math workers judge theirs
-        return [None if v.status is Status.error else v.status is Status.correct for v in verifier.submit(longer)()]
-
-    return collect
-
-
 @dataclass(frozen=True)
-class SecondCheck:
-    """A domain's second judge: which verdicts it re-checks, its name in details, and how it starts."""
+class SecondJudge:
+    """A domain's second judge: the verdict statuses it re-checks, its name in details, and `start(items,
+    verdicts)`, which begins the checks and returns their collector."""
 
     statuses: frozenset[Status]
     by: str
-    start: Callable[[list[VerifyItem], list[Verdict], Any, Any], Opinions]
+    start: Callable[[list[VerifyItem], list[Verdict]], Opinions]
 
 
 NEGATIVE = frozenset({Status.wrong, Status.no_answer, Status.unparsable, Status.timeout})
-CHECKS: dict[str, SecondCheck] = {
-    "math": SecondCheck(NEGATIVE, "plain_math_verify", _math),
-    "if": SecondCheck(frozenset({Status.wrong}), "ifeval_loose", _if),
-    "code": SecondCheck(frozenset({Status.timeout}), "code_longer_time_limit", _code),
-}
 
 
-def _picked(items: Sequence[VerifyItem], verdicts: Sequence[Verdict], config: VerifierConfig) -> dict[str, list[int]]:
+def judges(verifiers: dict[str, Any]) -> dict[str, SecondJudge]:
+    """The second judge of each domain whose verifier has one."""
+    out = {}
+    for domain, verifier in verifiers.items():
+        judge = getattr(verifier, "second_judge", None)
+        if judge is not None:
+            out[domain] = judge()
+    return out
+
+
+def _picked(items: Sequence[VerifyItem], verdicts: Sequence[Verdict], config: VerifierConfig,
+            by_domain: dict[str, SecondJudge]) -> dict[str, list[int]]:
     fractions: dict[str, float] = {}
     picked: dict[str, list[int]] = {}
     for i, (item, verdict) in enumerate(zip(items, verdicts)):
-        check = CHECKS.get(item.domain)
-        if check is None or verdict.status not in check.statuses:
+        judge = by_domain.get(item.domain)
+        if judge is None or verdict.status not in judge.statuses:
             continue
         if item.domain not in fractions:
             fractions[item.domain] = float(getattr(config.section(item.domain), "second_opinion", 0.0))
@@ -112,12 +92,12 @@ def _picked(items: Sequence[VerifyItem], verdicts: Sequence[Verdict], config: Ve
 def review(items: Sequence[VerifyItem], verdicts: list[Verdict], config: VerifierConfig,
            verifiers: dict[str, Any]) -> list[Verdict]:
     """`verdicts` with a second opinion in the details of the sampled negative ones (module docstring)."""
-    picked = _picked(items, verdicts, config)
+    by_domain = judges({domain: verifiers.get(domain) for domain in {item.domain for item in items}})
+    picked = _picked(items, verdicts, config, by_domain)
     started: list[tuple[str, list[int], Opinions]] = []
     for domain, indices in picked.items():
         try:
-            opinions = CHECKS[domain].start([items[i] for i in indices], [verdicts[i] for i in indices],
-                                            config.section(domain), verifiers.get(domain))
+            opinions = by_domain[domain].start([items[i] for i in indices], [verdicts[i] for i in indices])
             started.append((domain, indices, opinions))
         except Exception:  # a measurement must never cost the verdicts
             logger.exception("the %s second opinion failed to start", domain)
@@ -131,6 +111,6 @@ def review(items: Sequence[VerifyItem], verdicts: list[Verdict], config: Verifie
         for i, accepted in zip(indices, results):
             if accepted is not None:
                 details = {**out[i].details, "second_opinion": ACCEPTS if accepted else REJECTS,
-                           "second_opinion_by": CHECKS[domain].by}
+                           "second_opinion_by": by_domain[domain].by}
                 out[i] = out[i].model_copy(update={"details": details})
     return out

@@ -9,7 +9,8 @@ import json
 import pytest
 from scalerl.env.contracts.records import Limits, VerifyItem
 from scalerl.verifiers import VerifierPool
-from scalerl.verifiers.second_opinion import longer_limits, sampled
+from scalerl.verifiers.code.verifier import longer_limits
+from scalerl.verifiers.second_opinion import sampled
 from scalerl.verifiers.verifier_config import CodeConfig, VerifierConfig
 
 ALL = {"math": {"workers": 1, "second_opinion": 1.0}, "code": {"second_opinion": 1.0}, "if": {"second_opinion": 1.0}}

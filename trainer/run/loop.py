@@ -24,6 +24,7 @@ import json
 import logging
 import shutil
 import time
+from collections.abc import Collection
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -38,7 +39,6 @@ from scalerl.trainer.core.lora import adapter_state_dict
 from scalerl.trainer.core.lora_config import pushes_adapters
 from scalerl.trainer.core.update import pack_samples
 from scalerl.trainer.distributed.ray_launch import run_in_ray
-from scalerl.trainer.rollout.episodes import episode_metrics
 from scalerl.trainer.rollout.messages import RolloutGroup
 from scalerl.trainer.run.ledger_readers import LedgerReaders
 from scalerl.trainer.run.log import devices_in_use
@@ -46,7 +46,6 @@ from scalerl.trainer.run.setup import LEDGER, Run, setup_run
 from scalerl.trainer.run.validation import evaluate, validation_engine
 from scalerl.trainer.run.zero_variance import curriculum_metrics, filter_zero_variance, refill_groups
 from scalerl.verifiers.second_opinion import ACCEPTS, REJECTS
-from scalerl.verifiers.second_opinion import CHECKS as SECOND_OPINION_CHECKS  # the domains with a second judge
 
 log = logging.getLogger(__name__)
 TAKE_TIMEOUT_S = 600.0
@@ -114,14 +113,13 @@ def record_attempts(run: Run, groups: list[RolloutGroup]) -> None:
     """Every scored sample into the ledger (one transaction), under the number of the step that trains
     on it (1-based, as in metrics.jsonl); the ledger also decides retirements. Every group a step takes
     (refills included) passes here once, so the samples, tokens and generation FLOPs are counted here."""
-    run.clock.add_taken(lengths for g in groups for lengths in g.sequence_lengths())
+    run.clock.add_taken((len(g.prompt_token_ids), len(s.token_ids)) for g in groups for s in g.samples)
     items, verdicts = [], []
     for g in groups:
-        for i, (sample, text, verdict, (_, generated)) in enumerate(
-                zip(g.samples, g.completions, g.verdicts, g.sequence_lengths())):
+        for i, (sample, text, verdict) in enumerate(zip(g.samples, g.completions, g.verdicts)):
             items.append(g.problem.verify_item(
                 text, id=f"{g.group_id}/{i}", step=run.step + 1, policy_version=min(sample.policy_versions),
-                sample_index=i, truncated=sample.truncated, completion_tokens=generated))
+                sample_index=i, truncated=sample.truncated, completion_tokens=len(sample.token_ids)))
             verdicts.append(verdict)
     run.ledger.record(items, verdicts, step=run.step + 1)
 
@@ -191,8 +189,7 @@ def log_step(run: Run, groups: list[RolloutGroup], kept: list[RolloutGroup], zer
         "devices": devices, **run.clock.metrics(),
     }
     run.state.last_tokens, run.state.last_tokens_at = gen.sampled_tokens, now
-    rec.update(domain_metrics(groups))
-    rec.update(episode_metrics(groups))  # multi-turn environments only
+    rec.update(domain_metrics(groups, judged=judged_domains(run.cfg)))
     if run.samples is not None:  # rollouts.jsonl, skipped long prompts, the format watch
         rec.update(run.samples.observe_step(run.step, groups))
     rec.update(run.ranks.last_push)  # gather time and host memory with several trainer ranks
@@ -205,21 +202,27 @@ def log_step(run: Run, groups: list[RolloutGroup], kept: list[RolloutGroup], zer
     run.log.write("step", rec)
 
 
-def domain_metrics(groups: list[RolloutGroup]) -> dict[str, float | None]:
-    """Batch reward and pass rate per domain, the second opinions, and the overall mean reward."""
+def domain_metrics(groups: list[RolloutGroup], judged: Collection[str] = ()) -> dict[str, float | None]:
+    """Batch reward and pass rate per domain, the second opinions of the `judged` domains, and the overall
+    mean reward."""
     out: dict[str, float | None] = {}
     for domain in sorted({g.domain for g in groups}):
         verdicts = [v for g in groups if g.domain == domain for v in g.verdicts]
         out[f"reward/{domain}"] = float(np.mean([v.reward for v in verdicts]))
         out[f"pass_rate/{domain}"] = float(np.mean([v.correct for v in verdicts]))
         out[f"groups/{domain}"] = float(sum(g.domain == domain for g in groups))
-        if domain in SECOND_OPINION_CHECKS:
+        if domain in judged:
             out.update(second_opinion_metrics(domain, verdicts))
     out["reward/mean"] = float(np.mean([v.reward for g in groups for v in g.verdicts]))
     penalties = [p for g in groups for p in (g.length_penalties or [])]
     if penalties:
         out["length/penalty_mean"] = float(np.mean(penalties))
     return out
+
+
+def judged_domains(cfg: TrainConfig) -> set[str]:
+    """The run's domains with a second judge: their verifier settings give a `second_opinion` share."""
+    return {domain for domain in cfg.domains if hasattr(cfg.verifier.section(domain), "second_opinion")}
 
 
 def second_opinion_metrics(domain: str, verdicts: list[Verdict]) -> dict[str, float | None]:

@@ -13,7 +13,8 @@ import threading
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from scalerl.env.contracts.records import RewardTable, Status, Verdict, VerifyItem
+from scalerl.env.contracts.records import Limits, RewardTable, Status, Verdict, VerifyItem
+from scalerl.verifiers.second_opinion import SecondJudge
 from scalerl.verifiers.verifier_config import CodeConfig
 
 logger = logging.getLogger(__name__)
@@ -60,6 +61,16 @@ class CodeBatchVerifier:
                     self._error = f"{type(exc).__name__}: {exc}"
             return self._verifier
 
+    def second_judge(self) -> SecondJudge:
+        """`timeout` verdicts run again with `second_opinion_time_factor` x the time limit; a sandbox `error`
+        is no opinion."""
+        return SecondJudge(frozenset({Status.timeout}), "code_longer_time_limit", self._longer_run)
+
+    def _longer_run(self, items: list[VerifyItem], verdicts: list[Verdict]) -> Callable[[], list[bool | None]]:
+        longer = [item.model_copy(update={"limits": longer_limits(item.limits, self.config)}) for item in items]
+        # The sandbox runs when collected, while the math workers judge their share.
+        return lambda: [None if v.status is Status.error else v.status is Status.correct for v in self._verify(longer)]
+
     def ready(self) -> bool:
         return not self._closed
 
@@ -81,3 +92,10 @@ class CodeBatchVerifier:
                 verifier.close()
             except Exception:
                 logger.exception("closing the code verifier failed")
+
+
+def longer_limits(limits: Limits | None, config: CodeConfig) -> Limits:
+    """The second opinion's limits: `second_opinion_time_factor` x the time limit, within what an item may set."""
+    limits = limits or Limits()
+    most = next(m.le for m in Limits.model_fields["time_s"].metadata if getattr(m, "le", None) is not None)
+    return limits.model_copy(update={"time_s": min(limits.time_s * config.second_opinion_time_factor, most)})

@@ -31,6 +31,7 @@ from typing import Any
 from scalerl.env.contracts.records import RewardTable, Status, Verdict, VerifyItem
 from scalerl.verifiers.ifeval.constraints import ConstraintUnavailable, followed
 from scalerl.verifiers.ifeval.reference import parse_reference
+from scalerl.verifiers.second_opinion import SecondJudge
 from scalerl.verifiers.verifier_config import IfConfig
 
 
@@ -43,6 +44,10 @@ class IfBatchVerifier:
     def submit(self, items: Sequence[VerifyItem]) -> Callable[[], list[Verdict]]:
         items = list(items)
         return lambda: [self.score(item.completion, item.answer or "") for item in items]
+
+    def second_judge(self) -> SecondJudge:
+        """IFEval's loose mode re-checks `wrong` verdicts: it is in every verdict already (`details.loose`)."""
+        return SecondJudge(frozenset({Status.wrong}), "ifeval_loose", loose_opinions)
 
     def ready(self) -> bool:
         return True
@@ -86,6 +91,11 @@ class IfBatchVerifier:
     def _verdict(self, status: Status, details: dict, start: float, reward: float | None = None) -> Verdict:
         return Verdict.model_construct(status=status, reward=self.rewards.reward(status) if reward is None else reward,
                                        details=details, elapsed_s=time.perf_counter() - start, id=None)
+
+
+def loose_opinions(items: Sequence[VerifyItem], verdicts: Sequence[Verdict]) -> Callable[[], list[bool | None]]:
+    """Whether IFEval's loose mode accepts each verdict's response (None where a verdict has no loose result)."""
+    return lambda: [v.details["loose"] if isinstance(v.details.get("loose"), bool) else None for v in verdicts]
 
 
 def response_text(completion: str, markers: Sequence[str]) -> str:

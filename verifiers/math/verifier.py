@@ -29,6 +29,7 @@ from scalerl.verifiers.math.extract import clean_answer, extract_answer
 from scalerl.verifiers.math.fast import fast_verdict
 from scalerl.verifiers.math.question import check_forms
 from scalerl.verifiers.math.workers import MathWorkerPool
+from scalerl.verifiers.second_opinion import NEGATIVE, SecondJudge
 from scalerl.verifiers.verifier_config import MathConfig
 
 REPLY_CACHE_SIZE = 1 << 16  # sympy verdicts kept per verifier, across batches (a few MB at most)
@@ -58,6 +59,19 @@ class MathBatchVerifier:
         """Plain math-verify on the whole completion (its last `max_completion_chars`), in a worker under the
         hard deadline: the second opinion's judge (`scalerl.verifiers.second_opinion`). Never cached."""
         return self._workers.submit(answer, completion[-self.config.max_completion_chars:], plain=True)
+
+    def second_judge(self) -> SecondJudge:
+        """Plain math-verify re-checks the negative verdicts (a reply `error` is no opinion)."""
+        return SecondJudge(NEGATIVE, "plain_math_verify", self._plain_opinions)
+
+    def _plain_opinions(self, items: list[VerifyItem], verdicts: list[Verdict]) -> Callable[[], list[bool | None]]:
+        futures = [self.plain_math_verify(item.answer or "", item.completion) for item in items]
+
+        def collect() -> list[bool | None]:
+            statuses = [future.result().get("status") for future in futures]
+            return [None if status == "error" else status == "correct" for status in statuses]
+
+        return collect
 
     def ready(self) -> bool:
         return self._workers.ready()
