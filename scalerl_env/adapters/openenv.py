@@ -42,6 +42,7 @@ from scalerl.env.contracts.records import ProblemRecord
 DEFAULT_PORT = 8010
 DEFAULT_MAX_SESSIONS = 64
 EPISODE_OVER = "The episode is over."
+TOOL_DESCRIPTION = "Send code to the environment; it answers with what running it showed."
 
 
 @functools.cache
@@ -182,6 +183,31 @@ def client_class() -> type:
     return ScaleRLEnvClient
 
 
+class OpenEnvEpisode:
+    """The contract's `Episode` over an OpenEnv server of this adapter: one WebSocket session, one
+    problem. For trainers that drive episodes themselves (the veRL tool, scripts)."""
+
+    def __init__(self, base_url: str, problem: Any) -> None:
+        self.problem = as_problem(problem)
+        self.client = client_class()(base_url=base_url).sync()
+
+    def reset(self) -> EpisodeStep:
+        return self._step(self.client.reset(problem=self.problem.model_dump(mode="json")))
+
+    def step(self, action_text: str) -> EpisodeStep:
+        action, _, _ = openenv_types()
+        return self._step(self.client.step(action(text=action_text)))
+
+    def close(self) -> None:
+        self.client.close()
+
+    @staticmethod
+    def _step(result: Any) -> EpisodeStep:
+        obs = result.observation
+        return EpisodeStep(observation=obs.messages, done=result.done, reward=result.reward if result.done else None,
+                           verdict=obs.verdict, turn=obs.turn, info=obs.info)
+
+
 def message_text(messages: Sequence[dict[str, str]]) -> str:
     return "\n".join(m["content"] for m in messages)
 
@@ -240,7 +266,7 @@ def tool_environment(base_url: str, *, tool: str = "run", description: str | Non
                      fence: str | None = "python") -> type:
     """A class for TRL's `environment_factory`: its sessions talk to the OpenEnv server at `base_url`, and
     its one tool, named `tool`, sends `code` (in a ```fence block; `fence=None`: as is) as the model's action."""
-    text = description or "Send code to the environment; it answers with what running it showed."
+    text = description or TOOL_DESCRIPTION
 
     def act(self, code: str) -> str:  # no annotation on self: the tool schema would list it
         return self._act(self._action_text(code))

@@ -10,6 +10,7 @@ the server's step log shows that the episodes went through the environment, with
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
@@ -74,24 +75,31 @@ RESPONSE_SCHEMA = {
 }
 
 
-@pytest.fixture(scope="module")
-def served(tmp_path_factory):
-    """The OpenEnv server of `guess` in a child process; yields (url, step log path)."""
-    root = install_guess_environment(tmp_path_factory.mktemp("plugin"))
-    log_path, port = root / "steps.jsonl", free_port()
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(root), str(REPO)]), GUESS_LOG_ENV: str(log_path),
-           "OMP_WAIT_POLICY": "PASSIVE"}
-    cmd = [sys.executable, "-m", "scalerl.env.adapters.openenv", "--environment", "guess", "--port", str(port)]
-    out = root / "server.log"
+@contextlib.contextmanager
+def openenv_server(environment: str, folder, **env_vars: str):
+    """`python -m scalerl.env.adapters.openenv` for `environment` in a child process; yields its URL."""
+    port, out = free_port(), folder / f"{environment}-server.log"
+    env = {**os.environ, "OMP_WAIT_POLICY": "PASSIVE", **env_vars}
+    cmd = [sys.executable, "-m", "scalerl.env.adapters.openenv", "--environment", environment, "--port", str(port)]
     with open(out, "wb") as sink:
         proc = subprocess.Popen(cmd, cwd=REPO, env=env, stdout=sink, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}"
     try:
         wait_healthy(url, proc, out)
-        yield url, log_path
+        yield url
     finally:
         proc.terminate()
         proc.wait(timeout=30)
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory):
+    """The OpenEnv server of `guess`, installed as a plug-in; yields (url, step log path)."""
+    root = install_guess_environment(tmp_path_factory.mktemp("plugin"))
+    log_path = root / "steps.jsonl"
+    path = os.pathsep.join([str(root), str(REPO)])
+    with openenv_server("guess", root, PYTHONPATH=path, **{GUESS_LOG_ENV: str(log_path)}) as url:
+        yield url, log_path
 
 
 def wait_healthy(url: str, proc: subprocess.Popen, out, timeout_s: float = 120.0) -> None:
@@ -168,3 +176,98 @@ def test_grpo_plays_served_episodes(served, tmp_path, monkeypatch):
     assert sorted(s["reward"] for s in ends) == sorted(r for _, r in pairs)
     assert any(s["turn"] == 2 and s["reward"] == 1.0 for s in ends), "no fixed second guess scored 1"
     assert any(s["reward"] == 0.0 for s in ends) and any(s["turn"] == 1 and s["reward"] == 1.0 for s in ends)
+
+
+VERL_TOOLS = """tools:
+  - class_name: scalerl.env.adapters.verl_episode.ScaleRLEpisodeTool
+    config: {type: native, environment: guess, url: "URL", fence: null}
+"""
+
+
+def test_verl_tool_agent_loop_calls_play_served_episodes(served, tmp_path):
+    """veRL's own tool loading and `ToolAgentLoop._call_tool` (create, execute, release per call) drive the
+    tool; each trajectory is one served episode, and the reward function reads its verdict."""
+    require("verl")
+    import asyncio
+    from uuid import uuid4
+
+    from scalerl.env.adapters.openenv import EPISODE_OVER
+    from scalerl.env.adapters.verl_episode import compute_score
+    from verl.experimental.agent_loop.tool_agent_loop import AgentData, ToolAgentLoop
+    from verl.experimental.agent_loop.tool_parser import FunctionCall
+    from verl.tools.tool_registry import initialize_tools_from_config
+
+    url, log_path = served
+    config = tmp_path / "tools.yaml"
+    config.write_text(VERL_TOOLS.replace("URL", url))
+    [tool] = initialize_tools_from_config(str(config))
+    loop = ToolAgentLoop.__new__(ToolAgentLoop)  # only what `_call_tool` reads
+    loop.tools, loop.max_tool_response_length, loop.tool_response_truncate_side = {tool.name: tool}, 256, "middle"
+
+    async def play(prompt_id: str, moves: list[str]) -> tuple[AgentData, list[tuple[str, float]]]:
+        problem = problems()[0].model_copy(update={"prompt_id": prompt_id})
+        kwargs = {tool.name: {"create_kwargs": {"problem": problem.model_dump_json()}}}
+        data = AgentData(messages=[], image_data=None, video_data=None, audio_data=None, mm_processor_kwargs=None,
+                         metrics={}, request_id=uuid4().hex, tools_kwargs=kwargs)
+        replies = []
+        for move in moves:
+            call_ = FunctionCall(name=tool.name, arguments=json.dumps({"code": move}))
+            response, reward, _ = await loop._call_tool(call_, kwargs, data)
+            replies.append((response.text, reward))
+        return data, replies
+
+    fixed, replies = asyncio.run(play("verl-fixed", [WRONG_GUESS, ANSWER, ANSWER]))
+    assert replies == [(FEEDBACK, 0.0), (EPISODE_OVER, 1.0), (EPISODE_OVER, 0.0)]
+    failed, replies = asyncio.run(play("verl-failed", [WRONG_GUESS, WRONG_GUESS]))
+    assert replies == [(FEEDBACK, 0.0), (EPISODE_OVER, 0.0)]
+    # veRL's reward loop merges into extra_info the trajectory's extra fields (scored in the agent loop) or
+    # their tool_extra_fields (scored on the batch)
+    for data, reward in ((fixed, 1.0), (failed, 0.0)):
+        for merged in (data.extra_fields, data.extra_fields["tool_extra_fields"]):
+            assert compute_score("guess", "", ANSWER, {"index": 0, **merged})["score"] == reward
+    assert compute_score("my/math", "So \\boxed{7}", ANSWER, {"index": 0})["score"] == 1.0  # no episode: single-turn
+    steps = [json.loads(line) for line in log_path.read_text().splitlines()]
+    assert [s["action"] for s in steps if s["prompt_id"] == "verl-fixed"] == [WRONG_GUESS, ANSWER]
+    assert [s["turn"] for s in steps if s["prompt_id"] == "verl-failed"] == [1, 2]
+
+
+def environments_block(heading: str, lang: str) -> str:
+    """The first ```lang block under `### heading` in docs/environments.md."""
+    section = (REPO / "docs" / "environments.md").read_text().split(f"### {heading}", 1)[1].split("\n### ", 1)[0]
+    return section.split(f"```{lang}\n", 1)[1].split("```", 1)[0]
+
+
+def test_docs_show_these_constructions():
+    trl = environments_block("TRL (`GRPOTrainer(environment_factory=...)`)", "python")
+    assert "reward_funcs=[episode_reward]" in trl and "environment_factory=tool_environment(" in trl
+    assert "problem_rows(" in trl
+    verl = environments_block("veRL (tool agent loop)", "yaml")
+    assert VERL_TOOLS.splitlines()[1] in verl and "config: {type: native, environment: " in verl
+
+
+# Visible: the first two cases; hidden: the last two, with values that appear nowhere else.
+SUM_TESTS = {"kind": "stdio", "compare": "tokens", "cases": [
+    {"input": "1 2\n", "output": "3\n"}, {"input": "3 4\n", "output": "7\n"},
+    {"input": "1234 4321\n", "output": "5555\n"}, {"input": "8080 1\n", "output": "8081\n"}]}
+HIDDEN = ("1234", "4321", "5555", "8080", "8081")
+
+
+def test_code_feedback_served_as_openenv(tmp_path):
+    """The built-in `code-feedback` over OpenEnv: the failing visible test comes back, the fixed second
+    submission scores 1, and no hidden test reaches any observation."""
+    from scalerl.env.adapters.openenv import OpenEnvEpisode
+
+    problem = ProblemRecord(prompt_id="cf-sum", domain="code", source="test", tests=SUM_TESTS,
+                            prompt=[{"role": "user", "content": "Read two integers a b and print a+b."}])
+    with openenv_server("code-feedback", tmp_path) as url:
+        episode = OpenEnvEpisode(url, problem)
+        try:
+            steps = [episode.reset(), episode.step("```python\nprint(3)\n```"),
+                     episode.step("```python\na, b = map(int, input().split())\nprint(a + b)\n```")]
+        finally:
+            episode.close()
+    first, wrong, fixed = steps
+    assert not wrong.done and "Input:\n3 4" in wrong.observation[0].content  # the first failing visible test
+    assert fixed.done and fixed.reward == 1.0 and fixed.verdict.status.value == "correct" and fixed.turn == 2
+    seen = " ".join(m.content for s in steps for m in s.observation) + json.dumps(fixed.info)
+    assert not [h for h in HIDDEN if h in seen], "a hidden test reached the model"
