@@ -78,8 +78,8 @@ class VerifierPool:
         for name, indices, collect in collectors:
             stamp = self._stamps[name]
             for i, verdict in zip(indices, self._collect(collect, len(indices))):
-                verdicts[i] = verdict.model_copy(update={"details": {**verdict.details, **stamp}})
-        verdicts = [v.model_copy(update={"id": items[i].id}) for i, v in enumerate(verdicts)]
+                # one copy carries both: a verifier may hand the same verdict object out twice (a memo)
+                verdicts[i] = verdict.model_copy(update={"details": {**verdict.details, **stamp}, "id": items[i].id})
         return review(items, verdicts, self.config, self._verifiers)  # a sampled second opinion on negatives
 
     def _submit(self, name: str, items: list[VerifyItem]):
