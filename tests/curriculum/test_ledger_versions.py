@@ -10,6 +10,7 @@ from scalerl.curriculum.ledger.ingest import ingest_file
 from scalerl.curriculum.ledger.ledger_config import LedgerConfig
 from scalerl.curriculum.ledger.rescores import stored_attempts, write_rescores
 from scalerl.curriculum.ledger.schema import MIGRATIONS, SCHEMA_VERSION, V1_DDL
+from scalerl.curriculum.ledger.sets import save_set
 from scalerl.curriculum.ledger.store import Ledger
 from scalerl.env.contracts.records import ProblemRecord, Verdict, VerifyItem
 
@@ -120,3 +121,13 @@ def test_ingest_takes_the_detail_columns_from_details(tmp_path, blank_line):
         rows = ledger.query("SELECT rule, verifier_version, settings_digest, turns, tool_calls, completion "
                             "FROM attempts ORDER BY attempt_id").rows
     assert rows == [["parts", "v1", "d1", 2, None, None], ["parts", "v1", "d1", None, None, None], [None] * 6]
+
+
+def test_a_curriculum_members_record_is_the_problem_when_problems_lacks_it(tmp_path):
+    record = ProblemRecord(prompt_id="m", domain="code", source="set", prompt=[{"role": "user", "content": "echo"}],
+                           tests={"kind": "stdio", "cases": [{"input": "1", "output": "1"}]}, limits={"time_s": 2})
+    with Ledger(tmp_path / "l.duckdb", config=LedgerConfig(store_completions=True)) as ledger:
+        save_set(ledger, "s", 0, {"code": 1.0}, {}, [("m", "code", "set", "train", record.model_dump_json())])
+        ledger.record([record.verify_item("print(input())")], [verdict("correct")])
+        [[attempt]] = list(stored_attempts(ledger))
+    assert attempt.problem == record and attempt.problem.limits.time_s == 2  # `problems` would have no limits
