@@ -280,3 +280,37 @@ def test_rollouts_ask_for_whole_episode_budgets_and_keep_the_environments_verdic
     assert [v.status.value for v in group.verdicts] == ["correct"] * cfg.pipeline.samples_per_prompt
     assert group.episodes is not None and group.prompt_token_ids == CODEC.encode_prompt(PROBLEM_1.prompt)
     assert torch.tensor(group.rewards).eq(1.0).all()
+
+
+def test_an_environment_that_raises_ends_its_episode_with_an_error_verdict(monkeypatch):
+    def broken(self, action_text):
+        raise RuntimeError("environment bug")
+
+    monkeypatch.setattr(scripted_env.RetryEpisode, "step", broken)
+    driver = EpisodeDriver(ScriptedEngine({}), CODEC, max_seq_len=160)
+    driver.submit(episode_request(samples=2))
+    group = play(driver)
+    outcomes = group.request.metadata[EPISODES]
+    assert {o.ended_by for o in outcomes} == {"error"} and {o.verdict.status.value for o in outcomes} == {"error"}
+    assert "environment bug" in outcomes[0].verdict.details["error"]
+    assert all(e.closed for e in scripted_env.OPENED)
+
+
+def test_observations_follow_the_chat_template_after_the_sampled_stop_token():
+    """A chat model's episode, as token ids, decodes to exactly the template's rendering of the conversation
+    (SmolLM2's ChatML: the newline after the sampled `<|im_end|>` comes from the observation's ids); the
+    tiny model's saved template gives the tiny codec's own ids."""
+    from scalerl.trainer.engines.model_loading import load_tokenizer, stop_token_ids
+
+    from tests.support.real_model import require_model
+
+    model = require_model()
+    tok = load_tokenizer(model)
+    codec = PromptCodec(tok, stop_token_ids(tok, model))
+    first, feedback = [{"role": "user", "content": "1+1="}], [{"role": "user", "content": FEEDBACK}]
+    ids = (codec.encode_prompt(first) + codec.encode("3") + codec.stop_token_ids[:1]
+           + codec.encode_continuation(feedback))
+    conversation = [*first, {"role": "assistant", "content": "3"}, *feedback]
+    assert tok.decode(ids) == tok.apply_chat_template(conversation, tokenize=False, add_generation_prompt=True)
+    saved_tiny = PromptCodec(TOK.to_hf())
+    assert saved_tiny.encode_continuation(feedback) == CODEC.encode_continuation(feedback)

@@ -58,19 +58,27 @@ class PromptCodec:
     def encode_continuation(self, messages: Sequence[Any]) -> list[int]:
         """Ids of messages that follow a model turn in an episode, up to the next generation prompt: the chat
         template's rendering of them after an assistant turn, without the conversation's start (no bos, no
-        default system message). The model's own turn is never rendered here: its sampled ids stay as they are."""
+        default system message). The model's own turn is never rendered here: its sampled ids stay as they
+        are, ending with the stop token it sampled; what the template writes after that token to close the
+        turn (ChatML's newline after `<|im_end|>`) comes first."""
         if self.is_tiny:
             return self.tokenizer.encode(render_prompt(messages))
         msgs = [m.model_dump() if hasattr(m, "model_dump") else dict(m) for m in messages]
         if not getattr(self.tokenizer, "chat_template", None):
             return self.encode(render_prompt(msgs))
-        base = [{"role": "user", "content": "."}, {"role": "assistant", "content": "."}]
+        base = [{"role": "user", "content": "@@user@@"}, {"role": "assistant", "content": "@@turn@@"}]
         before = self.tokenizer.apply_chat_template(base, tokenize=False)
         full = self.tokenizer.apply_chat_template(base + msgs, tokenize=False, add_generation_prompt=True)
         if not full.startswith(before):
             raise ValueError("the chat template renders a conversation's start differently once more messages "
                              "follow; observations cannot be appended to an episode")
-        return self.encode(full[len(before):])
+        closing = before[before.rindex("@@turn@@") + len("@@turn@@"):] if "@@turn@@" in before else ""
+        for stop in self.stop_token_ids:  # the model sampled the stop token; the rest of the closing is the template's
+            text = self.tokenizer.decode([stop], skip_special_tokens=False)
+            if text and closing.startswith(text):
+                closing = closing[len(text):]
+                break
+        return self.encode(closing + full[len(before):])
 
     def encode(self, text: str) -> list[int]:
         if self.is_tiny:
