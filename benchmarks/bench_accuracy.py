@@ -115,7 +115,7 @@ def table(items: list[dict], ours: list[bool], base: list[bool]) -> list[str]:
     return lines
 
 
-def code_accuracy() -> None:
+def accuracy_code(args: argparse.Namespace) -> None:
     """The code corpus: FN/FP per class, the project beside the plain baseline (module docstring)."""
     import importlib.util
 
@@ -145,7 +145,7 @@ def code_accuracy() -> None:
     print(f"project: sandbox errors {statuses.count('error')}, timeouts {statuses.count('timeout')}")
 
 
-def if_agreement() -> None:
+def accuracy_if(args: argparse.Namespace) -> None:
     """The IF decisions: the checker's strict verdict beside IFEval's reference verdict (module docstring)."""
     from scalerl.verifiers.ifeval.constraints import arguments, followed
 
@@ -181,24 +181,28 @@ def random_agreement(followed, arguments) -> None:
           {name: f"{sum(v)}/{len(v)}" for name, v in sorted(agree.items()) if not all(v)})
 
 
+def benches() -> dict:
+    """Each installed domain (the registry's order) that has a bench here: the function `accuracy_<domain>`."""
+    from scalerl.env.contracts.domains import domain_names
+
+    return {name: globals()[f"accuracy_{name}"] for name in domain_names() if f"accuracy_{name}" in globals()}
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--domain", choices=("math", "code", "if", "all"), default="all")
+    ap.add_argument("--domain", choices=(*benches(), "all"), default="all")
     ap.add_argument("--corpus", default="math", help="math: math | real | a path to an items.jsonl")
     ap.add_argument("--limit", type=int, default=0, help="math: score the first N items only (0: all)")
     ap.add_argument("--misses", action="store_true", help="math: print the project's wrong verdicts")
     ap.add_argument("--no-question", action="store_true",
                     help="math: score without the problem text (no answer-form rules), as a caller that omits it")
     args = ap.parse_args()
-    if args.domain in ("if", "all"):
-        if_agreement()
-    if args.domain in ("code", "all"):
-        code_accuracy()
-    if args.domain in ("math", "all"):
-        math_accuracy(args)
+    for name, bench in benches().items():
+        if args.domain in (name, "all"):
+            bench(args)
 
 
-def math_accuracy(args: argparse.Namespace) -> None:
+def accuracy_math(args: argparse.Namespace) -> None:
     corpus = CORPORA.get(args.corpus) or Path(args.corpus)
     items = rows(corpus, args.limit)
     ours, statuses, details = project(items, question=not args.no_question)
