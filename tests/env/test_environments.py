@@ -300,3 +300,10 @@ def test_no_file_process_or_environment_variable_survives_into_the_next_episode(
     assert host_processes_named(SLEEPER) == [] and not any(os.path.exists(p) for p in STATE_FILES[:2])
     steps = play("math-tool", math_record(), [STATE_READER, "\\boxed{1024}"])
     assert "env None files []" in steps[1].observation[0].content, steps[1].observation[0].content
+
+
+def test_only_a_python_tagged_block_is_a_tool_call():
+    from scalerl.verifiers.code.extract import python_block
+
+    assert python_block("no code here") is None and python_block("```\nprint(1)\n```") is None
+    assert python_block("```py\na\n```\ntext\n```python\nb\n```") == "b\n"
