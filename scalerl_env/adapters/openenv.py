@@ -229,6 +229,8 @@ class EpisodeToolEnv:
 
     def reset(self, problem: Any = None, **columns: Any) -> str | None:
         """Open an episode on the row's `problem`; the row's `prompt` already shows it, so nothing is added."""
+        if problem is None:
+            raise KeyError(f"the dataset needs a 'problem' column (problem_rows builds it); columns: {sorted(columns)}")
         record = as_problem(problem)
         self.reward, self.verdict, self.done, self.turns = None, None, False, 0
         self._record(self.client.reset(problem=record.model_dump(mode="json")))

@@ -271,3 +271,35 @@ def test_code_feedback_served_as_openenv(tmp_path):
     assert fixed.done and fixed.reward == 1.0 and fixed.verdict.status.value == "correct" and fixed.turn == 2
     seen = " ".join(m.content for s in steps for m in s.observation) + json.dumps(fixed.info)
     assert not [h for h in HIDDEN if h in seen], "a hidden test reached the model"
+
+
+def test_verl_tool_in_process_code_feedback(tmp_path):
+    """Without `url` the tool runs the installed `code-feedback` in its own process; code goes in a python
+    block; the episode's end is the tool's reward."""
+    require("verl")
+    import asyncio
+    from uuid import uuid4
+
+    from verl.experimental.agent_loop.tool_agent_loop import AgentData
+    from verl.tools.tool_registry import initialize_tools_from_config
+
+    config = tmp_path / "tools.yaml"
+    config.write_text(VERL_TOOLS.replace(', url: "URL", fence: null', "").replace("guess", "code-feedback"))
+    [tool] = initialize_tools_from_config(str(config))
+    problem = ProblemRecord(prompt_id="cf-verl", domain="code", source="test", tests=SUM_TESTS,
+                            prompt=[{"role": "user", "content": "Read two integers a b and print a+b."}])
+    data = AgentData(messages=[], image_data=None, video_data=None, audio_data=None, mm_processor_kwargs=None,
+                     metrics={}, request_id=uuid4().hex, tools_kwargs={})
+
+    async def submit(code: str):
+        instance, _ = await tool.create(create_kwargs={"problem": problem.model_dump()})
+        try:
+            return await tool.execute(instance, {"code": code}, agent_data=data)
+        finally:
+            await tool.release(instance)
+
+    feedback, reward, _ = asyncio.run(submit("print(3)"))
+    assert reward == 0.0 and "Input:\n3 4" in feedback.text
+    _, reward, record = asyncio.run(submit("a, b = map(int, input().split())\nprint(a + b)"))
+    assert reward == 1.0 and record["status"] == "correct" and record["turns"] == 2
+    assert data.extra_fields["scalerl_episode"]["done"] is True
