@@ -314,3 +314,21 @@ def test_observations_follow_the_chat_template_after_the_sampled_stop_token():
     assert tok.decode(ids) == tok.apply_chat_template(conversation, tokenize=False, add_generation_prompt=True)
     saved_tiny = PromptCodec(TOK.to_hf())
     assert saved_tiny.encode_continuation(feedback) == CODEC.encode_continuation(feedback)
+
+
+def test_the_steps_of_a_poll_run_at_once(monkeypatch):
+    """Two episodes' steps meet at a barrier: they pass only when both run together (with one step thread the
+    barrier breaks, and both episodes end with an error verdict)."""
+    barrier = threading.Barrier(2, timeout=10)
+    original = scripted_env.RetryEpisode.step
+
+    def meeting(self, action_text):
+        barrier.wait()
+        return original(self, action_text)
+
+    monkeypatch.setattr(scripted_env.RetryEpisode, "step", meeting)
+    driver = EpisodeDriver(ScriptedEngine({(-1, 0): "2"}), CODEC, max_seq_len=160, step_threads=2)
+    driver.submit(episode_request(samples=2))
+    outcomes = play(driver).request.metadata[EPISODES]
+    assert [o.verdict.status.value for o in outcomes] == ["correct", "correct"]
+    driver.close()

@@ -24,9 +24,10 @@ Guarantees:
   for another turn the episode is cut: `finish_reason` "length" (truncated, so
   `length.mask_truncated` drops it from the loss) and the verdict `no_answer` (`details.episode_end`).
 - `close` closes every episode still open, then the engine.
-Not guaranteed: parallel environment steps (they run one after another on the thread that polls), or an
-episode whose environment raises in `step` being scored (it ends with an `error` verdict, which the
-ledger does not count as scored).
+- The steps of the episodes whose turns one `poll` returns run at once, at most `step_threads` together
+  (an episode's own steps one after another); the poll waits for them.
+Not guaranteed: that an episode whose environment raises in `step` is scored (it ends with an `error`
+verdict, which the ledger does not count as scored).
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ from __future__ import annotations
 import threading
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -86,6 +88,16 @@ class _Group:
     prompt: list[int] = field(default_factory=list)
 
 
+def _step(episode: Episode, action: str | None) -> EpisodeStep | Exception | None:
+    """`episode.step(action)`, or the exception it raised; None when there is no action (an aborted turn)."""
+    if action is None:
+        return None
+    try:
+        return episode.step(action)
+    except Exception as exc:
+        return exc
+
+
 def opening_ids(problem: ProblemRecord, name: str, codec: PromptCodec, verifier_config: Any = None,
                 limits: EpisodeLimits | None = None) -> list[int]:
     """The token ids of an episode's first observation (what its first turn is prompted with): one episode
@@ -111,8 +123,9 @@ class EpisodeDriver(GenerationEngine):
     """The run's engine, with requests that name an environment played as episodes (module docstring)."""
 
     def __init__(self, engine: GenerationEngine, codec: PromptCodec, *, max_seq_len: int,
-                 verifier_config: Any = None, limits: EpisodeLimits | None = None) -> None:
+                 verifier_config: Any = None, limits: EpisodeLimits | None = None, step_threads: int = 1) -> None:
         self.engine, self.codec, self.max_seq_len = engine, codec, max_seq_len
+        self._steps = ThreadPoolExecutor(max_workers=step_threads, thread_name_prefix="episode-step")
         self.verifier_config = verifier_config
         self.limits = limits  # every episode's (`TrainConfig.episode_limits`); None = each environment's own
         self._rewards = getattr(verifier_config, "rewards", DEFAULT_REWARDS)
@@ -149,15 +162,19 @@ class EpisodeDriver(GenerationEngine):
             self._next_turn(group, play)
 
     def poll(self, timeout_s: float = 0.0) -> list[GeneratedGroup]:
-        out = []
+        out, turns = [], []
         for generated in self.engine.poll(timeout_s):
             with self._lock:
                 turn = self._turns.pop(generated.request.request_id, None)
             if turn is None:
                 out.append(generated)
-                continue
-            group, play = turn
-            self._take_turn(group, play, generated.samples[0])
+            else:
+                turns.append((*turn, generated.samples[0]))
+        actions = [self._record(play, sample) for _, play, sample in turns]
+        # the environments' steps run sandboxed programs: at most `step_threads` at once, one per episode
+        steps = list(self._steps.map(_step, [play.episode for _, play, _ in turns], actions))
+        for (group, play, sample), step in zip(turns, steps):
+            self._advance(group, play, sample, step)
             if all(p.outcome is not None for p in group.plays):
                 out.append(self._finish(group))
         with self._lock:
@@ -170,6 +187,7 @@ class EpisodeDriver(GenerationEngine):
         for group in groups:
             for play in group.plays:
                 play.episode.close()
+        self._steps.shutdown(wait=False, cancel_futures=True)
         self.engine.close()
 
     # ----------------------------------------------------------------------------- episodes
@@ -213,8 +231,8 @@ class EpisodeDriver(GenerationEngine):
             self._turns[turn.request_id] = (group, play)
         self.engine.submit(turn)
 
-    def _take_turn(self, group: _Group, play: _Play, sample: GeneratedSample) -> None:
-        """Append the turn's sampled tokens, step the episode with its text, then end it or start the next turn."""
+    def _record(self, play: _Play, sample: GeneratedSample) -> str | None:
+        """Append the turn's sampled tokens; the action text to step the episode with (None: the engine aborted)."""
         play.token_ids += sample.token_ids
         play.logprobs += sample.logprobs
         play.versions += sample.policy_versions
@@ -222,13 +240,16 @@ class EpisodeDriver(GenerationEngine):
         play.context += sample.token_ids
         play.turns += 1
         play.finish = "length" if sample.truncated else "stop"
-        if sample.finish_reason == "abort":
+        return None if sample.finish_reason == "abort" else self.codec.decode(sample.token_ids)
+
+    def _advance(self, group: _Group, play: _Play, sample: GeneratedSample,
+                 step: EpisodeStep | BaseException | None) -> None:
+        """End the episode (abort, the environment's failure or its end), or observe and start the next turn."""
+        if step is None:
             play.finish = "abort"
             return self._end(group, play, Verdict.of("error", details={"episode_end": "abort"}), "abort")
-        try:
-            step = play.episode.step(self.codec.decode(sample.token_ids))
-        except Exception as exc:  # a plug-in's failure ends its episode, never the run
-            return self._end(group, play, Verdict.of("error", details={"episode_end": "error", "error": repr(exc)}),
+        if isinstance(step, BaseException):  # a plug-in's failure ends its episode, never the run
+            return self._end(group, play, Verdict.of("error", details={"episode_end": "error", "error": repr(step)}),
                              "error")
         play.info = dict(step.info)
         if step.done:

@@ -145,8 +145,9 @@ def setup_run(cfg: TrainConfig, out: Path, *, resume: bool = False) -> Run:
     engine = parts.engine(trainer.model if spec.pushes_adapters else model, codec.eos_token_id, device=device,
                           policy_version=trainer.policy_version, seed=cfg.pipeline.seed + trainer.step_count)
     if cfg.environments:  # the domains played as episodes go through the episode driver
+        # an environment's step runs a sandboxed program: as many at once as the sandbox has slots
         engine = EpisodeDriver(engine, codec, max_seq_len=cfg.engine.max_seq_len, verifier_config=cfg.verifier,
-                               limits=cfg.episode_limits)
+                               limits=cfg.episode_limits, step_threads=cfg.verifier.code.slots)
     p = cfg.pipeline
     runtime = LocalRuntime(engine, rollouts, mode=p.mode, k=p.k, prompts_per_step=p.prompts_per_step,
                            first_group_id=int(extra.get("next_group_id", 0)))
