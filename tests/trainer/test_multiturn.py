@@ -332,3 +332,24 @@ def test_the_steps_of_a_poll_run_at_once(monkeypatch):
     outcomes = play(driver).request.metadata[EPISODES]
     assert [o.verdict.status.value for o in outcomes] == ["correct", "correct"]
     driver.close()
+
+
+def test_first_observations_that_differ_share_their_common_prefix_as_the_prompt(monkeypatch):
+    """Episode i's first observation ends with its own text: the group's prompt is what they share, the rest
+    opens each sample, loss-masked."""
+    original = scripted_env.RetryEpisode.reset
+
+    def numbered(self):
+        first = original(self)
+        first.observation[-1].content += f" #{len(scripted_env.OPENED)}"
+        return first
+
+    monkeypatch.setattr(scripted_env.RetryEpisode, "reset", numbered)
+    driver = EpisodeDriver(ScriptedEngine({(-1, 0): "2"}), CODEC, max_seq_len=160)
+    driver.submit(episode_request(samples=2))
+    group = play(driver)
+    assert TOK.decode(group.request.prompt_token_ids) == "1+1= #"
+    for i, sample in enumerate(group.samples, start=1):
+        head = TOK.encode(f"{i}\nA: ")
+        assert sample.token_ids == head + TOK.encode("2") + [EOS]
+        assert sample.loss_mask == [0] * len(head) + [1, 1]

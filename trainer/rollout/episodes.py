@@ -112,6 +112,7 @@ def opening_ids(problem: ProblemRecord, name: str, codec: PromptCodec, verifier_
 
 
 def common_prefix(sequences: Sequence[Sequence[int]]) -> list[int]:
+    """The longest prefix every sequence starts with."""
     first = list(sequences[0])
     n = len(first)
     for seq in sequences[1:]:
