@@ -49,7 +49,7 @@ class MathToolEpisode(TurnEpisode):
         if code is None:
             return Ended("answer")
         self.info["tool_calls"] += 1
-        text, call = self._run(code)
+        text, call = self._run(code[: self.config.code.max_code_chars])
         self.info["call"] = call
         self.info["tool_errors"] += int(not call["ok"])
         return text
