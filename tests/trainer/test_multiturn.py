@@ -171,6 +171,9 @@ def test_the_whole_episode_shares_one_budget_and_a_cut_episode_is_truncated():
     feedback = len(CODEC.encode_continuation([{"role": "user", "content": FEEDBACK}]))
     caps = [r.sampling.max_new_tokens for r in engine2.requests]
     assert caps == [40, 40 - 5 - feedback]
+    prompt = len(CODEC.encode_prompt(PROBLEM_1.prompt))
+    for request in engine2.requests:  # each turn's prompt + cap is the first prompt + the whole budget at most
+        request.check_fits(prompt + 40)
 
 
 def test_a_turn_cut_by_the_budget_is_still_scored_when_the_environment_ends_there():
@@ -191,6 +194,8 @@ def test_the_sequence_length_bounds_every_turn():
     group = play(driver)
     assert engine.requests[0].sampling.max_new_tokens == 10
     assert group.request.metadata[EPISODES][0].ended_by == "length_budget"  # the feedback does not fit
+    for request in engine.requests:  # every turn fits the engine (what the engines check on submit)
+        request.check_fits(prompt + 10)
 
 
 def test_requests_without_an_environment_pass_through():
