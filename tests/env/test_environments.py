@@ -250,7 +250,9 @@ def test_close_from_another_thread_kills_the_run_in_flight():
     worker = threading.Thread(target=lambda: result.append(episode.step("```python\nwhile True: pass\n```")))
     started = time.monotonic()
     worker.start()
-    time.sleep(1.0)
+    while episode.info["tool_calls"] == 0 and time.monotonic() - started < 10:  # the step has begun its call
+        time.sleep(0.05)
+    time.sleep(0.5)
     episode.close()
     worker.join(timeout=20)
     assert not worker.is_alive() and time.monotonic() - started < 20
