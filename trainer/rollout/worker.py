@@ -126,17 +126,16 @@ class Rollouts:
             self._problems[group_id] = (problem, prompt_ids)
         metadata: dict[str, Any] = {"prompt_id": problem.prompt_id, "domain": problem.domain}
         env = self.environments.get(problem.domain)
-        if env is not None:  # played by `EpisodeDriver`: the whole episode gets one sample's output budget
-            budget = output_budget(length, max_new_tokens, len(self._phrase or []))
-            return GenerationRequest(
-                request_id=f"g{group_id}", prompt_token_ids=prompt_ids,
-                samples_per_prompt=self.cfg.pipeline.samples_per_prompt, sampling=self.sampling(budget),
-                metadata={**metadata, ENVIRONMENT: env, PROBLEM: problem})
-        plan = plan_interruption(length, random.Random(f"{self._seed}/{group_id}"), phrase_token_ids=self._phrase)
+        if env is None:
+            plan = plan_interruption(length, random.Random(f"{self._seed}/{group_id}"), phrase_token_ids=self._phrase)
+            sampling = self.sampling(max_new_tokens)
+        else:  # played by `EpisodeDriver`: no interruption, the whole episode gets one sample's output budget
+            plan, sampling = None, self.sampling(output_budget(length, max_new_tokens, len(self._phrase or [])))
+            metadata.update({ENVIRONMENT: env, PROBLEM: problem})
         return GenerationRequest(
             request_id=f"g{group_id}", prompt_token_ids=prompt_ids,
-            samples_per_prompt=self.cfg.pipeline.samples_per_prompt, sampling=self.sampling(max_new_tokens),
-            interruption=plan, metadata=metadata,
+            samples_per_prompt=self.cfg.pipeline.samples_per_prompt, sampling=sampling, interruption=plan,
+            metadata=metadata,
         )
 
     def score(self, generated: GeneratedGroup, submitted_version: int, submitted_at: float) -> RolloutGroup:
