@@ -309,3 +309,9 @@ def test_only_a_python_tagged_block_is_a_tool_call():
 
     assert python_block("no code here") is None and python_block("```\nprint(1)\n```") is None
     assert python_block("```py\na\n```\ntext\n```python\nb\n```") == "b\n"
+
+
+def test_a_record_whose_visible_tests_are_not_a_test_spec_is_refused_at_open():
+    bad = code_record({"kind": "stdio", "cases": [{"input": "x\n", "output": "x\n"}]}, visible_tests={"kind": "?"})
+    with pytest.raises(ValueError, match="metadata.visible_tests is not a test spec"):
+        environment("code-feedback").open(bad, EpisodeLimits(), None)
