@@ -128,6 +128,8 @@ def test_environment_tokens_are_masked_and_versions_survive_a_push_between_turns
     outcomes = group.request.metadata[EPISODES]
     assert [o.verdict.status.value for o in outcomes] == ["correct", "correct"]
     assert [o.turns for o in outcomes] == [2, 1] and outcomes[0].env_tokens == len(feedback)
+    assert {k: outcomes[0].verdict.details[k] for k in ("turns", "tool_calls", "environment")} == {
+        "turns": 2, "tool_calls": 2, "environment": NAME}  # what the ledger's columns read
     assert all(e.closed >= 1 for e in scripted_env.OPENED) and len(scripted_env.OPENED) == 2
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 
+import duckdb
 import pytest
 from scalerl.trainer.cli import build_app
 from scalerl.trainer.run.log import read_metrics
@@ -40,6 +41,10 @@ def test_a_short_run_plays_episodes_and_logs_turn_metrics(tmp_path, monkeypatch)
     assert "environments:\n- retry-math" in config and "domains:\n- math" in config
     assert json.loads((out / "summary.json").read_text())["steps"] == 3
     assert scripted_env.OPENED and all(e.closed for e in scripted_env.OPENED)
+    with duckdb.connect(str(out / "ledger.duckdb"), read_only=True) as con:  # one attempt per episode
+        attempts, turns, most, calls = con.execute(
+            "SELECT count(*), count(turns), max(turns), sum(tool_calls) FROM attempts").fetchone()
+    assert attempts == 3 * 2 * 4 and turns == attempts and most >= 2 and calls >= attempts
 
 
 @pytest.mark.timeout(600)

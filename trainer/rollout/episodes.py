@@ -23,6 +23,8 @@ Guarantees:
   always stepped, so the environment scores it when it ends the episode there; when there is no room
   for another turn the episode is cut: `finish_reason` "length" (truncated, so
   `length.mask_truncated` drops it from the loss) and the verdict `no_answer` (`details.episode_end`).
+- Each verdict's `details` carry `turns`, `tool_calls` and `environment` (the ledger's attempt columns
+  `turns` and `tool_calls` are filled from them, as for an episode served over HTTP).
 - `close` closes every episode still open, then the engine.
 - The steps of the episodes whose turns one `poll` returns run at once, at most `step_threads` together
   (an episode's own steps one after another); the poll waits for them.
@@ -279,6 +281,10 @@ class EpisodeDriver(GenerationEngine):
         play.episode.close()
         counters = {k: float(v) for k, v in play.info.items()
                     if isinstance(v, (int, float)) and not isinstance(v, bool)}
+        # the ledger's `turns` and `tool_calls` columns come from these details, as for a served episode
+        verdict = verdict.model_copy(update={"details": {
+            **verdict.details, "turns": play.turns, "tool_calls": int(counters.get("tool_calls", 0)),
+            "environment": group.environment}})
         play.outcome = EpisodeOutcome(
             environment=group.environment, verdict=verdict, ended_by=ended_by, turns=play.turns,
             sampled_tokens=len(play.token_ids) - play.env_tokens, env_tokens=play.env_tokens, counters=counters)
