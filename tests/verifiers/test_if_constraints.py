@@ -163,3 +163,11 @@ def test_the_case_constraints_require_english(name, convert):
     # short English that langdetect run on the text as written misnames (IFEval: "HELLO, WORLD 42" is Somali)
     for english in (ENGLISH_CAPS, "hello, world 42", "sure", "1. buy milk 2. call mom 3. pay rent 4. walk dog"):
         assert followed(name, convert(english), args, "strict"), english
+
+
+def test_capital_words_are_nltks_word_tokens_in_capitals():
+    from scalerl.verifiers.ifeval.tokens import capital_words, word_tokens
+
+    assert word_tokens("A WELL-KNOWN FACT. DON'T!") == ["A", "WELL-KNOWN", "FACT", ".", "DO", "N'T", "!"]
+    for text in ("A WELL-KNOWN FACT. DON'T!", "IT'S. ok AND/OR U.S. e.g. HELLO", "no capitals here."):
+        assert capital_words(text) == sum(token.isupper() for token in word_tokens(text))

@@ -35,7 +35,7 @@ from dataclasses import dataclass
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
-from scalerl.verifiers.ifeval.tokens import sentences, word_tokens
+from scalerl.verifiers.ifeval.tokens import capital_words, sentences
 from scalerl.verifiers.verifier_config import IfMode
 
 Relation = Literal["less than", "at least", "at most", "exactly", "around"]
@@ -358,7 +358,7 @@ def quotation(text: str) -> bool:
 def capital_word_frequency(text: str, capital_frequency: Count, capital_relation: Relation = "at least") -> bool:
     """All-capital words appear `capital_relation` `capital_frequency` times; words are nltk's word tokens, as
     IFEval counts them (a hyphenated word is one word, "DON'T" is two)."""
-    return compare(sum(1 for w in word_tokens(text) if w.isupper()), capital_frequency, capital_relation)
+    return compare(capital_words(text), capital_frequency, capital_relation)
 
 
 LANGUAGE_MIN_WORDS = 8  # below this, langdetect's guess on English text is often another language
