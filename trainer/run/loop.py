@@ -39,6 +39,7 @@ from scalerl.trainer.core.lora import adapter_state_dict
 from scalerl.trainer.core.lora_config import pushes_adapters
 from scalerl.trainer.core.update import pack_samples
 from scalerl.trainer.distributed.ray_launch import run_in_ray
+from scalerl.trainer.rollout.episodes import episode_metrics
 from scalerl.trainer.rollout.messages import RolloutGroup
 from scalerl.trainer.run.ledger_readers import LedgerReaders
 from scalerl.trainer.run.log import devices_in_use
@@ -113,13 +114,14 @@ def record_attempts(run: Run, groups: list[RolloutGroup]) -> None:
     """Every scored sample into the ledger (one transaction), under the number of the step that trains
     on it (1-based, as in metrics.jsonl); the ledger also decides retirements. Every group a step takes
     (refills included) passes here once, so the samples, tokens and generation FLOPs are counted here."""
-    run.clock.add_taken((len(g.prompt_token_ids), len(s.token_ids)) for g in groups for s in g.samples)
+    run.clock.add_taken(lengths for g in groups for lengths in g.sequence_lengths())
     items, verdicts = [], []
     for g in groups:
-        for i, (sample, text, verdict) in enumerate(zip(g.samples, g.completions, g.verdicts)):
+        for i, (sample, text, verdict, (_, generated)) in enumerate(
+                zip(g.samples, g.completions, g.verdicts, g.sequence_lengths())):
             items.append(g.problem.verify_item(
                 text, id=f"{g.group_id}/{i}", step=run.step + 1, policy_version=min(sample.policy_versions),
-                sample_index=i, truncated=sample.truncated, completion_tokens=len(sample.token_ids)))
+                sample_index=i, truncated=sample.truncated, completion_tokens=generated))
             verdicts.append(verdict)
     run.ledger.record(items, verdicts, step=run.step + 1)
 
@@ -190,6 +192,7 @@ def log_step(run: Run, groups: list[RolloutGroup], kept: list[RolloutGroup], zer
     }
     run.state.last_tokens, run.state.last_tokens_at = gen.sampled_tokens, now
     rec.update(domain_metrics(groups, judged=judged_domains(run.cfg)))
+    rec.update(episode_metrics(groups))  # multi-turn environments only
     if run.samples is not None:  # rollouts.jsonl, skipped long prompts, the format watch
         rec.update(run.samples.observe_step(run.step, groups))
     rec.update(run.ranks.last_push)  # gather time and host memory with several trainer ranks
