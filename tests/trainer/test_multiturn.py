@@ -128,6 +128,7 @@ def test_environment_tokens_are_masked_and_versions_survive_a_push_between_turns
     outcomes = group.request.metadata[EPISODES]
     assert [o.verdict.status.value for o in outcomes] == ["correct", "correct"]
     assert [o.turns for o in outcomes] == [2, 1] and outcomes[0].env_tokens == len(feedback)
+    assert [o.last_action for o in outcomes] == ["2", "2"]  # what the verdicts scored
     assert {k: outcomes[0].verdict.details[k] for k in ("turns", "tool_calls", "environment")} == {
         "turns": 2, "tool_calls": 2, "environment": NAME}  # what the ledger's columns read
     assert all(e.closed >= 1 for e in scripted_env.OPENED) and len(scripted_env.OPENED) == 2
@@ -242,6 +243,7 @@ def test_the_lag_rule_holds_for_whole_episodes_in_the_runtime():
                     lags += [step - v for v, m in zip(s.policy_versions, s.loss_mask) if m]
                 # the compute clock counts what the model sampled; observations count with the prompt
                 assert [n for _, n in g.sequence_lengths()] == [e.sampled_tokens for e in g.episodes]
+                assert g.scored_texts() == [e.last_action for e in g.episodes]  # the ledger's texts
                 assert [sum(pair) for pair in g.sequence_lengths()] == [
                     len(g.prompt_token_ids) + len(s.token_ids) for s in g.samples]
             runtime.push_weights({}, step + 1)

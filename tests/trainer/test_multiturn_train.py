@@ -22,7 +22,7 @@ def test_a_short_run_plays_episodes_and_logs_turn_metrics(tmp_path, monkeypatch)
     result = CliRunner().invoke(build_app(), [
         "train", "--domains", NAME, "--max-steps", "3", "--out", str(out), "validation.enabled=false",
         "pipeline.prompts_per_step=2", "pipeline.samples_per_prompt=4", "pipeline.k=1", "logging.progress=lines",
-        "length.mode=none", "engine.max_new_tokens=48"])
+        "length.mode=none", "engine.max_new_tokens=48", "ledger.store_completions=true"])
     assert result.exit_code == 0, result.output + repr(result.exception)
     steps = read_metrics(out / "metrics.jsonl", "step")
     assert [s["step"] for s in steps] == [1, 2, 3]
@@ -44,7 +44,10 @@ def test_a_short_run_plays_episodes_and_logs_turn_metrics(tmp_path, monkeypatch)
     with duckdb.connect(str(out / "ledger.duckdb"), read_only=True) as con:  # one attempt per episode
         attempts, turns, most, calls = con.execute(
             "SELECT count(*), count(turns), max(turns), sum(tool_calls) FROM attempts").fetchone()
+        texts = [row[0] for row in con.execute("SELECT completion FROM attempts").fetchall()]
     assert attempts == 3 * 2 * 4 and turns == attempts and most >= 2 and calls >= attempts
+    # the ledger keeps what each verdict scored, the episode's last action, never the environment's text
+    assert len(texts) == attempts and not any(scripted_env.FEEDBACK in t for t in texts)
 
 
 @pytest.mark.timeout(600)

@@ -78,6 +78,7 @@ class _Play:
     turns: int = 0
     env_tokens: int = 0
     info: dict[str, Any] = field(default_factory=dict)
+    last_action: str = ""
     finish: FinishReason = "stop"
     outcome: EpisodeOutcome | None = None
 
@@ -243,7 +244,10 @@ class EpisodeDriver(GenerationEngine):
         play.context += sample.token_ids
         play.turns += 1
         play.finish = "length" if sample.truncated else "stop"
-        return None if sample.finish_reason == "abort" else self.codec.decode(sample.token_ids)
+        if sample.finish_reason == "abort":
+            return None
+        play.last_action = self.codec.decode(sample.token_ids)
+        return play.last_action
 
     def _advance(self, group: _Group, play: _Play, sample: GeneratedSample,
                  step: EpisodeStep | BaseException | None) -> None:
@@ -287,7 +291,8 @@ class EpisodeDriver(GenerationEngine):
             "environment": group.environment}})
         play.outcome = EpisodeOutcome(
             environment=group.environment, verdict=verdict, ended_by=ended_by, turns=play.turns,
-            sampled_tokens=len(play.token_ids) - play.env_tokens, env_tokens=play.env_tokens, counters=counters)
+            sampled_tokens=len(play.token_ids) - play.env_tokens, env_tokens=play.env_tokens, counters=counters,
+            last_action=play.last_action)
 
     def _finish(self, group: _Group) -> GeneratedGroup:
         with self._lock:

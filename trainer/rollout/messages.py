@@ -34,6 +34,8 @@ class EpisodeOutcome(Strict):
     env_tokens: int = Field(ge=0, description="observation tokens after the first observation (loss mask 0)")
     counters: dict[str, float] = Field(default_factory=dict, description="the numeric `EpisodeStep.info` of the "
                                        "episode's last step (tool calls, tool errors, feedback turns)")
+    last_action: str = Field(default="", description="the episode's last action: the text its verdict scored "
+                             "(the ledger's completion, as for an episode served over HTTP)")
 
 
 class RolloutGroup(Strict):
@@ -56,6 +58,13 @@ class RolloutGroup(Strict):
     @property
     def domain(self) -> str:
         return self.problem.domain
+
+    def scored_texts(self) -> list[str]:
+        """The text each verdict scored: the completion, or an episode's last action (its completion is the
+        whole episode, observations included)."""
+        if self.episodes is None:
+            return list(self.completions)
+        return [e.last_action for e in self.episodes]
 
     def sequence_lengths(self) -> list[tuple[int, int]]:
         """(context tokens, generated tokens) of each sample: an episode's observations count with its prompt,

@@ -118,7 +118,7 @@ def record_attempts(run: Run, groups: list[RolloutGroup]) -> None:
     items, verdicts = [], []
     for g in groups:
         for i, (sample, text, verdict, (_, generated)) in enumerate(
-                zip(g.samples, g.completions, g.verdicts, g.sequence_lengths())):
+                zip(g.samples, g.scored_texts(), g.verdicts, g.sequence_lengths())):
             items.append(g.problem.verify_item(
                 text, id=f"{g.group_id}/{i}", step=run.step + 1, policy_version=min(sample.policy_versions),
                 sample_index=i, truncated=sample.truncated, completion_tokens=generated))
