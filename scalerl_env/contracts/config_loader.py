@@ -167,13 +167,14 @@ def annotated_yaml(cfg: BaseModel, provenance: dict[tuple[str, ...], str]) -> st
     return "\n".join(lines) + "\n"
 
 
-def atomic_write_text(path: str | Path, text: str) -> Path:
-    """Write `text` to `path` via a temporary file and rename: readers never see a partial file."""
+def atomic_write_text(path: str | Path, text: str | bytes) -> Path:
+    """Write `text` (or bytes as they are) to `path` via a temporary file and rename: readers never see a
+    partial file."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
     try:
-        with os.fdopen(fd, "w") as fh:
+        with os.fdopen(fd, "wb" if isinstance(text, bytes) else "w") as fh:
             fh.write(text)
             fh.flush()
             os.fsync(fh.fileno())
