@@ -7,6 +7,11 @@ verdict file is written atomically and a summary (counts by status, accuracy, th
 to stdout; without it verdicts go to stdout and the summary to stderr. `--audit` adds, on stderr, the
 items where the strict and default extractions or the fast path and sympy disagree
 (`scalerl.verifiers.math.audit`).
+
+I/O costs what the in-process batch API costs (benchmarks/bench_verify_cli.py): each line is parsed and
+validated in one pydantic call, and the verdicts are serialized by pydantic-core (UTF-8 JSON, compact
+separators) and written in one write. Not guaranteed: byte-identical output across pydantic versions
+(the fields and values are).
 """
 
 from __future__ import annotations
@@ -112,12 +117,24 @@ CONTEXT_FIELDS = ("prompt_id", "step", "policy_version", "sample_index", "trunca
 
 def verdict_line(item, verdict) -> dict:
     """One output line: the verdict, plus the item's ledger context when it carries a `prompt_id`,
-    so that `scalerl-env ledger ingest` takes the file as it is."""
-    line = verdict.model_dump(mode="json", include={"id", "status", "reward", "details", "elapsed_s"})
+    so that `scalerl-env ledger ingest` takes the file as it is. Built from the fields, not by
+    `model_dump`: the typed fields need no conversion and the details are serialized as they are."""
+    line = {"status": verdict.status.value, "reward": verdict.reward, "details": verdict.details,
+            "elapsed_s": verdict.elapsed_s, "id": verdict.id}
     if item.prompt_id is not None:
         line["domain"] = item.domain
-        line.update({k: getattr(item, k) for k in CONTEXT_FIELDS if getattr(item, k) is not None})
+        for key in CONTEXT_FIELDS:
+            value = getattr(item, key)
+            if value is not None:
+                line[key] = value
     return line
+
+
+def verdict_lines(items: list, verdicts: list) -> bytes:
+    """The verdict file: one JSON line per (item, verdict), UTF-8, serialized by pydantic-core."""
+    from pydantic_core import to_json
+
+    return b"".join([to_json(verdict_line(item, v)) + b"\n" for item, v in zip(items, verdicts)])
 
 
 def report_audit(items: list, math_config) -> int:
@@ -171,14 +188,16 @@ def register(app: typer.Typer) -> None:
             verdicts = _score(pool, items, show_progress=sys.stderr.isatty())
             wall_s = time.perf_counter() - t0
             startup_s = max(pool.info()["math"]["startup_s"] or [0.0])
-        text = "".join(json.dumps(verdict_line(item, v)) + "\n" for item, v in zip(items, verdicts))
+        data = verdict_lines(items, verdicts)
         if audit:
             report_audit(items, cfg.math)
         summary = format_summary(summarize(verdicts, wall_s), cfg.math.workers, startup_s, started_s)
         if out is not None:
-            atomic_write_text(out, text)
+            atomic_write_text(out, data)
             typer.echo(summary)
             typer.echo(f"verdicts: {out}")
         else:
-            sys.stdout.write(text)
+            sys.stdout.flush()
+            sys.stdout.buffer.write(data)
+            sys.stdout.buffer.flush()
             typer.echo(summary, err=True)
