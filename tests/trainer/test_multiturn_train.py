@@ -82,3 +82,16 @@ def test_an_opening_longer_than_the_sequence_stops_the_run_at_setup(tmp_path):
         "validation.enabled=false", "warm_start.enabled=false"])
     assert result.exit_code != 0
     assert "every training code-feedback episode opening is longer than engine.max_seq_len=160" in result.output
+
+
+def test_the_dry_run_measures_episode_openings():
+    """`--dry-run` counts what the run would skip: every training problem, whose episode opening (the
+    protocol line included) does not fit 160 tokens beside the budget; held-out prompts stay single-turn."""
+    import re
+
+    result = CliRunner().invoke(build_app(), ["train", "--domains", "code-feedback", "--dry-run"])
+    assert result.exit_code in (0, 2), result.output
+    line = next(t for t in result.output.splitlines() if t.startswith("code: "))
+    train, over = re.search(r"(\d+) training", line).group(1), re.search(r"; (\d+) over the budget", line).group(1)
+    assert int(over) == int(train) > 0
+    assert "You have up to 4 submissions" in result.output  # the example is the episode's first observation

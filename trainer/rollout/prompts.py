@@ -19,9 +19,8 @@ from __future__ import annotations
 import logging
 import threading
 from array import array
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import replace
-from functools import partial
 from typing import Any
 
 from scalerl.env.contracts.config_loader import ConfigError
@@ -75,8 +74,25 @@ class ProblemPrompts:
 
     def text(self, problem: ProblemRecord) -> str:
         """The rendered prompt as the model sees it (special tokens included), for logs and dry runs."""
-        ids = self(problem)
+        return self.render(self(problem))
+
+    def render(self, ids: list[int]) -> str:
+        """Prompt ids as text, special tokens included."""
         return self.codec.decode(ids) if self.codec.is_tiny else self.codec.tokenizer.decode(ids)
+
+
+def first_prompt(cfg: TrainConfig, encode: ProblemPrompts) -> Callable[[ProblemRecord], list[int]]:
+    """The ids a training problem's first turn is prompted with: its prompt through the run's template, or,
+    in a domain played as episodes, its environment's first observation (`opening_ids`)."""
+    played = cfg.environment_by_domain()
+
+    def ids(problem: ProblemRecord) -> list[int]:
+        env = played.get(problem.domain)
+        if env is None:
+            return encode(problem)
+        return opening_ids(problem, env, encode.codec, cfg.verifier, cfg.episode_limits)
+
+    return ids
 
 
 def completion_budget(cfg: TrainConfig, codec: PromptCodec | None = None) -> int:
@@ -102,14 +118,9 @@ def drop_long_prompts(pools: Mapping[str, DomainPool], encode: ProblemPrompts, c
     """Pools without the problems whose prompt does not fit, and the count dropped per domain."""
     budget, source = largest_budget(cfg, encode.codec)
     out, skipped = {}, {}
-    played = cfg.environment_by_domain()
+    played, first = cfg.environment_by_domain(), first_prompt(cfg, encode)
     for dom, pool in pools.items():
-        if dom in played:  # an episode starts from its environment's first observation, not the bare prompt
-            opening = partial(opening_ids, name=played[dom], codec=encode.codec, verifier_config=cfg.verifier,
-                              limits=cfg.episode_limits)
-            train = [p for p in pool.train if len(opening(p)) + budget <= cfg.engine.max_seq_len]
-        else:
-            train = [p for p in pool.train if len(encode(p)) + budget <= cfg.engine.max_seq_len]
+        train = [p for p in pool.train if len(first(p)) + budget <= cfg.engine.max_seq_len]
         held = [p for p in pool.holdout if len(encode(p)) + budget <= cfg.engine.max_seq_len]
         skipped[dom] = len(pool.train) + len(pool.holdout) - len(train) - len(held)
         what = f"{played[dom]} episode opening" if dom in played else "prompt"  # held-out ones are prompts

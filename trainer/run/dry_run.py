@@ -4,7 +4,8 @@ Loads the data (`scalerl.trainer.run.data_sources.build_data`: a malformed file 
 field) and the tokenizer only (a `.gguf` model is converted once, as a real run would), renders every
 prompt with the run's template and reports per domain: training / held-out problem counts, prompt-length
 percentiles in tokens, how many prompts exceed the budget (prompt + completion budget >
-`engine.max_seq_len`; a real run skips them), an example prompt as the model sees it (its last
+`engine.max_seq_len`; a real run skips them; in a domain played as episodes a training problem's prompt
+is its environment's first observation), an example prompt as the model sees it (its last
 `EXAMPLE_CHARS` characters, the cut marked `…`); and per step: samples, the completion budget and the
 most tokens a step can take. A domain with several sources gets one line per source: its training
 problems, weight and share of the domain's draws. Then the memory plan (`scalerl.trainer.memory.preflight`).
@@ -26,7 +27,13 @@ from pydantic import Field
 from scalerl.env.contracts.records import Strict
 from scalerl.trainer.config.train import TrainConfig
 from scalerl.trainer.rollout.problems import DomainPool
-from scalerl.trainer.rollout.prompts import ProblemPrompts, completion_budget, prepare_prompts, run_tokenizer
+from scalerl.trainer.rollout.prompts import (
+    ProblemPrompts,
+    completion_budget,
+    first_prompt,
+    prepare_prompts,
+    run_tokenizer,
+)
 from scalerl.trainer.run.data_sources import build_data, domain_weights, effective_sources
 
 EXAMPLE_CHARS = 400  # the end of a prompt shows the template's last turn and the generation prompt
@@ -87,8 +94,9 @@ def load_tokenizer_or_reason(cfg: TrainConfig) -> tuple[Any, str]:
 def _prompt_lines(cfg: TrainConfig, pools: dict[str, DomainPool], encode: ProblemPrompts, budget: int) -> list[str]:
     """Per domain: counts, prompt lengths, prompts over the budget, an example; then the cost of a step."""
     lines, mean_prompt = [], []
+    first = first_prompt(cfg, encode)  # a domain played as episodes: its environment's first observation
     for dom, pool in pools.items():
-        lengths = np.array([len(encode(r)) for r in pool.train + pool.holdout])
+        lengths = np.array([len(first(r)) for r in pool.train] + [len(encode(r)) for r in pool.holdout])
         over = int((lengths + budget > cfg.engine.max_seq_len).sum())
         q = np.percentile(lengths, [50, 90, 99]).round().astype(int)
         lines.append(f"{dom}: {len(pool.train)} training, {len(pool.holdout)} held-out problems; prompt tokens "
@@ -96,7 +104,7 @@ def _prompt_lines(cfg: TrainConfig, pools: dict[str, DomainPool], encode: Proble
                      f"(prompt + {budget} > engine.max_seq_len {cfg.engine.max_seq_len}) would be skipped")
         if len(pool.source_weights) > 1:
             lines.append("  " + _source_mix_line(pool))
-        lines.append("  " + example_line(encode.text(pool.train[0])))
+        lines.append("  " + example_line(encode.render(first(pool.train[0]))))
         mean_prompt.append(float(lengths.mean()))
     p = cfg.pipeline
     samples = p.prompts_per_step * p.samples_per_prompt
