@@ -15,6 +15,9 @@ per test case, as judges set them: each stdio case is its own run; a functional 
 itself, under the whole run's budget (time_s × cases) as the outer bound; `details["timeout_case"]` names
 the case that ran out. Details carry per-test results, a stderr tail, and the active sandbox layers.
 `verify_many` never raises on model output and is thread-safe; at most `slots` runs execute at once.
+Within one `verify_many` call, items whose extracted programs, tests and limits are equal run once (the
+samples of one prompt often repeat a program in different prose); the others get a copy of that verdict
+with their own id and `details["deduplicated"] = True`, a timeout included (it is not run again).
 """
 
 from __future__ import annotations
@@ -68,15 +71,25 @@ class CodeVerifier:
         """One Verdict per item, in input order; Verdict.id = item.id."""
         if self._closed:
             raise RuntimeError("CodeVerifier is closed")
+        programs = [extract_code(item.completion, self.config.max_code_chars) for item in items]
+        owners = _first_of_each_run(items, programs)
+        runs = sorted(set(owners))
         try:
-            return list(self._pool.map(self.verify_one, items))
+            scored = dict(zip(runs, self._pool.map(lambda i: self.verify_one(items[i], programs[i]), runs)))
         finally:
             self._sandbox.idle()  # between batches no pre-forked child waits (nor holds memory)
+        copies = [scored[owner].model_copy(update={"id": items[i].id,
+                                                   "details": {**scored[owner].details, "deduplicated": True}})
+                  if owner != i else scored[i] for i, owner in enumerate(owners)]
+        with self._stats_lock:
+            self._statuses.update(v.status.value for i, v in enumerate(copies) if owners[i] != i)
+        return copies
 
-    def verify_one(self, item: VerifyItem) -> Verdict:
+    def verify_one(self, item: VerifyItem, code: str | None = None) -> Verdict:
+        """One item's verdict; `code` is its extracted program when the caller has it already."""
         t0 = time.monotonic()
         try:
-            status, details = self._verify(item)
+            status, details = self._verify(item, code)
         except Exception as exc:
             logger.exception("code verifier failed on item %r", item.id)
             status, details = Status.error, {"error": f"{type(exc).__name__}: {exc}"}
@@ -111,8 +124,9 @@ class CodeVerifier:
         self.close()
 
     # ------------------------------------------------------------------------------------------ internals
-    def _verify(self, item: VerifyItem) -> tuple[Status, dict[str, Any]]:
-        code = extract_code(item.completion, self.config.max_code_chars)
+    def _verify(self, item: VerifyItem, code: str | None = None) -> tuple[Status, dict[str, Any]]:
+        if code is None:
+            code = extract_code(item.completion, self.config.max_code_chars)
         if not code:
             return Status.no_answer, {"extracted": ""}
         tests, limits = item.tests, item.limits or Limits()
@@ -205,6 +219,22 @@ class CodeVerifier:
 
 
 # ---------------------------------------------------------------------------------------------- helpers
+def _first_of_each_run(items: list[VerifyItem], programs: list[str]) -> list[int]:
+    """Per item, the index of the first item with the same program, tests and limits (itself if none):
+    the one whose run decides them all."""
+    dumped: dict[int, str] = {}  # tests serialized once per object (a group's items often share it)
+
+    def tests_key(tests: Any) -> str:
+        key = dumped.get(id(tests))
+        if key is None:
+            key = dumped[id(tests)] = tests.model_dump_json() if tests is not None else ""
+        return key
+
+    first: dict[tuple, int] = {}
+    return [first.setdefault((code, tests_key(item.tests), item.limits.model_dump_json() if item.limits else ""), i)
+            for i, (item, code) in enumerate(zip(items, programs))]
+
+
 def _parse_lines(lines: list[bytes], key: str = "i") -> dict:
     """Result-channel lines by case index (or all `done`/error lines); malformed lines are ignored."""
     out: dict = {}

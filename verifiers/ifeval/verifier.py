@@ -19,7 +19,8 @@ does not parse on an item built without validation, is `error`.
 
 Guarantees: runs in the calling thread (no worker processes: every check is linear-time pure Python);
 `submit` returns the collector at once and the work is done when it is called, so the pool's other
-domains are already running; model text never raises.
+domains are already running; model text never raises. Within one batch, items with the same response
+and the same reference are checked once; the others get a copy with `details["deduplicated"] = True`.
 """
 
 from __future__ import annotations
@@ -43,7 +44,22 @@ class IfBatchVerifier:
 
     def submit(self, items: Sequence[VerifyItem]) -> Callable[[], list[Verdict]]:
         items = list(items)
-        return lambda: [self.score(item.completion, item.answer or "") for item in items]
+        return lambda: self._score_batch(items)
+
+    def _score_batch(self, items: list[VerifyItem]) -> list[Verdict]:
+        """`score` per item, once per distinct (response, reference) (module docstring)."""
+        cfg, memo, out = self.config, {}, []
+        for item in items:
+            if len(item.completion) > cfg.max_completion_chars:  # unparsable at once: nothing to share
+                out.append(self.score(item.completion, item.answer or ""))
+                continue
+            key = (response_text(item.completion, cfg.response_after), item.answer or "")
+            verdict = memo.get(key)
+            if verdict is None:
+                out.append(memo.setdefault(key, self.score(item.completion, item.answer or "")))
+            else:
+                out.append(verdict.model_copy(update={"details": {**verdict.details, "deduplicated": True}}))
+        return out
 
     def second_judge(self) -> SecondJudge:
         """IFEval's loose mode re-checks `wrong` verdicts: it is in every verdict already (`details.loose`)."""

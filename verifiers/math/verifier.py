@@ -5,7 +5,8 @@ answer over `max_answer_chars` -> `unparsable`; then the exact fast path (`scale
 memoised across batches); only what is left goes to the persistent workers (`scalerl.verifiers.math.workers`), unless
 the bounded reply cache holds a sympy verdict for the same pair from an earlier batch (correct / wrong
 / unparsable only: timeouts and crashes are never cached); identical (reference answer, extracted
-answer) pairs are sent once per batch (RL groups repeat answers). An item that carries its `question`
+answer) pairs are sent once per batch (RL groups repeat answers), and so are identical (reference,
+completion) pairs to the second opinion's plain math-verify. An item that carries its `question`
 has a `correct` verdict checked against the answer forms the question states (`scalerl.verifiers.math.question`,
 per item, after the pair is decided: the caches stay keyed on the pair alone).
 
@@ -65,7 +66,9 @@ class MathBatchVerifier:
         return SecondJudge(NEGATIVE, "plain_math_verify", self._plain_opinions)
 
     def _plain_opinions(self, items: list[VerifyItem], verdicts: list[Verdict]) -> Callable[[], list[bool | None]]:
-        futures = [self.plain_math_verify(item.answer or "", item.completion) for item in items]
+        once: dict[tuple[str, str], Future] = {}  # identical (answer, completion) of a batch: one plain run
+        futures = [once.get(key) or once.setdefault(key, self.plain_math_verify(*key))
+                   for key in ((item.answer or "", item.completion) for item in items)]
 
         def collect() -> list[bool | None]:
             statuses = [future.result().get("status") for future in futures]
