@@ -362,3 +362,10 @@ def test_first_observations_that_differ_share_their_common_prefix_as_the_prompt(
         head = TOK.encode(f"{i}\nA: ")
         assert sample.token_ids == head + TOK.encode("2") + [EOS]
         assert sample.loss_mask == [0] * len(head) + [1, 1]
+
+
+def test_a_first_observation_that_does_not_fit_fails_and_closes_the_opened_episodes():
+    driver = EpisodeDriver(ScriptedEngine({}), CODEC, max_seq_len=len(CODEC.encode_prompt(PROBLEM_1.prompt)))
+    with pytest.raises(ValueError, match="no room in engine.max_seq_len"):
+        driver.submit(episode_request(samples=2))
+    assert scripted_env.OPENED and all(e.closed for e in scripted_env.OPENED)

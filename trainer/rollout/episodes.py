@@ -196,24 +196,29 @@ class EpisodeDriver(GenerationEngine):
 
     # ----------------------------------------------------------------------------- episodes
     def _open(self, request: GenerationRequest, name: str) -> _Group:
-        """One episode per sample, reset; the group's prompt is their first observations' common prefix."""
+        """One episode per sample, reset; the group's prompt is their first observations' common prefix. A
+        failure closes the episodes opened so far before it propagates."""
         spec = environment(name)
         problem = request.metadata[PROBLEM]
-        group = _Group(request=request, environment=name)
-        for i in range(request.samples_per_prompt):
-            episode = spec.open(problem, self.limits or spec.limits, self.verifier_config)
-            first = episode.reset()
-            if first.done:
+        group, opened = _Group(request=request, environment=name), []
+        try:
+            for i in range(request.samples_per_prompt):
+                opened.append(episode := spec.open(problem, self.limits or spec.limits, self.verifier_config))
+                first = episode.reset()
+                if first.done:
+                    raise ValueError(f"environment {name!r} ended an episode of {problem.prompt_id} at reset")
+                context = self.codec.encode_prompt(first.observation)
+                if len(context) >= self.max_seq_len:
+                    raise ValueError(f"environment {name!r}: the first observation of {problem.prompt_id} has "
+                                     f"{len(context)} tokens, no room in engine.max_seq_len={self.max_seq_len}")
+                group.plays.append(_Play(episode=episode, index=i, context=context, info=dict(first.info)))
+        except BaseException:
+            for episode in opened:
                 episode.close()
-                raise ValueError(f"environment {name!r} ended an episode of {problem.prompt_id} at reset")
-            group.plays.append(_Play(episode=episode, index=i, context=self.codec.encode_prompt(first.observation),
-                                     info=dict(first.info)))
+            raise
         group.prompt = common_prefix([p.context for p in group.plays])
         for play in group.plays:
             play.head = play.context[len(group.prompt):]
-            if len(play.context) >= self.max_seq_len:
-                raise ValueError(f"environment {name!r}: the first observation of {problem.prompt_id} has "
-                                 f"{len(play.context)} tokens, no room in engine.max_seq_len={self.max_seq_len}")
         with self._lock:
             self._groups[request.request_id] = group
         return group
