@@ -26,6 +26,8 @@ class SourceConfig(Strict):
     level: int = Field(default=0, ge=0, description="generator difficulty (kind = generator)")
     count: int = Field(default=3000, ge=1, description="generated, then deduplicated (kind = generator)")
     seed: int = Field(default=0, description="generator seed (kind = generator)")
+    families: list[str] = Field(default_factory=list, description="only these generator families of the level "
+                                "(kind = generator); empty = all of the level's")
 
     @model_validator(mode="after")
     def _files_match_kind(self) -> SourceConfig:
@@ -33,6 +35,8 @@ class SourceConfig(Strict):
             raise ValueError(f"a {self.domain} source of kind 'files' needs at least one file")
         if self.kind == "generator" and self.files:
             raise ValueError("a generator source takes no files")
+        if self.kind == "files" and self.families:
+            raise ValueError("families choose generator families; a files source takes none")
         return self
 
 

@@ -109,7 +109,8 @@ def load_source(source: SourceConfig) -> list[ProblemRecord]:
     if source.kind == "generator":
         from scalerl.env.sources.generators import generate
 
-        records = list(generate(source.domain, seed=source.seed, count=source.count, level=source.level))
+        records = list(generate(source.domain, seed=source.seed, count=source.count, level=source.level,
+                                families=source.families))
     else:
         records = [r for path in source.files for r in _load_file(path, source.domain)]
     if source.limit is not None:

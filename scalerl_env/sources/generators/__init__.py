@@ -18,6 +18,8 @@ Guarantees
   (`f(x)=a*x+b` from three values), which the tiny model does not pass on held-out functions (it
   memorizes instead of subtracting), start at level 1. Level-0 prompts are
   under 60 characters and carry no instruction text (the tiny model's context is small).
+- A level's draw can be narrowed to named families (`families=`): levels 4 and up hold the tasks stated
+  in words (`arithmetic_words`, `word_problem`, `function_words`), drawn alone that way.
 - `prompt_id` is `make_prompt_id("gen-<domain>", prompt text)`: the same prompt from two seeds is the
   same problem (its examples determine the answer) and gets the same id.
 
@@ -30,7 +32,7 @@ from __future__ import annotations
 
 import functools
 import random
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from scalerl.env.contracts.domains import domain as domain_spec
@@ -67,13 +69,21 @@ def families_at(domain: str, level: int) -> list[TaskFamily]:
     return [f for f in generators().values() if f.domain == domain and f.min_level <= level]
 
 
-def generate(domain: str, *, seed: int, count: int, level: int = 0) -> list[ProblemRecord]:
-    """`count` problems of `domain` at `level`, deterministic for `seed` (see the module docstring)."""
+def generate(domain: str, *, seed: int, count: int, level: int = 0,
+             families: Sequence[str] | None = None) -> list[ProblemRecord]:
+    """`count` problems of `domain` at `level`, deterministic for `seed` (see the module docstring);
+    `families` (names) draws only those of the level's families (ValueError for one not at `level`)."""
     if domain_spec(domain).generator_families is None:
         raise ValueError(f"domain {domain!r} has no generator")
     if count < 0 or level < 0 or seed < 0:
         raise ValueError(f"count, level and seed must be ≥ 0 (got {count}, {level}, {seed})")
-    families = families_at(domain, level)
+    drawn = families_at(domain, level)
+    if families:
+        names = {f.name for f in drawn}
+        if unknown := [n for n in families if n not in names]:
+            raise ValueError(f"families {unknown} are not {domain} families at level {level}: {sorted(names)}")
+        drawn = [f for f in drawn if f.name in families]
+    families = drawn
     return [_one(domain, families, seed, level, index) for index in range(count)]
 
 

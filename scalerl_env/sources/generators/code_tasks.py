@@ -166,6 +166,86 @@ def stdio_words(rng: random.Random, level: int) -> Generated:
     return Generated(prompt=prompt, solution=_fenced(code), tests=StdioTests(cases=cases, compare="lines"))
 
 
+# ----------------------------------------------------------------------------- stated in words (level 4)
+# The task in one English sentence instead of examples: the form SmolLM2-135M-Instruct solves (3 of 3 in
+# docs/results.md, "Real models"), where from examples it copies the shown outputs. A level of its own, so
+# levels 0-3 draw exactly as before; `generate(..., families=[...])` draws these alone. Operations with a
+# drawn parameter (a count, a letter, a word) make ~250 distinct tasks (a held-out one differs from every
+# trained one in its operation or parameter); each is checked on four random inputs the prompt never shows.
+WORDS_LEVEL = 4
+STRING_WORDS: dict[str, str] = {
+    "reverse": "the string s reversed",
+    "upper": "the string s in upper case",
+    "lower": "the string s in lower case",
+    "swapcase": "the string s with the case of every letter swapped",
+    "double": "the string s written twice in a row",
+    "first_last": "the first character of s followed by the last character of s",
+    "length": "the number of characters in the string s",
+    "sorted": "the characters of s sorted in ascending order, joined into one string",
+    "drop_first": "the string s without its first character",
+    "count_upper": "how many upper-case letters the string s contains",
+}
+LIST_WORDS: dict[str, str] = {
+    "sum_squares": "the sum of the squares of the integers in the list xs",
+    "spread": "the largest integer in the list xs minus the smallest",
+    "count_even": "how many integers in the list xs are even",
+    "sorted_desc": "the list xs sorted from largest to smallest, as a new list",
+    "sum_positive": "the sum of the positive integers in the list xs",
+    "first_max_index": "the index of the first occurrence of the largest integer in the list xs",
+    "cumulative": "the list of running totals of xs (element i is the sum of xs[0] to xs[i])",
+}
+Task = tuple[str, str, Callable[[Any], Any]]  # (what it returns, in words; the gold body; the function)
+
+
+def _string_task(rng: random.Random) -> Task:
+    k, c, d = rng.randint(2, 4), rng.choice(string.ascii_lowercase), rng.choice(string.ascii_lowercase)
+    w = "".join(rng.choice(string.ascii_lowercase) for _ in range(rng.randint(2, 4)))
+    op = rng.randrange(len(STRING_WORDS) + 6)
+    if op < len(STRING_WORDS):
+        name = sorted(STRING_WORDS)[op]
+        return STRING_WORDS[name], *STRING_OPS[name]
+    return [
+        (f"the first {k} characters of the string s", f"s[:{k}]", lambda s: s[:k]),
+        (f"the last {k} characters of the string s", f"s[-{k}:]", lambda s: s[-k:]),
+        (f"the string s repeated {k} times", f"s*{k}", lambda s: s * k),
+        (f"the string s with every letter {c} replaced by the letter {d}", f"s.replace({c!r}, {d!r})",
+         lambda s: s.replace(c, d)),
+        (f"how many times the letter {c} appears in the string s", f"s.count({c!r})", lambda s: s.count(c)),
+        (f"the string s followed by the word {w}", f"s+{w!r}", lambda s: s + w),
+    ][op - len(STRING_WORDS)]
+
+
+def _list_task(rng: random.Random) -> Task:
+    k = rng.randint(2, 9)
+    op = rng.randrange(len(LIST_WORDS) + 4)
+    if op < len(LIST_WORDS):
+        name = sorted(LIST_WORDS)[op]
+        return LIST_WORDS[name], *LIST_OPS[name]
+    return [
+        (f"the list xs with every integer multiplied by {k}", f"[v*{k} for v in xs]", lambda xs: [v * k for v in xs]),
+        (f"the list xs with {k} added to every integer", f"[v+{k} for v in xs]", lambda xs: [v + k for v in xs]),
+        (f"the integers of the list xs that are greater than {k - 5}, in their order",
+         f"[v for v in xs if v>{k - 5}]", lambda xs: [v for v in xs if v > k - 5]),
+        (f"how many integers in the list xs are greater than {k - 5}", f"sum(v>{k - 5} for v in xs)",
+         lambda xs: sum(v > k - 5 for v in xs)),
+    ][op - len(LIST_WORDS)]
+
+
+def function_words(rng: random.Random, level: int) -> Generated:
+    """`Write a Python function g(s) that returns the string s in upper case.` (or h(xs) on a list)."""
+    if rng.random() < 0.5:
+        name, arg, (what, body, fn) = "g", "s", _string_task(rng)
+        inputs: list[Any] = ["".join(rng.choice(string.ascii_letters) for _ in range(rng.randint(2, 8)))
+                             for _ in range(4)]
+    else:
+        name, arg, (what, body, fn) = "h", "xs", _list_task(rng)
+        inputs = [[rng.randint(-9, 9) for _ in range(rng.randint(1, 6))] for _ in range(4)]
+    cases = [FunctionalCase(args=[x], expected=fn(x)) for x in inputs]
+    return Generated(prompt=f"Write a Python function {name}({arg}) that returns {what}.",
+                     solution=_fenced(f"def {name}({arg}):\n    return {body}"),
+                     tests=FunctionalTests(entry_point=name, cases=cases))
+
+
 # name -> (min_level, make). Order is part of determinism: do not reorder, only append.
 CODE_FAMILIES = {
     "linear_function": (1, linear_function),
@@ -174,4 +254,5 @@ CODE_FAMILIES = {
     "list_function": (2, list_function),
     "stdio_numbers": (2, stdio_numbers),
     "stdio_words": (3, stdio_words),
+    "function_words": (WORDS_LEVEL, function_words),
 }

@@ -175,6 +175,63 @@ def power(rng: random.Random, level: int) -> Generated:
     return _problem(f"{base}^{exponent}=", str(base**exponent))
 
 
+# ----------------------------------------------------------------------------- stated in words (level 4)
+# One operation stated in English, operands under 100 at every level: the form SmolLM2-135M-Instruct
+# answers at all (docs/results.md, "Real models"), where `52+33=` gets rambling. A level of its own, so
+# levels 0-3 draw exactly as before; `generate(..., families=[...])` draws these alone.
+_ONES = ("zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven",
+         "twelve", "thirteen", "fourteen", "fifteen", "sixteen", "seventeen", "eighteen", "nineteen")
+_TENS = ("", "", "twenty", "thirty", "forty", "fifty", "sixty", "seventy", "eighty", "ninety")
+WORDS_LEVEL = 4
+
+
+def number_words(n: int) -> str:
+    """0-999 in English words: 52 -> `fifty-two`, 305 -> `three hundred five`."""
+    if not 0 <= n <= 999:
+        raise ValueError(f"number_words takes 0-999, got {n}")
+    if n < 20:
+        return _ONES[n]
+    if n < 100:
+        return _TENS[n // 10] + ("" if n % 10 == 0 else "-" + _ONES[n % 10])
+    rest = n % 100
+    return f"{_ONES[n // 100]} hundred" + ("" if rest == 0 else " " + number_words(rest))
+
+
+def arithmetic_words(rng: random.Random, level: int) -> Generated:
+    """`What is fifty-two plus thirty-three?`: +, - (never below zero) or x (one factor under 10)."""
+    op = rng.choice(("plus", "minus", "times"))
+    if op == "times":
+        a, b = rng.randint(2, 20), rng.randint(2, 9)
+        value = a * b
+    else:
+        a, b = rng.randint(1, 99), rng.randint(1, 99)
+        a, b = (a, b) if op == "plus" or a >= b else (b, a)
+        value = a + b if op == "plus" else a - b
+    return _problem(f"What is {number_words(a)} {op} {number_words(b)}?", str(value))
+
+
+_STORY = (  # (a story with one operation, how the answer is computed)
+    ("{name} has {a} apples and buys {b} more. How many apples does {name} have now?", "+"),
+    ("{name} had {a} stickers and gave {b} of them away. How many stickers does {name} have left?", "-"),
+    ("A box holds {a} pencils. How many pencils are in {b} boxes?", "*"),
+    ("{name} reads {a} pages on Monday and {b} pages on Tuesday. How many pages is that in total?", "+"),
+    ("A bus has {a} people on it. At the stop, {b} people get off. How many people are still on the bus?", "-"),
+)
+_NAMES = ("Sam", "Ana", "Tom", "Mia", "Leo", "Eva", "Ben", "Zoe")
+
+
+def word_problem(rng: random.Random, level: int) -> Generated:
+    """A one-sentence story with one operation on numbers under 100 (products under 200)."""
+    story, op = rng.choice(_STORY)
+    if op == "*":
+        a, b = rng.randint(2, 20), rng.randint(2, 9)
+    else:
+        a, b = rng.randint(2, 99), rng.randint(1, 99)
+        a, b = (a, b) if op == "+" or a >= b else (b, a)
+    value = a + b if op == "+" else a - b if op == "-" else a * b
+    return _problem(story.format(name=rng.choice(_NAMES), a=a, b=b), str(value))
+
+
 # name -> (min_level, make). Order is part of determinism: do not reorder, only append.
 MATH_FAMILIES = {
     "add": (0, add),
@@ -189,4 +246,6 @@ MATH_FAMILIES = {
     "linear_equation": (2, linear_equation),
     "square_root": (2, square_root),
     "power": (3, power),
+    "arithmetic_words": (WORDS_LEVEL, arithmetic_words),
+    "word_problem": (WORDS_LEVEL, word_problem),
 }
