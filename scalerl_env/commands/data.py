@@ -120,16 +120,18 @@ def generate_cmd(
     count: int = typer.Option(1000, "--count", min=1),
     seed: int = typer.Option(0, "--seed", min=0),
     level: int = typer.Option(0, "--level", min=0, help="0 = learnable by a tiny CPU model"),
+    family: list[str] = typer.Option([], "--family", help="only this family of the level (repeatable)"),
 ) -> None:
     """Write procedurally generated problems (no download) as parquet.
 
-    Example: scalerl-env data generate code --count 2000 --seed 1 --level 0 --out gen_code.parquet
+    Example: scalerl-env data generate code --count 2000 --seed 1 --level 0 --out gen_code.parquet;
+    tasks stated in words: --level 4 --family function_words (math: arithmetic_words, word_problem)
     """
     from scalerl.env.sources.generators import generate
     from scalerl.env.sources.verl import write_records
 
     try:
-        records = generate(domain, seed=seed, count=count, level=level)
+        records = generate(domain, seed=seed, count=count, level=level, families=family or None)
     except ValueError as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(2) from None
