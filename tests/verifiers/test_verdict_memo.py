@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from scalerl.env.contracts.records import Status, VerifyItem
 from scalerl.verifiers import VerifierPool
 from scalerl.verifiers.code.judge import CodeVerifier
@@ -89,3 +90,30 @@ def test_math_sends_each_pair_and_each_second_opinion_once_per_batch():
         assert verdict.details["verifier_version"] and verdict.details["settings_digest"]
     assert [v.details.get("second_opinion") for v in verdicts[2:]] == ["rejects"] * 3
     assert verdicts[1].details == {**verdicts[0].details, "deduplicated": True}
+
+
+def math500_answers() -> list[str]:
+    from scalerl.env.contracts.paths import reference_dir
+    from scalerl.verifiers.math.extract import clean_answer
+
+    rows = (reference_dir() / "math500" / "test.jsonl").read_text().splitlines()
+    return [clean_answer(json.loads(row)["answer"]) for row in rows]
+
+
+@pytest.mark.parametrize("every", [pytest.param(1, marks=pytest.mark.slow), 25])
+def test_an_answer_written_as_the_reference_is_what_sympy_says_of_it(every):
+    from scalerl.verifiers.math.judge import CompareSettings, judge
+
+    settings = CompareSettings()
+    assert [answer for answer in math500_answers()[::every]
+            if judge(answer, answer, settings).status != "correct"] == []
+
+
+def test_an_answer_written_as_the_reference_reaches_no_worker():
+    items = [{"id": f"s{i}", "domain": "math", "completion": f"so \\boxed{{{answer}}}", "answer": answer}
+             for i, answer in enumerate(["52_8", "\\cot x", "x=5", "(-\\infty, 2) \\cup (3, \\infty)"])]
+    with VerifierPool(VerifierConfig.model_validate({"math": {"workers": 1}})) as pool:
+        before = pool.info()["math"]["requests"]
+        verdicts = pool.verify_batch(items)
+        assert pool.info()["math"]["requests"] == before
+    assert [(v.status, v.details["path"]) for v in verdicts] == [(Status.correct, "fast")] * 4

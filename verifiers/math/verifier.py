@@ -193,5 +193,7 @@ def with_forms(verdict: Verdict, question: str | None, gold: str, pred: str, rew
 
 @functools.lru_cache(maxsize=1 << 16)
 def cached_fast_verdict(gold: str, pred: str) -> bool | None:
-    """`fast_verdict`, memoised across batches (a prompt's gold meets the same answers step after step)."""
-    return fast_verdict(gold, pred)
+    """`fast_verdict`, memoised across batches (a prompt's gold meets the same answers step after step). An
+    answer written exactly as the cleaned reference is correct without parsing either (sympy agrees on
+    every MATH-500 reference against itself: tests/verifiers/test_verdict_memo.py)."""
+    return True if gold == pred else fast_verdict(gold, pred)
