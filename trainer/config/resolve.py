@@ -19,7 +19,7 @@ from pydantic import Field
 from scalerl.env.contracts.config_loader import ConfigError, Layer, file_layer, load_layers, override_layer
 from scalerl.env.contracts.records import Strict
 from scalerl.trainer.config.data_flags import data_overrides
-from scalerl.trainer.config.presets import IMPLIED_BY_MODEL, model_preset_values, preset_values
+from scalerl.trainer.config.presets import IMPLIED_BY_MODEL, for_flags, model_preset_values, preset_values
 from scalerl.trainer.config.train import TrainConfig
 
 log = logging.getLogger(__name__)
@@ -77,15 +77,22 @@ def resolve_config(config: Path | None = None, overrides: Sequence[str] = (), fl
     study = [Layer(f"preset {study_preset}", preset_values(study_preset))] if study_preset else []
     after = [*study, *([file_layer(config)] if config is not None else []),
              override_layer(flags.overrides(), "flag"), override_layer(list(overrides))]
-    layers = [Layer(f"preset {preset}", preset_values(preset)), *after] if preset else after
+    layers = [Layer(f"preset {preset}", _for_flags(preset_values(preset), flags)), *after] if preset else after
     cfg = load_layers(TrainConfig, layers)
     if flags.model is not None and preset is None and config is None:
-        cfg, layers = _implied_by_model(cfg, layers, after)
+        cfg, layers = _implied_by_model(cfg, layers, after, flags)
     _check_available(cfg)
     return cfg, layers
 
 
-def _implied_by_model(cfg: TrainConfig, layers: list[Layer], after: list[Layer]) -> tuple[TrainConfig, list[Layer]]:
+def _for_flags(values: dict, flags: RunFlags) -> dict:
+    """The preset's training mix as `--data` / `--domains` leave it (`scalerl.trainer.config.presets.for_flags`)."""
+    domains = None if flags.domains is None else [d.strip() for d in flags.domains.split(",") if d.strip()]
+    return for_flags(values, data_given=bool(flags.data), domains=domains)
+
+
+def _implied_by_model(cfg: TrainConfig, layers: list[Layer], after: list[Layer],
+                      flags: RunFlags) -> tuple[TrainConfig, list[Layer]]:
     """On a cpu engine, `IMPLIED_BY_MODEL`'s values under the later layers; elsewhere a warning."""
     from scalerl.trainer.engines.device import resolve_device
 
@@ -95,7 +102,8 @@ def _implied_by_model(cfg: TrainConfig, layers: list[Layer], after: list[Layer])
                     cfg.length.think_budget_max_tokens, cfg.length.answer_budget_tokens,
                     cfg.engine.max_seq_len, cfg.engine.device)
         return cfg, layers
-    layers = [Layer(f"preset {IMPLIED_BY_MODEL} (implied by --model)", model_preset_values()), *after]
+    layers = [Layer(f"preset {IMPLIED_BY_MODEL} (implied by --model)", _for_flags(model_preset_values(), flags)),
+              *after]
     cfg = load_layers(TrainConfig, layers)
     log.info("--model without --preset or --config on cpu: using --preset %s's values (budgets %d-%d + %d "
              "tokens, engine.max_seq_len %d) with model %s", IMPLIED_BY_MODEL,

@@ -1,0 +1,68 @@
+"""`--preset small-cpu` without `--data` resolves to its mix (no model loads): tasks stated in words for
+math and code, generator instructions for `if`, evaluated on real IFEval prompts never trained on;
+`--data` replaces the mix and `--domains` narrows it; the held-out file is what its script selects."""
+
+from __future__ import annotations
+
+import json
+
+from scalerl.env.sources.generators import generate
+from scalerl.env.sources.verl import load_record_file, write_records
+from scalerl.env.contracts.paths import REPO
+from scalerl.trainer.config.presets import IFEVAL_HELDOUT
+from scalerl.trainer.config.resolve import RunFlags, resolve_config
+from scalerl.trainer.run.data_sources import build_data
+
+WORDS = {"math": {"arithmetic_words", "word_problem"}, "code": {"function_words"}}
+
+
+def test_the_preset_alone_trains_the_mix_and_holds_out_real_ifeval_prompts():
+    cfg, _ = resolve_config(preset="small-cpu")
+    assert cfg.model == "smollm2-135m-instruct" and cfg.domains == ["math", "code", "if"]
+    pools = build_data(cfg)
+    for domain, tasks in WORDS.items():
+        pool = pools[domain]
+        assert {p.metadata["task"] for p in (*pool.train, *pool.holdout)} == tasks
+        assert len(pool.holdout) == cfg.data.holdout_max_prompts
+        assert not {p.prompt_id for p in pool.train} & {p.prompt_id for p in pool.holdout}
+    ifeval = pools["if"]
+    assert {p.source for p in ifeval.holdout} == {"ifeval"} and len(ifeval.holdout) == 64
+    assert {p.source for p in ifeval.train} == {"gen-if"}
+    assert {p.metadata["level"] for p in ifeval.train} == {1}
+    assert not {p.prompt_id for p in ifeval.train} & {p.prompt_id for p in ifeval.holdout}
+
+
+def test_data_replaces_the_mix_as_without_the_preset(tmp_path):
+    path = tmp_path / "m.parquet"
+    write_records(generate("math", seed=1, count=40, level=1), path)
+    cfg, _ = resolve_config(preset="small-cpu", flags=RunFlags(data=[f"math={path}"]))
+    assert cfg.domains == ["math"] and cfg.data.heldout == {}
+    assert [s.files for s in cfg.data.sources] == [[str(path)]]
+    assert cfg.length.think_budget_max_tokens == 128  # the rest of the preset stays
+    pools = build_data(cfg)
+    assert len(pools["math"].train) + len(pools["math"].holdout) == 40
+    held, _ = resolve_config(preset="small-cpu", flags=RunFlags(data=[f"math={path}"], heldout=[f"math={path}"]))
+    assert held.data.heldout == {"math": [str(path)]}
+
+
+def test_domains_narrows_the_mix():
+    cfg, _ = resolve_config(preset="small-cpu", flags=RunFlags(domains="code,if"))
+    assert cfg.domains == ["code", "if"] and [s.domain for s in cfg.data.sources] == ["code", "if"]
+    assert set(build_data(cfg)) == {"code", "if"}
+    math, _ = resolve_config(preset="small-cpu", flags=RunFlags(domains="math"))
+    assert math.data.heldout == {} and set(build_data(math)) == {"math"}
+
+
+def test_the_heldout_file_is_what_its_script_selects():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("ifeval_heldout", REPO / IFEVAL_HELDOUT.replace("heldout.parquet", "heldout.py"))
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    held = load_record_file(REPO / IFEVAL_HELDOUT, "if")
+    assert len(held) == script.PROMPTS == 64
+    kept = set(script.kept_keys())
+    assert 400 < len(kept) < 541 and {r.metadata["row_id"] for r in held} <= kept
+    rows = {json.loads(line)["key"]: json.loads(line) for line in script.SOURCE.read_text().splitlines()}
+    assert not script.fits(rows[1000])  # "Write a 300+ word summary ...": cannot fit the answer budget
+    assert all(r.prompt[0].content == rows[r.metadata["row_id"]]["prompt"] for r in held)
