@@ -1,13 +1,16 @@
-"""`scalerl-env verify`'s serialization: the verdict lines carry field for field (values, key order) what
-`Verdict.model_dump(mode="json")` and `json.dumps` wrote, in UTF-8, through both outputs (file, stdout)."""
+"""`scalerl-env verify`'s I/O: the verdict lines carry field for field (values, key order) what
+`Verdict.model_dump(mode="json")` and `json.dumps` wrote, in UTF-8, through both outputs (file, stdout); on
+a terminal the file is still scored in one batch."""
 
 from __future__ import annotations
 
 import json
 
 from scalerl.env.cli import build_app
-from scalerl.env.commands.verify import CONTEXT_FIELDS, read_items, verdict_lines
+from scalerl.env.commands.verify import CONTEXT_FIELDS, read_items, score, verdict_lines
 from scalerl.env.contracts.records import Status, Verdict, VerifyItem
+from scalerl.verifiers import VerifierPool
+from scalerl.verifiers.verifier_config import VerifierConfig
 from typer.testing import CliRunner
 
 ITEMS = [
@@ -69,3 +72,27 @@ def test_cli_writes_utf8_lines_to_the_file_and_to_stdout(tmp_path):
         assert lines[1]["details"]["extracted"] == "√2 ≤ 3"
         assert {k: lines[1][k] for k in ("domain", "prompt_id", "step", "truncated")} == {
             "domain": "math", "prompt_id": "p1", "step": 3, "truncated": False}
+
+
+class CountingPool:
+    """A real pool that records the size of each batch it is given."""
+
+    def __init__(self, pool: VerifierPool) -> None:
+        self.pool, self.batches = pool, []
+
+    def verify_batch(self, items):
+        self.batches.append(len(items))
+        return self.pool.verify_batch(items)
+
+
+def test_a_terminal_scores_the_file_in_one_batch():
+    texts = ["so \\boxed{x^2+2x+1}", "so \\boxed{x^2+2x}"]
+    items = [VerifyItem(id=str(i), domain="math", completion=texts[i % 2], answer="(x+1)^2") for i in range(600)]
+    with VerifierPool(VerifierConfig.model_validate({"math": {"workers": 1, "second_opinion": 0}})) as pool:
+        counting = CountingPool(pool)
+        verdicts = score(counting, items, show_progress=True)
+        requests = pool.info()["math"]["requests"]
+    assert counting.batches == [600]  # not one batch per 256 items
+    assert requests == 2  # each pair once in the whole file
+    assert [v.id for v in verdicts] == [item.id for item in items]
+    assert [v.status for v in verdicts[:2]] == [Status.correct, Status.wrong]
