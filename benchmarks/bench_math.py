@@ -21,6 +21,7 @@ differs: false-positive guard, extraction rules).
     python benchmarks/bench_math.py                 # MATH-500 x 16 = 8000 items
     python benchmarks/bench_math.py --problems 100  # quicker
     python benchmarks/bench_math.py --workload worked  # full solutions as written
+    python benchmarks/bench_math.py --workload worked --warm-seed 1  # steady state: a step of the run before
 """
 
 from __future__ import annotations
@@ -98,22 +99,26 @@ def _split_last_box(solution: str) -> tuple[str, str, str]:
     return solution[:start], solution[start + len("\\boxed{"):end], solution[end + 1:]
 
 
-def baseline(items: list[dict]) -> tuple[list[bool], float]:
+def baseline(items: list[dict], warm: list[dict]) -> tuple[list[bool], float]:
     from math_verify import parse, verify
 
     verify(parse("$\\boxed{\\frac{1}{2}}$"), parse("so $\\boxed{0.5}$"))  # warm-up, not timed
+    for it in warm:  # --warm-seed: the same untimed batch as our side's
+        verify(parse(f"$\\boxed{{{it['answer']}}}$"), parse(it["completion"]))
     start = time.perf_counter()
     out = [bool(verify(parse(f"$\\boxed{{{it['answer']}}}$"), parse(it["completion"]))) for it in items]
     return out, time.perf_counter() - start
 
 
-def ours(items: list[dict], math_config) -> tuple[list, float, dict]:
+def ours(items: list[dict], math_config, warm: list[dict]) -> tuple[list, float, dict]:
     from scalerl.verifiers import VerifierPool
     from scalerl.verifiers.verifier_config import VerifierConfig
 
     with VerifierPool(VerifierConfig(math=math_config)) as pool:
         while not pool.ready():
             time.sleep(0.05)
+        if warm:
+            pool.verify_batch(warm)
         start = time.perf_counter()
         verdicts = pool.verify_batch(items)
         return verdicts, time.perf_counter() - start, pool.info()
@@ -128,6 +133,8 @@ def main() -> None:
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--timeout-s", type=float, default=5.0)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--warm-seed", type=int, default=None, help="steady state: both sides first score, untimed, "
+                    "the same workload drawn with this seed (a run's earlier step: same prompts, other samples)")
     ap.add_argument("--no-fast-path", action="store_true", help="ablation: everything goes to sympy")
     ap.add_argument("--no-dedupe", action="store_true", help="ablation: score repeated pairs again")
     args = ap.parse_args()
@@ -138,8 +145,10 @@ def main() -> None:
 
     math_config = MathConfig(workers=args.workers, timeout_s=args.timeout_s, fast_path=not args.no_fast_path,
                              dedupe=not args.no_dedupe)
-    verdicts, ours_s, info = ours(items, math_config)
-    base, base_s = baseline(items)
+    warm = [] if args.warm_seed is None else workload(args.problems, args.samples, args.truncated, args.warm_seed,
+                                                      args.workload)
+    verdicts, ours_s, info = ours(items, math_config, warm)
+    base, base_s = baseline(items, warm)
     counts = Counter(v.status.value for v in verdicts)
     paths = Counter(v.details.get("path", "extraction") for v in verdicts)
     agree = sum((v.status.value == "correct") == b for v, b in zip(verdicts, base)) / len(items)

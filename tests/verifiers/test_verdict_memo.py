@@ -117,3 +117,15 @@ def test_an_answer_written_as_the_reference_reaches_no_worker():
         verdicts = pool.verify_batch(items)
         assert pool.info()["math"]["requests"] == before
     assert [(v.status, v.details["path"]) for v in verdicts] == [(Status.correct, "fast")] * 4
+
+
+def test_math_builds_one_fast_path_verdict_per_pair_and_the_batch_api_copies_it():
+    items = [{"id": f"f{i}", "domain": "math", "completion": text, "answer": "1/2"}
+             for i, text in enumerate(["so \\boxed{0.5}", "thus \\boxed{0.5}", "so \\boxed{0.5}", "\\boxed{3}"])]
+    with VerifierPool(VerifierConfig.model_validate({"math": {"workers": 1, "second_opinion": 0}})) as pool:
+        inner = pool._verifiers["math"].submit([VerifyItem.model_validate(item) for item in items])()
+        verdicts = pool.verify_batch(items)
+    assert len({id(v) for v in inner}) == 2  # one verdict per (reference, answer, method): built once
+    assert [v.status for v in verdicts] == [Status.correct] * 3 + [Status.wrong]
+    assert [v.id for v in verdicts] == ["f0", "f1", "f2", "f3"] and len({id(v) for v in verdicts}) == 4
+    assert all(v.details["path"] == "fast" and v.details["verifier_version"] for v in verdicts)

@@ -93,6 +93,8 @@ class MathBatchVerifier:
         cfg, rewards = self.config, self.rewards
         pending: dict[tuple, tuple[Any, list[int], dict]] = {}
         extracted: dict[str, Any] = {}  # identical completions in one batch are extracted once
+        golds: dict[str, str] = {}  # a prompt's reference, cleaned once per batch
+        fast: dict[tuple, Verdict] = {}  # one fast-path verdict per (gold, answer, method, question) of a batch
         for i in indices:
             start = time.perf_counter()
             completion = items[i].completion
@@ -108,13 +110,20 @@ class MathBatchVerifier:
                     details["reason"] = f"answer longer than max_answer_chars={cfg.max_answer_chars}"
                 verdicts[i] = _verdict(status, details, rewards, time.perf_counter() - start)
                 continue
-            gold = clean_answer(items[i].answer or "")
+            raw = items[i].answer or ""
+            gold = golds.get(raw)
+            if gold is None:
+                gold = golds[raw] = clean_answer(raw)
+            fast_key = (gold, found.answer, found.method, self._question(items[i]))
+            if fast_key in fast:  # the same object again: the batch API copies each verdict it returns
+                verdicts[i] = fast[fast_key]
+                continue
             decided = cached_fast_verdict(gold, found.answer) if cfg.fast_path else None
             if decided is not None:
                 status = Status.correct if decided else Status.wrong
                 verdict = _verdict(status, {**details, "path": "fast", "rule": "fast_path"},
                                    rewards, time.perf_counter() - start)
-                verdicts[i] = with_forms(verdict, self._question(items[i]), gold, found.answer, rewards)
+                verdicts[i] = fast[fast_key] = with_forms(verdict, fast_key[3], gold, found.answer, rewards)
                 continue
             key = (gold, found.answer) if cfg.dedupe else (gold, found.answer, i)
             if key in pending:
