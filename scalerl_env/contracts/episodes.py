@@ -62,6 +62,9 @@ class EpisodeLimits(Strict):
                                "episode together; past it the episode ends and the last action is scored")
     sandbox: Limits | None = Field(default=None, description="limits of each sandbox call the environment "
                                    "makes (tool runs, visible tests); None = the problem's or the verifier's")
+    brief: bool = Field(default=False, description="short messages for a small model with a short context: "
+                        "the opening is the problem's own messages (no instruction or protocol line) and "
+                        "feedback is one line")
 
 
 class EpisodeStep(Strict):

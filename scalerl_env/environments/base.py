@@ -135,11 +135,14 @@ class TurnEpisode:
 
     # ------------------------------------------------------------------------------------------ internals
     def _opening(self) -> list[EpisodeMessage]:
-        """The problem's messages, the domain's instruction and the protocol appended to the last user one."""
+        """The problem's messages, the domain's instruction and the protocol appended to the last user one
+        (with `limits.brief`: the problem's messages alone)."""
         from scalerl.env.contracts.domains import domain
 
         prompt = domain(self.problem.domain).prompt
         messages = [EpisodeMessage(role=m.role, content=m.content) for m in self.problem.prompt]
+        if self.limits.brief:  # as a small model sees the problem single-turn (no template, no instruction)
+            return messages
         last = max((i for i, m in enumerate(messages) if m.role == "user"), default=None)
         if last is not None:
             text = messages[last].content

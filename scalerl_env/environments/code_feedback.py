@@ -3,7 +3,8 @@
 Each action is scored on the visible tests by the code verifier, in the episode's sandbox
 (`scalerl.verifiers.code.judge.CodeVerifier.verify_one`: the same extraction, runs and comparison as the
 `code` domain). While one fails, the environment answers with that test: its input (or call), the
-expected output, the program's output or error, cut to `max_observation_chars`. The episode ends when
+expected output, the program's output or error, cut to `max_observation_chars` (with `limits.brief`: one
+line, `call=expected, not returned` or the error's last line). The episode ends when
 every visible test passes, at `max_turns` or past `max_env_chars`; the reward is the verdict of the
 record's whole test set (visible and hidden) on the last submission, which is the single-turn `code`
 verdict of that submission.
@@ -128,6 +129,8 @@ class CodeFeedbackEpisode(TurnEpisode):
 
     # ------------------------------------------------------------------------------------------ feedback
     def _feedback(self, action: str, verdict: Verdict) -> str:
+        if self.limits.brief:
+            return self._brief_feedback(action, verdict)
         details, part = verdict.details, self.limits.max_observation_chars // 4
         if verdict.status is Status.no_answer:
             return "No program found: answer with the complete code in a single ```python block."
@@ -152,6 +155,28 @@ class CodeFeedbackEpisode(TurnEpisode):
             lines += _section("Error", str(failed.get("error", "")), part)
         lines += _section("Error output (end)", details.get("stderr_tail", ""), part)
         return "\n".join(lines)
+
+    def _brief_feedback(self, action: str, verdict: Verdict) -> str:
+        """One line (`limits.brief`): the failing visible case in the problem's own notation and what the
+        program gave, e.g. `g('ab')='ba', not 'ab'`; an error's last line instead of a result."""
+        details = verdict.details
+        failed = next((t for t in details.get("tests", []) if not t.get("passed")), None)
+        if verdict.status is Status.no_answer:
+            return "no program"
+        if verdict.status is Status.error or failed is None:
+            return "not run" if verdict.status is Status.error else "does not compile"
+        error = (str(failed.get("error", "")) or details.get("stderr_tail", "")).strip().splitlines()
+        visible, index = self.split.visible, failed["test"]
+        if isinstance(visible, FunctionalTests):
+            case = visible.cases[index]
+            head = f"{_call(visible.entry_point, case.args, case.kwargs)}={case.expected!r}"
+            got = self._returned(action, visible, index) if failed["outcome"] == "wrong" and not error else ""
+        elif isinstance(visible, StdioTests):
+            case = visible.cases[index]
+            head, got = f"input {case.input!r} gives {case.output!r}", repr(details.get("stdout_head", ""))
+        else:
+            head, got = "assert failed", ""
+        return f"{head}, not {got}" if got else f"{head}, {error[-1] if error else failed['outcome']}"
 
     def _returned(self, action: str, tests: FunctionalTests, index: int) -> str:
         """What the submitted function returns on visible case `index`: one plain sandbox run that prints
