@@ -11,9 +11,9 @@ overrides; `scalerl train --print-config` names the layer beside each value. The
   half solves: math and code tasks stated in words (generator level 4, `families`) and generator level-1
   instructions, `if` evaluated on 64 real IFEval prompts never trained on (`IFEVAL_HELDOUT`); rendered
   with the chat template and the per-domain instruction; 4 prompts x 8 samples, 96-128 + 32-token
-  budgets, temperature 0.7 (at 1.0 the dequantized 135 M model rambles), lr 5e-6, 128 held-out samples
-  per domain. `--data` replaces the mix and `--domains` narrows it (`for_flags`). Values measured on
-  2 shared cores (comments on the entry; docs/results.md, "Real models").
+  budgets, temperature 0.7 (at 1.0 the dequantized 135 M model rambles), lr 5e-6, 48 steps, 128
+  held-out samples per domain every 16. `--data` replaces the mix and `--domains` narrows it
+  (`for_flags`). Values measured on 2 shared cores (comments on the entry; docs/results.md, "Real models").
 - `paper`: the paper's settings for a GPU run: 48 prompts x 16 samples, AdamW 5e-7 with 100 warm-up
   steps, eps 1e-15, weight decay 0.01, thinking budget 10k-12k tokens + 2k answer after the paper's
   interruption phrase, PipelineRL k = 8, bf16 on CUDA, 1,000 held-out prompts per domain.
@@ -61,7 +61,8 @@ PRESETS: dict[str, dict[str, Any]] = {
             "heldout": {"if": [IFEVAL_HELDOUT]},
         },
         # 4 x 8: at a 0.3 pass rate P(a group is mixed) = 1 - 0.7^8 - 0.3^8 = 94 %.
-        "pipeline": {"prompts_per_step": 4, "k": 2, "max_steps": 200, "max_time_s": 3600.0},
+        # 48 steps (1,536 samples) and 4 evaluations: ~45 min of 2 idle cores (docs/results.md, the study's plan).
+        "pipeline": {"prompts_per_step": 4, "k": 2, "max_steps": 48, "max_time_s": 3600.0},
         # 5e-6: 2e-6 moved nothing measurable in 43 steps of symbolic math.
         "optim": {"lr": 5e-6, "warmup_steps": 2, "micro_batch_tokens": 2048},
         # 0.7: at 1.0 the dequantized model rambles.
@@ -71,8 +72,8 @@ PRESETS: dict[str, dict[str, Any]] = {
         # more correct answers (2 of 92 at level 0 vs 5 of 96 at levels 1 and 2), so the shorter tail.
         "length": {"think_budget_min_tokens": 96, "think_budget_max_tokens": 128,
                    "answer_budget_tokens": 32, "interruption_phrase": "\n\nTime is up. My final answer:\n"},
-        # 128 held-out samples per domain: standard error 0.04 at a 0.3 pass rate (2 per held-out prompt).
-        "validation": {"every_steps": 10, "min_evaluations_per_domain": 128},
+        # 128 held-out samples per domain (2 per held-out prompt): standard error 0.04 at a 0.3 pass rate.
+        "validation": {"every_steps": 16, "min_evaluations_per_domain": 128},
         "checkpoint": {"every_steps": 25},
     },
     "paper": {
