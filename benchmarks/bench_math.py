@@ -137,14 +137,17 @@ def main() -> None:
                     "the same workload drawn with this seed (a run's earlier step: same prompts, other samples)")
     ap.add_argument("--no-fast-path", action="store_true", help="ablation: everything goes to sympy")
     ap.add_argument("--no-dedupe", action="store_true", help="ablation: score repeated pairs again")
+    ap.add_argument("--second-opinion", type=float, default=None,
+                    help="ablation: the share of negatives re-checked by plain math-verify (default: MathConfig's)")
     args = ap.parse_args()
     items = workload(args.problems, args.samples, args.truncated, args.seed, args.workload)
     target = TARGET_RATIO[args.workload]
     load_before = os.getloadavg()[0]
     from scalerl.verifiers.verifier_config import MathConfig
 
+    share = {} if args.second_opinion is None else {"second_opinion": args.second_opinion}
     math_config = MathConfig(workers=args.workers, timeout_s=args.timeout_s, fast_path=not args.no_fast_path,
-                             dedupe=not args.no_dedupe)
+                             dedupe=not args.no_dedupe, **share)
     warm = [] if args.warm_seed is None else workload(args.problems, args.samples, args.truncated, args.warm_seed,
                                                       args.workload)
     verdicts, ours_s, info = ours(items, math_config, warm)
@@ -160,7 +163,8 @@ def main() -> None:
           f"deduplicated {sum(bool(v.details.get('deduplicated')) for v in verdicts)}")
     print(f"baseline math-verify loop: {base_s:8.2f} s  {len(items) / base_s:8.1f} items/s")
     print(f"verify_batch ({args.workers} workers, fast_path={math_config.fast_path}, "
-          f"dedupe={math_config.dedupe}): {ours_s:8.2f} s  {len(items) / ours_s:8.1f} items/s")
+          f"dedupe={math_config.dedupe}, second_opinion={math_config.second_opinion}): {ours_s:8.2f} s  "
+          f"{len(items) / ours_s:8.1f} items/s")
     print(f"slowest item {worst:.3f} s (deadline {args.timeout_s} s); timeouts {counts.get('timeout', 0)}; "
           f"kills {info['math']['kills']}; agreement with baseline {100 * agree:.2f}%")
     print(f"load average (1 min) {load_before:.2f} at start, {os.getloadavg()[0]:.2f} at end; "
