@@ -1,14 +1,14 @@
-"""`--preset small-cpu` without `--data` resolves to its mix (no model loads): tasks stated in words for
-math and code, generator instructions for `if`, evaluated on real IFEval prompts never trained on;
-`--data` replaces the mix and `--domains` narrows it; the held-out file is what its script selects."""
+"""`--preset small-cpu` without `--data` resolves to its mix (no model loads): code tasks stated in words,
+generator instructions for `if` evaluated on real IFEval prompts never trained on, math (stated in words)
+only when `--domains` names it; `--data` replaces the mix; the held-out file is what its script selects."""
 
 from __future__ import annotations
 
 import json
 
+from scalerl.env.contracts.paths import REPO
 from scalerl.env.sources.generators import generate
 from scalerl.env.sources.verl import load_record_file, write_records
-from scalerl.env.contracts.paths import REPO
 from scalerl.trainer.config.presets import IFEVAL_HELDOUT
 from scalerl.trainer.config.resolve import RunFlags, resolve_config
 from scalerl.trainer.run.data_sources import build_data
@@ -18,18 +18,22 @@ WORDS = {"math": {"arithmetic_words", "word_problem"}, "code": {"function_words"
 
 def test_the_preset_alone_trains_the_mix_and_holds_out_real_ifeval_prompts():
     cfg, _ = resolve_config(preset="small-cpu")
-    assert cfg.model == "smollm2-135m-instruct" and cfg.domains == ["math", "code", "if"]
+    assert cfg.model == "smollm2-135m-instruct" and cfg.domains == ["code", "if"]
     pools = build_data(cfg)
-    for domain, tasks in WORDS.items():
-        pool = pools[domain]
-        assert {p.metadata["task"] for p in (*pool.train, *pool.holdout)} == tasks
-        assert len(pool.holdout) == cfg.data.holdout_max_prompts
-        assert not {p.prompt_id for p in pool.train} & {p.prompt_id for p in pool.holdout}
+    assert set(pools) == {"code", "if"}
+    _assert_words(pools, "code", cfg.data.holdout_max_prompts)
     ifeval = pools["if"]
     assert {p.source for p in ifeval.holdout} == {"ifeval"} and len(ifeval.holdout) == 64
     assert {p.source for p in ifeval.train} == {"gen-if"}
     assert {p.metadata["level"] for p in ifeval.train} == {1}
     assert not {p.prompt_id for p in ifeval.train} & {p.prompt_id for p in ifeval.holdout}
+
+
+def _assert_words(pools, domain, holdout):
+    pool = pools[domain]
+    assert {p.metadata["task"] for p in (*pool.train, *pool.holdout)} == WORDS[domain]
+    assert len(pool.holdout) == holdout
+    assert not {p.prompt_id for p in pool.train} & {p.prompt_id for p in pool.holdout}
 
 
 def test_data_replaces_the_mix_as_without_the_preset(tmp_path):
@@ -45,18 +49,22 @@ def test_data_replaces_the_mix_as_without_the_preset(tmp_path):
     assert held.data.heldout == {"math": [str(path)]}
 
 
-def test_domains_narrows_the_mix():
-    cfg, _ = resolve_config(preset="small-cpu", flags=RunFlags(domains="code,if"))
-    assert cfg.domains == ["code", "if"] and [s.domain for s in cfg.data.sources] == ["code", "if"]
-    assert set(build_data(cfg)) == {"code", "if"}
-    math, _ = resolve_config(preset="small-cpu", flags=RunFlags(domains="math"))
-    assert math.data.heldout == {} and set(build_data(math)) == {"math"}
+def test_domains_chooses_from_the_mix():
+    cfg, _ = resolve_config(preset="small-cpu", flags=RunFlags(domains="math,code,if"))
+    assert cfg.domains == ["math", "code", "if"] and [s.domain for s in cfg.data.sources] == ["math", "code", "if"]
+    pools = build_data(cfg)
+    _assert_words(pools, "math", cfg.data.holdout_max_prompts)
+    only_if, _ = resolve_config(preset="small-cpu", flags=RunFlags(domains="if"))
+    assert set(build_data(only_if)) == {"if"} and list(only_if.data.heldout) == ["if"]
+    code, _ = resolve_config(preset="small-cpu", flags=RunFlags(domains="code"))
+    assert code.data.heldout == {} and set(build_data(code)) == {"code"}
 
 
 def test_the_heldout_file_is_what_its_script_selects():
     import importlib.util
 
-    spec = importlib.util.spec_from_file_location("ifeval_heldout", REPO / IFEVAL_HELDOUT.replace("heldout.parquet", "heldout.py"))
+    script_path = REPO / IFEVAL_HELDOUT.replace("heldout.parquet", "heldout.py")
+    spec = importlib.util.spec_from_file_location("ifeval_heldout", script_path)
     script = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(script)
     held = load_record_file(REPO / IFEVAL_HELDOUT, "if")

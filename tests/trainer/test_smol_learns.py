@@ -4,8 +4,8 @@ One seeded run of the preset as shipped (its mix, held-out sets, budgets, 48 ste
 per domain every 16 steps). It passes when at least one domain's last held-out pass rate is more than
 `MARGIN_SE` standard errors of the difference above its step-0 one, and no domain falls by more: with
 n0, n1 evaluations the standard error is sqrt(p0(1-p0)/n0 + p1(1-p1)/n1) (at p ~0.2 and 128 + 128
-samples that is 0.050, so the rise must exceed ~0.10). A chance rise of that size on one of three
-domains has probability ~3 x 2.3 % = 7 % per run. `SCALERL_SMOL_STEPS` shortens the run to check that
+samples that is 0.050, so the rise must exceed ~0.10). A chance rise of that size on one of two
+domains has probability ~2 x 2.3 % = 5 % per run. `SCALERL_SMOL_STEPS` shortens the run to check that
 the test executes (the assertion is then not expected to hold).
 """
 
@@ -52,7 +52,7 @@ def test_smollm2_rises_beyond_evaluation_noise(tmp_path):
     assert result.exit_code == 0, result.output + repr(result.exception)
     evals = read_metrics(out / "metrics.jsonl", "validation")
     first, last = evals[0]["val"], evals[-1]["val"]
-    assert evals[0]["step"] == 0 and evals[-1]["step"] == steps and set(first) == {"math", "code", "if"}
+    assert evals[0]["step"] == 0 and evals[-1]["step"] == steps and set(first) == {"code", "if"}
     change = {d: change_in_se(first[d], last[d]) for d in first}
     report = {d: (first[d]["pass_rate"], last[d]["pass_rate"], round(change[d], 2)) for d in first}
     assert max(change.values()) > MARGIN_SE, f"no domain rose by {MARGIN_SE} standard errors: {report}"

