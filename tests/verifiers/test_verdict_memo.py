@@ -129,3 +129,21 @@ def test_math_builds_one_fast_path_verdict_per_pair_and_the_batch_api_copies_it(
     assert [v.status for v in verdicts] == [Status.correct] * 3 + [Status.wrong]
     assert [v.id for v in verdicts] == ["f0", "f1", "f2", "f3"] and len({id(v) for v in verdicts}) == 4
     assert all(v.details["path"] == "fast" and v.details["verifier_version"] for v in verdicts)
+
+
+def test_code_an_extraction_that_fails_is_that_items_error_only(monkeypatch):
+    from scalerl.verifiers.code import judge
+
+    real = judge.extract_code
+
+    def extract(text, limit):
+        if "BOOM" in text:
+            raise RuntimeError("extractor bug")
+        return real(text, limit)
+
+    monkeypatch.setattr(judge, "extract_code", extract)
+    items = [code_item(0, SQUARE), code_item(1, SQUARE + "\n# BOOM"), code_item(2, SQUARE)]
+    with CodeVerifier() as verifier:
+        verdicts = verifier.verify_many(items)
+    assert [v.status for v in verdicts] == [Status.correct, Status.error, Status.correct]
+    assert "extractor bug" in verdicts[1].details["error"]

@@ -71,7 +71,7 @@ class CodeVerifier:
         """One Verdict per item, in input order; Verdict.id = item.id."""
         if self._closed:
             raise RuntimeError("CodeVerifier is closed")
-        programs = [extract_code(item.completion, self.config.max_code_chars) for item in items]
+        programs = [self._extract(item) for item in items]
         owners = _first_of_each_run(items, programs)
         runs = sorted(set(owners))
         try:
@@ -84,6 +84,13 @@ class CodeVerifier:
         with self._stats_lock:
             self._statuses.update(v.status.value for i, v in enumerate(copies) if owners[i] != i)
         return copies
+
+    def _extract(self, item: VerifyItem) -> str | None:
+        """The item's program; None if extraction failed (its run then fails the same way, as an `error`)."""
+        try:
+            return extract_code(item.completion, self.config.max_code_chars)
+        except Exception:
+            return None
 
     def verify_one(self, item: VerifyItem, code: str | None = None) -> Verdict:
         """One item's verdict; `code` is its extracted program when the caller has it already."""
@@ -219,9 +226,9 @@ class CodeVerifier:
 
 
 # ---------------------------------------------------------------------------------------------- helpers
-def _first_of_each_run(items: list[VerifyItem], programs: list[str]) -> list[int]:
-    """Per item, the index of the first item with the same program, tests and limits (itself if none):
-    the one whose run decides them all."""
+def _first_of_each_run(items: list[VerifyItem], programs: list[str | None]) -> list[int]:
+    """Per item, the index of the first item with the same program, tests and limits (itself if none, or if
+    its program is unknown): the one whose run decides them all."""
     dumped: dict[int, str] = {}  # tests serialized once per object (a group's items often share it)
 
     def tests_key(tests: Any) -> str:
@@ -231,7 +238,8 @@ def _first_of_each_run(items: list[VerifyItem], programs: list[str]) -> list[int
         return key
 
     first: dict[tuple, int] = {}
-    return [first.setdefault((code, tests_key(item.tests), item.limits.model_dump_json() if item.limits else ""), i)
+    return [i if code is None else
+            first.setdefault((code, tests_key(item.tests), item.limits.model_dump_json() if item.limits else ""), i)
             for i, (item, code) in enumerate(zip(items, programs))]
 
 
