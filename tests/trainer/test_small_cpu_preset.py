@@ -1,11 +1,13 @@
 """`--preset small-cpu` without `--data` resolves to its mix (no model loads): code tasks stated in words,
-generator instructions for `if` evaluated on real IFEval prompts never trained on, math (stated in words)
-only when `--domains` names it; `--data` replaces the mix; the held-out file is what its script selects."""
+generator instructions for `if` evaluated on real IFEval prompts never trained on; `--data` replaces the
+mix and `--domains` chooses from it; the held-out file is what its script selects."""
 
 from __future__ import annotations
 
 import json
 
+import pytest
+from scalerl.env.contracts.config_loader import ConfigError
 from scalerl.env.contracts.paths import REPO
 from scalerl.env.sources.generators import generate
 from scalerl.env.sources.verl import load_record_file, write_records
@@ -50,14 +52,15 @@ def test_data_replaces_the_mix_as_without_the_preset(tmp_path):
 
 
 def test_domains_chooses_from_the_mix():
-    cfg, _ = resolve_config(preset="small-cpu", flags=RunFlags(domains="math,code,if"))
-    assert cfg.domains == ["math", "code", "if"] and [s.domain for s in cfg.data.sources] == ["math", "code", "if"]
-    pools = build_data(cfg)
-    _assert_words(pools, "math", cfg.data.holdout_max_prompts)
     only_if, _ = resolve_config(preset="small-cpu", flags=RunFlags(domains="if"))
     assert set(build_data(only_if)) == {"if"} and list(only_if.data.heldout) == ["if"]
     code, _ = resolve_config(preset="small-cpu", flags=RunFlags(domains="code"))
     assert code.data.heldout == {} and set(build_data(code)) == {"code"}
+    with pytest.raises(ConfigError, match=r"domains \['math'\] are trained but data.sources has none"):
+        build_data(resolve_config(preset="small-cpu", flags=RunFlags(domains="math,code,if"))[0])
+    source = "{domain: math, kind: generator, level: 4, families: [arithmetic_words, word_problem]}"
+    math, _ = resolve_config(None, [f"data.sources=[{source}]"], RunFlags(domains="math"), preset="small-cpu")
+    _assert_words(build_data(math), "math", math.data.holdout_max_prompts)
 
 
 def test_the_heldout_file_is_what_its_script_selects():

@@ -39,26 +39,28 @@ documentation read the same on every machine."""
 MIX_KEYS = ("sources", "heldout")
 """The `data` keys of a preset's training mix: what `--data` replaces and `--domains` narrows."""
 
+SMOL_MIX: list[dict[str, Any]] = [
+    {"domain": "code", "kind": "generator", "level": 4, "families": ["function_words"]},
+    {"domain": "if", "kind": "generator", "level": 1},
+]
+"""`small-cpu`'s sources; its trained domains are theirs, in this order."""
+
 PRESETS: dict[str, dict[str, Any]] = {
     "tiny-cpu": {},
     "small-cpu": {
         # The mix SmolLM2-135M-Instruct half solves (docs/results.md, "Real models": profiles with `scalerl
         # profile`, 4 samples per prompt): code tasks stated in words (0.19) and generator-level-1
         # instructions (0.33); code from examples sits at 0 %. `if` is evaluated on real IFEval prompts
-        # only (never trained on), so a gain there is a gain beyond the generator. Math is not trained:
-        # 2-5 % in every form profiled, words and one-digit operands included; its source stays for
-        # `--domains math,code,if`. `--data` replaces the mix and `--domains` chooses from it (`_for_flags`).
+        # only (never trained on), so a gain there is a gain beyond the generator. Math is not in the
+        # mix: 2-5 % in every form profiled, words and one-digit operands included. `--data` replaces
+        # the mix and `--domains` chooses from it (`_for_flags`).
         "model": "smollm2-135m-instruct",
-        "domains": ["code", "if"],
+        "domains": list(dict.fromkeys(source["domain"] for source in SMOL_MIX)),
         "prompts": {"template": "on"},
         "data": {
             "level": 1,  # what `data.sources=[]` draws for every domain
             "holdout_max_prompts": 64,
-            "sources": [
-                {"domain": "math", "kind": "generator", "level": 4, "families": ["arithmetic_words", "word_problem"]},
-                {"domain": "code", "kind": "generator", "level": 4, "families": ["function_words"]},
-                {"domain": "if", "kind": "generator", "level": 1},
-            ],
+            "sources": SMOL_MIX,
             "heldout": {"if": [IFEVAL_HELDOUT]},
         },
         # 4 x 8: at a 0.3 pass rate P(a group is mixed) = 1 - 0.7^8 - 0.3^8 = 94 %.
