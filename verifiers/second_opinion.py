@@ -2,7 +2,8 @@
 
 `review(items, verdicts, config, verifiers)` runs in the pool (`scalerl.verifiers.batch`) once a batch's
 verdicts are in. A domain has a second judge when its verifier answers `second_judge()` with a
-`SecondJudge` (which statuses it re-checks, its name, how it starts); its share is
+`SecondJudge` (which statuses it re-checks, its name, how it starts, or no start when the verifier
+gives the opinion with its own verdicts, in the same dispatch: math); its share is
 `verifier.<domain>.second_opinion`. An item is sampled when a hash of (domain, prompt_id, reference
 answer, completion) falls below the share, so a re-run samples the same items and identical completions
 of one prompt share one decision. The built-in judges (docs/domains.md):
@@ -10,7 +11,8 @@ of one prompt share one decision. The built-in judges (docs/domains.md):
 - math (`scalerl.verifiers.math.verifier`): plain math-verify with its defaults on the whole completion,
   `verify(parse("$\\boxed{answer}$"), parse(completion))` (benchmarks/bench_math.py's baseline), in the
   math worker processes under their hard deadline; it re-checks `wrong`, `no_answer`, `unparsable` and
-  `timeout` verdicts.
+  `timeout` verdicts. The verifier samples with `sampled` below and queues each plain run as soon as the
+  verdict is known to be negative, beside the batch's sympy work (no second round after the verdicts).
 - if (`scalerl.verifiers.ifeval.verifier`): IFEval's loose mode, its own second accuracy, which the
   verifier computes with every verdict (`details.loose`); it re-checks `wrong` verdicts.
 - code (`scalerl.verifiers.code.verifier`): `timeout` verdicts only, run again in the sandbox with
@@ -54,23 +56,29 @@ def sampled(item: VerifyItem, fraction: float) -> bool:
 @dataclass(frozen=True)
 class SecondJudge:
     """A domain's second judge: the verdict statuses it re-checks, its name in details, and `start(items,
-    verdicts)`, which begins the checks and returns their collector."""
+    verdicts)`, which begins the checks and returns their collector; `start` None: the verifier's verdicts
+    carry the opinion already (`opinion_details`), and `review` leaves the domain alone."""
 
     statuses: frozenset[Status]
     by: str
-    start: Callable[[list[VerifyItem], list[Verdict]], Opinions]
+    start: Callable[[list[VerifyItem], list[Verdict]], Opinions] | None = None
 
 
 NEGATIVE = frozenset({Status.wrong, Status.no_answer, Status.unparsable, Status.timeout})
 
 
+def opinion_details(details: dict[str, Any], accepted: bool, by: str) -> dict[str, Any]:
+    """`details` with the second opinion's two keys."""
+    return {**details, "second_opinion": ACCEPTS if accepted else REJECTS, "second_opinion_by": by}
+
+
 def judges(verifiers: dict[str, Any]) -> dict[str, SecondJudge]:
-    """The second judge of each domain whose verifier has one."""
+    """The second judge of each domain whose verifier has one that `review` starts."""
     out = {}
     for domain, verifier in verifiers.items():
         judge = getattr(verifier, "second_judge", None)
-        if judge is not None:
-            out[domain] = judge()
+        if judge is not None and (second := judge()).start is not None:
+            out[domain] = second
     return out
 
 
@@ -110,7 +118,6 @@ def review(items: Sequence[VerifyItem], verdicts: list[Verdict], config: Verifie
             continue
         for i, accepted in zip(indices, results):
             if accepted is not None:
-                details = {**out[i].details, "second_opinion": ACCEPTS if accepted else REJECTS,
-                           "second_opinion_by": by_domain[domain].by}
+                details = opinion_details(out[i].details, accepted, by_domain[domain].by)
                 out[i] = out[i].model_copy(update={"details": details})
     return out

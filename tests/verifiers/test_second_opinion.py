@@ -80,3 +80,31 @@ def test_the_longer_limit_is_bounded_by_what_an_item_may_set() -> None:
     assert longer_limits(Limits(time_s=0.5), config).time_s == pytest.approx(0.5 * config.second_opinion_time_factor)
     assert longer_limits(Limits(time_s=50), config).time_s == 60
     assert longer_limits(None, config).memory_mb == Limits().memory_mb
+
+
+def test_math_queues_its_plain_runs_with_the_verdicts_not_after_them() -> None:
+    # no answer, a fast-path `wrong`, and a sympy `wrong`: each sampled negative gets its plain run
+    items = [VerifyItem.model_validate({"domain": "math", "answer": answer, "completion": text}) for answer, text
+             in (("3", "I give up."), ("3", "so \\boxed{4}"), ("(x+1)^2", "so \\boxed{x^2+2x}"))]
+    with VerifierPool(VerifierConfig.model_validate(ALL)) as pool:
+        math = pool._verifiers["math"]
+        before = math.info()["requests"]
+        collect = math.submit(items)
+        queued = math.info()["requests"] - before  # before anything is collected
+        verdicts = collect()
+        total = math.info()["requests"] - before
+    assert queued >= 3  # the sympy pair and the two plain runs decided here are in flight at once
+    assert total == 4  # and the sympy `wrong` adds its plain run from its reply, no round after the verdicts
+    assert [(v.status.value, v.details.get("path"), v.details.get("second_opinion")) for v in verdicts] == [
+        ("no_answer", None, "rejects"), ("wrong", "fast", "rejects"), ("wrong", "sympy", "rejects")]
+    assert all(v.details["second_opinion_by"] == "plain_math_verify" for v in verdicts)
+
+
+@pytest.mark.parametrize("answer,path", [("\\frac{2.5}{4.5}", "fast"), ("\\frac{2.5x}{4.5x}", "sympy")])
+def test_a_value_a_required_form_rejects_gets_the_second_opinion_too(answer: str, path: str) -> None:
+    item = {"domain": "math", "answer": "\\frac 59", "completion": f"so \\boxed{{{answer}}}",
+            "question": "What is x? Express your answer as a common fraction."}
+    settings = {"math": {**ALL["math"], "question_forms": True}}
+    [verdict] = score(settings, [item])
+    assert (verdict.status.value, verdict.details["rule"], verdict.details["path"]) == ("wrong", "form_fraction", path)
+    assert verdict.details["second_opinion"] in ("accepts", "rejects")

@@ -6,7 +6,10 @@ memoised across batches); only what is left goes to the persistent workers (`sca
 the bounded reply cache holds a sympy verdict for the same pair from an earlier batch (correct / wrong
 / unparsable only: timeouts and crashes are never cached); identical (reference answer, extracted
 answer) pairs are sent once per batch (RL groups repeat answers), and so are identical (reference,
-completion) pairs to the second opinion's plain math-verify. An item that carries its `question`
+completion) pairs to the second opinion's plain math-verify. The second opinion rides the same dispatch:
+a sampled item (`scalerl.verifiers.second_opinion.sampled`) has its plain run queued once its verdict is
+known negative: after the loop for what this thread decided, from the pair's reply for sympy's verdicts,
+so plain runs and sympy pairs share the workers with no round after the verdicts. An item that carries its `question`
 has a `correct` verdict checked against the answer forms the question states (`scalerl.verifiers.math.question`,
 per item, after the pair is decided: the caches stay keyed on the pair alone).
 
@@ -30,7 +33,7 @@ from scalerl.verifiers.math.extract import clean_answer, extract_answer
 from scalerl.verifiers.math.fast import fast_verdict
 from scalerl.verifiers.math.question import check_forms
 from scalerl.verifiers.math.workers import MathWorkerPool
-from scalerl.verifiers.second_opinion import NEGATIVE, SecondJudge
+from scalerl.verifiers.second_opinion import NEGATIVE, SecondJudge, opinion_details, sampled
 from scalerl.verifiers.verifier_config import MathConfig
 
 REPLY_CACHE_SIZE = 1 << 16  # sympy verdicts kept per verifier, across batches (a few MB at most)
@@ -48,11 +51,13 @@ class MathBatchVerifier:
     def submit(self, items: Sequence[VerifyItem]) -> Callable[[], list[Verdict]]:
         items = list(items)
         verdicts: list[Verdict | None] = [None] * len(items)
+        opinions = _SecondOpinions(self, items)
         pending = self._start_math(items, range(len(items)), verdicts)
+        opinions.queue_decided(verdicts, pending)
 
         def collect() -> list[Verdict]:
             self._finish_math(items, pending, verdicts)
-            return verdicts  # type: ignore[return-value]  # every slot is filled by now
+            return opinions.attach(verdicts)  # type: ignore[arg-type]  # every slot is filled by now
 
         return collect
 
@@ -62,19 +67,8 @@ class MathBatchVerifier:
         return self._workers.submit(answer, completion[-self.config.max_completion_chars:], plain=True)
 
     def second_judge(self) -> SecondJudge:
-        """Plain math-verify re-checks the negative verdicts (a reply `error` is no opinion)."""
-        return SecondJudge(NEGATIVE, "plain_math_verify", self._plain_opinions)
-
-    def _plain_opinions(self, items: list[VerifyItem], verdicts: list[Verdict]) -> Callable[[], list[bool | None]]:
-        once: dict[tuple[str, str], Future] = {}  # identical (answer, completion) of a batch: one plain run
-        futures = [once.get(key) or once.setdefault(key, self.plain_math_verify(*key))
-                   for key in ((item.answer or "", item.completion) for item in items)]
-
-        def collect() -> list[bool | None]:
-            statuses = [future.result().get("status") for future in futures]
-            return [None if status == "error" else status == "correct" for status in statuses]
-
-        return collect
+        """Plain math-verify re-checks the negative verdicts, given with them (`_SecondOpinions`)."""
+        return SECOND_JUDGE
 
     def ready(self) -> bool:
         return self._workers.ready()
@@ -172,6 +166,66 @@ class MathBatchVerifier:
             for i in indices[1:]:
                 copy = verdict.model_copy(update={"details": {**out, "deduplicated": True}})
                 verdicts[i] = with_forms(copy, self._question(items[i]), gold, pred, rewards)
+
+
+SECOND_JUDGE = SecondJudge(NEGATIVE, "plain_math_verify")
+
+
+class _SecondOpinions:
+    """One batch's plain math-verify re-checks: one run per distinct (reference, completion) of the sampled
+    items whose verdict is negative, queued as soon as that is known (a reply `error` is no opinion)."""
+
+    def __init__(self, verifier: MathBatchVerifier, items: list[VerifyItem]):
+        self._verifier, self._items = verifier, items
+        self._fraction = verifier.config.second_opinion
+        self._wanted: dict[int, bool] = {}
+        self._once: dict[tuple[str, str], Future] = {}
+        self._runs: dict[int, Future] = {}
+        self._lock = threading.Lock()  # sympy replies queue runs from the pool's driver threads
+
+    def wanted(self, i: int) -> bool:
+        if i not in self._wanted:
+            self._wanted[i] = sampled(self._items[i], self._fraction)
+        return self._wanted[i]
+
+    def queue(self, i: int) -> None:
+        item = self._items[i]
+        key = (item.answer or "", item.completion)
+        with self._lock:
+            if i not in self._runs:
+                run = self._once.get(key) or self._once.setdefault(key, self._verifier.plain_math_verify(*key))
+                self._runs[i] = run
+
+    def queue_decided(self, verdicts: list[Verdict | None], pending: dict) -> None:
+        """Queue the runs of the negatives decided here; each sympy pair queues its own on a negative reply."""
+        if self._fraction <= 0:
+            return
+        for i, verdict in enumerate(verdicts):
+            if verdict is not None and verdict.status in NEGATIVE and self.wanted(i):
+                self.queue(i)
+        for future, indices, _ in pending.values():
+            wanted = [i for i in indices if self.wanted(i)]
+            if wanted:
+                future.add_done_callback(functools.partial(self._after_reply, wanted))
+
+    def _after_reply(self, indices: list[int], future: Future) -> None:
+        if future.result().get("status") in NEGATIVE:
+            for i in indices:
+                self.queue(i)
+
+    def attach(self, verdicts: list[Verdict]) -> list[Verdict]:
+        """`verdicts` with the opinions in the details of the sampled negative ones."""
+        if self._fraction <= 0:
+            return verdicts
+        for i, verdict in enumerate(verdicts):
+            if verdict.status in NEGATIVE and self.wanted(i):
+                self.queue(i)  # a correct value that a required answer form rejected: queued last
+        for i, run in sorted(self._runs.items()):
+            status = run.result().get("status")
+            if status != "error" and verdicts[i].status in NEGATIVE:
+                details = opinion_details(verdicts[i].details, status == "correct", SECOND_JUDGE.by)
+                verdicts[i] = verdicts[i].model_copy(update={"details": details})
+        return verdicts
 
 
 def _verdict(status: Status, details: dict, rewards, elapsed_s: float) -> Verdict:
