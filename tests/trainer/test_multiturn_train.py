@@ -22,7 +22,8 @@ def test_a_short_run_plays_episodes_and_logs_turn_metrics(tmp_path, monkeypatch)
     result = CliRunner().invoke(build_app(), [
         "train", "--domains", NAME, "--max-steps", "3", "--out", str(out), "validation.enabled=false",
         "pipeline.prompts_per_step=2", "pipeline.samples_per_prompt=4", "pipeline.k=1", "logging.progress=lines",
-        "length.mode=none", "engine.max_new_tokens=48", "ledger.store_completions=true"])
+        "length.mode=none", "engine.max_new_tokens=48", "ledger.store_completions=true",
+        "warm_start.episodes.enabled=false"])  # the mechanics, not the protocol: the shipped start alone
     assert result.exit_code == 0, result.output + repr(result.exception)
     steps = read_metrics(out / "metrics.jsonl", "step")
     assert [s["step"] for s in steps] == [1, 2, 3]
@@ -60,7 +61,7 @@ def test_code_feedback_episodes_train_on_the_tiny_model(tmp_path):
         "train", "--domains", "code-feedback", "--max-steps", "2", "--out", str(out), "validation.enabled=false",
         "pipeline.prompts_per_step=2", "pipeline.samples_per_prompt=2", "logging.progress=lines",
         "engine.max_seq_len=500", "episode_limits.max_observation_chars=100", "episode_limits.max_turns=2",
-        "length.mode=none", "engine.max_new_tokens=160"])
+        "length.mode=none", "engine.max_new_tokens=160", "warm_start.episodes.enabled=false"])
     assert result.exit_code == 0, result.output + repr(result.exception)
     steps = read_metrics(out / "metrics.jsonl", "step")
     assert [s["step"] for s in steps] == [1, 2]

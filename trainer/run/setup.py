@@ -84,7 +84,10 @@ def load_policy(cfg: TrainConfig, pools: dict[str, DomainPool]) -> tuple[Any, An
             threads = torch.get_num_threads()
             torch.set_num_threads(os.cpu_count() or 1)  # nothing else runs yet: use every core
             try:
-                folder = warm_start(cfg.tiny, cfg.warm_start, warm_start_problems(cfg, pools))
+                learned = warm_start_problems(cfg, pools)
+                folder = warm_start(cfg.tiny, cfg.warm_start, learned)
+                if cfg.environments and cfg.warm_start.episodes.enabled:
+                    folder = _episode_warm_start(cfg, pools, folder, learned)
             finally:
                 torch.set_num_threads(threads)
             load_model_weights(folder, model)
@@ -92,6 +95,18 @@ def load_policy(cfg: TrainConfig, pools: dict[str, DomainPool]) -> tuple[Any, An
     from scalerl.trainer.engines.model_loading import load_hf_policy
 
     return load_hf_policy(cfg.model)  # a folder, cached hub id, .gguf file (converted once) or alias
+
+
+def _episode_warm_start(cfg: TrainConfig, pools: dict[str, DomainPool], base: Path, learned: list) -> Path:
+    """The tiny model's second warm start: traces of each environment the run plays, one phase after another."""
+    from scalerl.env.contracts.episodes import environment
+    from scalerl.trainer.tiny.episode_warm_start import episode_warm_start
+
+    for env in cfg.environments:
+        spec = environment(env)
+        base = episode_warm_start(base, cfg.tiny, cfg.warm_start, env, cfg.episode_limits or spec.limits,
+                                  pools[spec.domain].train, learned, cfg.verifier)
+    return base
 
 
 def prepare_folder(cfg: TrainConfig, out: Path, resume: bool) -> Path | None:

@@ -31,6 +31,23 @@ class TinyModelConfig(Strict):
         return self
 
 
+class EpisodeWarmStartConfig(Strict):
+    """A second supervised phase, for a run that plays environments: generator-made episodes (trainer.tiny.
+    episode_warm_start), after the single-turn warm start and from its weights."""
+
+    enabled: bool = Field(default=True, description="when the run plays environments (the tiny model only)")
+    steps: int = Field(default=300, ge=0)
+    batch_size: int = Field(default=32, ge=1, description="rows per batch")
+    lr: float = Field(default=1e-3, gt=0)
+    wrong_fraction: float = Field(default=0.6, ge=0, le=1, description="share of traces whose first submission "
+                                  "is another problem's solution (the environment's feedback, then the right one)")
+    max_problems: int = Field(default=512, ge=1, description="traces made: one per problem, the first of the "
+                              "environment domain's training pool")
+    single_turn_share: float = Field(default=0.25, ge=0, lt=1, description="share of batches drawn from the "
+                                     "single-turn warm start's examples, so its domains are not forgotten")
+    seed: int = 4321
+
+
 class WarmStartConfig(Strict):
     """Short supervised phase on generator-made solutions, so the RL start is between 0 and 1."""
 
@@ -53,3 +70,4 @@ class WarmStartConfig(Strict):
         description="share of batches per domain (one domain per batch); a domain not named weighs 1")
     seed: int = 1234
     cache: bool = Field(default=True, description="reuse the result from the user cache folder")
+    episodes: EpisodeWarmStartConfig = Field(default_factory=EpisodeWarmStartConfig)

@@ -34,7 +34,7 @@ import os
 import random
 import shutil
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -59,9 +59,10 @@ def cache_root() -> Path:
 
 def cache_key(model_cfg: TinyModelConfig, ws: WarmStartConfig, problems: Sequence[ProblemRecord]) -> str:
     """Identifies the trained weights: every input of `supervised_phase`, problems in the order given
-    (the order decides which targets are made wrong and how batches are drawn)."""
+    (the order decides which targets are made wrong and how batches are drawn). The episode phase's settings
+    are not: they change its own folder (`scalerl.trainer.tiny.episode_warm_start`), never this one."""
     digest = hashlib.sha256()
-    settings = [model_cfg.model_dump(), ws.model_dump(exclude={"cache"}), RECIPE_VERSION]
+    settings = [model_cfg.model_dump(), ws.model_dump(exclude={"cache", "episodes"}), RECIPE_VERSION]
     digest.update(json.dumps(settings, sort_keys=True).encode())
     for p in problems:
         digest.update(f"{p.prompt_id}\x00{p.metadata.get('solution', '')}\x00".encode())
@@ -70,17 +71,27 @@ def cache_key(model_cfg: TinyModelConfig, ws: WarmStartConfig, problems: Sequenc
 
 def warm_start(model_cfg: TinyModelConfig, ws: WarmStartConfig, problems: Sequence[ProblemRecord]) -> Path:
     """The folder of the warm-started tiny model (from the cache, or trained now and cached)."""
-    key = cache_key(model_cfg, ws, problems)
+
+    def train() -> tuple[Any, CharTokenizer]:
+        tok = CharTokenizer()
+        model = build_tiny_model(model_cfg, tok)
+        t0 = time.perf_counter()
+        loss = supervised_phase(model, tok, problems, ws)
+        log.info("warm start: %d steps in %.0f s, final loss %.3f", ws.steps, time.perf_counter() - t0, loss)
+        return model, tok
+
+    return cached_folder(cache_key(model_cfg, ws, problems), ws.cache, train)
+
+
+def cached_folder(key: str, cache: bool, train: Callable[[], tuple[Any, CharTokenizer]]) -> Path:
+    """`<cache>/warm_start/<key>` (or the shipped `datasets/warm_start/<key>`) when it exists and `cache`
+    is on; else the folder of `train()`'s model, written atomically (temp folder + rename)."""
     folder = cache_root() / "warm_start" / key
     for found in (folder, SHIPPED / key):
-        if ws.cache and (found / "config.json").exists():
+        if cache and (found / "config.json").exists():
             log.info("warm start: reusing %s", found)
             return found
-    tok = CharTokenizer()
-    model = build_tiny_model(model_cfg, tok)
-    t0 = time.perf_counter()
-    loss = supervised_phase(model, tok, problems, ws)
-    log.info("warm start: %d steps in %.0f s, final loss %.3f", ws.steps, time.perf_counter() - t0, loss)
+    model, tok = train()
     tmp = folder.parent / f"~{folder.name}.{os.getpid()}"
     if tmp.exists():
         shutil.rmtree(tmp)
@@ -88,7 +99,7 @@ def warm_start(model_cfg: TinyModelConfig, ws: WarmStartConfig, problems: Sequen
     folder.parent.mkdir(parents=True, exist_ok=True)
     if not folder.exists():
         tmp.rename(folder)
-    elif ws.cache:  # another process with the same key finished first: the same weights, keep theirs
+    elif cache:  # another process with the same key finished first: the same weights, keep theirs
         shutil.rmtree(tmp)
     else:  # cache off: this call's weights replace the cached ones
         old = folder.parent / f"~{folder.name}.old.{os.getpid()}"
@@ -101,7 +112,8 @@ def warm_start(model_cfg: TinyModelConfig, ws: WarmStartConfig, problems: Sequen
 Example = tuple[list[int], list[int]]  # (bos + prompt ids, completion ids + eos)
 
 
-def _examples(problems: Sequence[ProblemRecord], ws: WarmStartConfig, tok: CharTokenizer) -> dict[str, list[Example]]:
+def single_turn_examples(problems: Sequence[ProblemRecord], ws: WarmStartConfig,
+                         tok: CharTokenizer) -> dict[str, list[Example]]:
     """Encoded examples per domain, once; `wrong_fraction` of targets are another problem's solution."""
     rng = random.Random(ws.seed)
     solutions: dict[str, list[str]] = {}
@@ -117,15 +129,24 @@ def _examples(problems: Sequence[ProblemRecord], ws: WarmStartConfig, tok: CharT
     return out
 
 
-def _batch(tok: CharTokenizer, examples: Sequence[Example]) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """Right-padded ids, labels (-100 outside the completion) and attention mask."""
-    width = max(len(p) + len(c) for p, c in examples)
-    ids = torch.full((len(examples), width), tok.pad_token_id)
-    labels = torch.full((len(examples), width), -100)
-    mask = torch.zeros((len(examples), width), dtype=torch.long)
-    for i, (p, c) in enumerate(examples):
-        n = len(p) + len(c)
-        ids[i, :n], labels[i, len(p) : n], mask[i, :n] = torch.tensor(p + c), torch.tensor(c), 1
+Row = tuple[list[int], list[int]]  # (token ids, loss mask: 1 where the model's own tokens are)
+
+
+def as_row(example: Example) -> Row:
+    prompt, completion = example
+    return prompt + completion, [0] * len(prompt) + [1] * len(completion)
+
+
+def _batch(tok: CharTokenizer, rows: Sequence[Row]) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Right-padded ids, labels (-100 where the mask is 0 and in the padding) and attention mask."""
+    width = max(len(ids) for ids, _ in rows)
+    ids = torch.full((len(rows), width), tok.pad_token_id)
+    labels = torch.full((len(rows), width), -100)
+    mask = torch.zeros((len(rows), width), dtype=torch.long)
+    for i, (row, loss_mask) in enumerate(rows):
+        n = len(row)
+        ids[i, :n], mask[i, :n] = torch.tensor(row), 1
+        labels[i, :n] = torch.where(torch.tensor(loss_mask, dtype=torch.bool), torch.tensor(row), -100)
     return ids, labels, mask
 
 
@@ -133,24 +154,34 @@ def supervised_phase(model: Any, tok: CharTokenizer, problems: Sequence[ProblemR
     """Train `model` in place for `ws.steps` steps; returns the last loss."""
     if not problems:
         raise ValueError("warm start needs problems with metadata['solution']")
-    examples = _examples(problems, ws, tok)
+    examples = single_turn_examples(problems, ws, tok)
     domains = sorted(examples)
     weights = [ws.domain_weights.get(d, 1.0) for d in domains]
-    rng = random.Random(ws.seed + 1)
-    opt = torch.optim.AdamW(model.parameters(), lr=ws.lr, weight_decay=0.0)
-    sched = torch.optim.lr_scheduler.LambdaLR(
-        opt, lambda s: min(1.0, (s + 1) / 20) * max(0.1, 1 - s / max(ws.steps, 1)))
-    model.train()
-    loss = torch.tensor(float("nan"))
-    for step in range(ws.steps):
-        if step % 50 == 0:
-            log.info("warm start: step %d/%d, loss %.3f", step, ws.steps, float(loss.detach()))
+
+    def draw(rng: random.Random) -> list[Row]:
         # One domain per batch, drawn by weight (not by pool size): a batch is padded to its longest
         # row, and level-0 math rows are ~4x shorter than code rows, so math batches cost ~4x less.
         domain = rng.choices(domains, weights)[0]
         rows = ws.batch_size_by_domain.get(domain, ws.batch_size)
-        pairs = [rng.choice(examples[domain]) for _ in range(rows)]
-        ids, labels, mask = _batch(tok, pairs)
+        return [as_row(rng.choice(examples[domain])) for _ in range(rows)]
+
+    return fit(model, tok, draw, steps=ws.steps, lr=ws.lr, seed=ws.seed + 1)
+
+
+def fit(model: Any, tok: CharTokenizer, draw: Callable[[random.Random], list[Row]], *, steps: int, lr: float,
+        seed: int) -> float:
+    """`steps` AdamW steps of masked next-token cross-entropy on `draw(rng)`'s batches (warm-up, then a linear
+    decay to a tenth); returns the last loss."""
+    rng = random.Random(seed)
+    opt = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.0)
+    sched = torch.optim.lr_scheduler.LambdaLR(
+        opt, lambda s: min(1.0, (s + 1) / 20) * max(0.1, 1 - s / max(steps, 1)))
+    model.train()
+    loss = torch.tensor(float("nan"))
+    for step in range(steps):
+        if step % 50 == 0:
+            log.info("warm start: step %d/%d, loss %.3f", step, steps, float(loss.detach()))
+        ids, labels, mask = _batch(tok, draw(rng))
         logits = model(input_ids=ids, attention_mask=mask).logits
         loss = F.cross_entropy(logits[:, :-1].reshape(-1, logits.shape[-1]).float(), labels[:, 1:].reshape(-1))
         loss.backward()
