@@ -15,7 +15,7 @@ from scalerl.env.sources.generators import generate
 from scalerl.env.sources.verl import write_records
 from scalerl.trainer.cli import build_app
 from scalerl.trainer.config.data_flags import data_overrides
-from scalerl.trainer.config.presets import PRESETS
+from scalerl.trainer.config.presets import preset_values
 from scalerl.trainer.config.resolve import RunFlags, resolve_config
 from scalerl.trainer.config.train import TrainConfig
 from scalerl.trainer.run.data_sources import build_data, domain_weights, source_labels
@@ -109,7 +109,7 @@ def test_model_alone_on_cpu_takes_the_small_cpu_values(tmp_path, caplog):
     flags = RunFlags(model=str(folder))
     caplog.set_level("INFO")
     cfg, _ = resolve_config(flags=flags)
-    small = load_config(TrainConfig, None, [], base=PRESETS["small-cpu"])
+    small = load_config(TrainConfig, None, [], base=preset_values("small-cpu"))
     assert cfg.model == str(folder)
     assert cfg.model_dump(exclude={"model"}) == small.model_dump(exclude={"model"})
     assert any("using --preset small-cpu's values" in r.getMessage() for r in caplog.records)
