@@ -77,3 +77,4 @@ def test_the_heldout_file_is_what_its_script_selects():
     rows = {json.loads(line)["key"]: json.loads(line) for line in script.SOURCE.read_text().splitlines()}
     assert not script.fits(rows[1000])  # "Write a 300+ word summary ...": cannot fit the answer budget
     assert all(r.prompt[0].content == rows[r.metadata["row_id"]]["prompt"] for r in held)
+    assert [r.prompt_id for r in script.select()] == [r.prompt_id for r in held]

@@ -41,14 +41,20 @@ def kept_keys() -> list[int]:
     return [row["key"] for row in rows if fits(row)]
 
 
-def main() -> None:
+def select() -> list:
+    """The held-out records: `PROMPTS` of the fitting prompts, drawn by `split_holdout` (seed 0)."""
     from scalerl.env.sources.manifest import load_manifest
     from scalerl.env.sources.prepare import prepare, split_holdout
-    from scalerl.env.sources.verl import write_records
 
     keys = set(kept_keys())
     fitting = [r for r in prepare(load_manifest("ifeval"), files=[SOURCE]).records if r.metadata["row_id"] in keys]
-    write_records(split_holdout(fitting, PROMPTS, seed=0)[1], OUT)
+    return split_holdout(fitting, PROMPTS, seed=0)[1]
+
+
+def main() -> None:
+    from scalerl.env.sources.verl import write_records
+
+    write_records(select(), OUT)
 
 
 if __name__ == "__main__":
