@@ -108,3 +108,18 @@ def test_a_value_a_required_form_rejects_gets_the_second_opinion_too(answer: str
     [verdict] = score(settings, [item])
     assert (verdict.status.value, verdict.details["rule"], verdict.details["path"]) == ("wrong", "form_fraction", path)
     assert verdict.details["second_opinion"] in ("accepts", "rejects")
+
+
+def test_a_worker_s_wider_math_verify_parse_caches_give_the_same_plain_verdicts(monkeypatch) -> None:
+    from math_verify import parser
+    from scalerl.verifiers.math import worker
+
+    cases = [("3", "so \\boxed{3}"), ("\\frac{1}{2}", "we get $0.5$"), ("(x+1)^2", "so \\boxed{x^2+2x}"), ("3", "none")]
+    before = [worker.plain_math_verify(*case) for case in cases]
+    for name in ("parse_latex_cached", "parse_expr_cached"):
+        monkeypatch.setattr(parser, name, getattr(parser, name))  # restored after the test
+    worker._widen_parse_caches(64)
+    assert parser.parse_latex_cached.cache_info().maxsize == 64
+    for _ in range(2):  # the second pass is served from the wider cache
+        assert [worker.plain_math_verify(*case) for case in cases] == before
+    assert parser.parse_latex_cached.cache_info().hits > 0

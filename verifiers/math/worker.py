@@ -12,10 +12,13 @@ Guarantees: a soft timer (`soft_timeout_s`) interrupts pure-Python sympy work an
 without losing the warm process. Work the timer cannot interrupt (big-integer arithmetic in C) is the
 parent's to stop: it kills this process at the hard deadline. An address-space limit
 (`memory_mb`) turns memory blow-ups into `MemoryError` -> `unparsable` instead of swapping the host.
+math-verify's own parse memos are widened to PARSE_CACHE_SIZE in the worker (`_widen_parse_caches`):
+a pure memo, so every verdict is the one math-verify gives without it.
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import os
@@ -30,6 +33,9 @@ SETTINGS_FIELDS = ("float_rounding", "numeric_precision", "strict", "allow_set_r
 # The numeric fallback's share of the soft timeout: soft (0.8 x timeout_s) + 0.15 x soft ends before the
 # parent's hard deadline, so the fallback never costs the warm worker.
 NUMERIC_BUDGET_FRACTION = 0.15
+# LaTeX / expression parses math-verify keeps per worker (math-verify's own: 20), e.g. a prompt's reference and
+# the answers its samples repeat; sympy expressions are immutable, so sharing a parse is safe.
+PARSE_CACHE_SIZE = 4096
 
 
 class SoftTimeout(BaseException):
@@ -60,6 +66,18 @@ def _limit_memory(memory_mb: int) -> None:
             resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
         except (ValueError, OSError):  # a lower hard limit already applies; keep it
             pass
+
+
+def _widen_parse_caches(size: int = PARSE_CACHE_SIZE) -> None:
+    """math-verify memoises its LaTeX and expression parses in 20-entry LRU caches: a loop over one prompt's
+    samples hits them, a worker serving the interleaved prompts of a batch mostly misses. Its module globals
+    are looked up at each call, so a wider cache of the same function replaces them."""
+    from math_verify import parser
+
+    for name in ("parse_latex_cached", "parse_expr_cached"):
+        original = getattr(getattr(parser, name, None), "__wrapped__", None)
+        if original is not None:  # another math-verify layout: keep its own caches
+            setattr(parser, name, functools.lru_cache(maxsize=size)(original))
 
 
 def plain_math_verify(gold: str, completion: str) -> dict:
@@ -124,6 +142,7 @@ def main() -> None:
     start = time.perf_counter()
     from scalerl.verifiers.math.judge import CompareSettings, judge
 
+    _widen_parse_caches()
     settings = CompareSettings(**config["settings"])
     judge("\\frac{1}{2}", "0.5", settings)  # warm the LaTeX parser and sympy caches once
     judge("x^2+1", "1+x^2", settings)
