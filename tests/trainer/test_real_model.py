@@ -104,7 +104,7 @@ def test_chat_template_and_instruction_are_applied(tmp_path):
     files = prepared_files(tmp_path, limit=8)
     cfg = load_config(TrainConfig, None, [f"data.sources=[{{domain: math, files: [{files['math']}]}}]",
                                           "domains=[math]", "data.holdout_max_prompts=2"],
-                      base=preset_values("small-cpu"))
+                      base=preset_values("small-cpu", data_given=True))  # as with --data: the files replace the mix
     tok = load_tokenizer(require_model())
     codec, pools, skipped = prepare_prompts(cfg, tok, build_data(cfg))
     text = codec.problem_encoder.text(pools["math"].train[0])
