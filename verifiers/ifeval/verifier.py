@@ -17,7 +17,9 @@ Statuses: an empty response is `no_answer`; a completion over `max_completion_ch
 a constraint that cannot be checked here (the language check without langdetect), or a reference that
 does not parse on an item built without validation, is `error`.
 
-Guarantees: runs in the calling thread (no worker processes: every check is linear-time pure Python);
+Guarantees: runs in the calling thread (no worker processes: every check is pure Python, bounded by
+`max_completion_chars`; the sentence and word counts use nltk's punkt, at most ~2.4 s on 200,000
+characters in loose mode: `scalerl.verifiers.ifeval.tokens`);
 `submit` returns the collector at once and the work is done when it is called, so the pool's other
 domains are already running; model text never raises. Within one batch, items with the same response
 and the same reference are checked once; the others get a copy with `details["deduplicated"] = True`.
