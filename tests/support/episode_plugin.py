@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from tests.support.plugin_domain import install_plugin
+
 SOURCE = '''
 import os
 import time
@@ -52,10 +54,5 @@ SPEC = EnvironmentSpec(name="echo", domain="math", description="a test double",
 
 
 def install_echo_environment(root: Path) -> Path:
-    (root / "echo_env").mkdir()
-    (root / "echo_env" / "__init__.py").write_text(SOURCE)
-    info = root / "echo_env-0.1.dist-info"
-    info.mkdir()
-    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: echo-env\nVersion: 0.1\n")
-    (info / "entry_points.txt").write_text("[scalerl.environments]\necho = echo_env:SPEC\n")
-    return root
+    return install_plugin(root, dist="echo-env", group="scalerl.environments", name="echo", target="echo_env:SPEC",
+                          package="echo_env", source=SOURCE)

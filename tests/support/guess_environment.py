@@ -15,6 +15,8 @@ from pathlib import Path
 from scalerl.env.contracts.episodes import EnvironmentSpec, EpisodeLimits, EpisodeMessage, EpisodeStep
 from scalerl.env.contracts.records import ProblemRecord, Verdict
 
+from tests.support.plugin_domain import install_plugin
+
 GUESS_LOG_ENV = "SCALERL_GUESS_LOG"
 FEEDBACK = "wrong, try again"
 
@@ -58,8 +60,5 @@ SPEC = EnvironmentSpec(name="guess", domain="math", description="say the answer;
 def install_guess_environment(root: Path) -> Path:
     """A dist-info under `root` whose entry point registers `guess` (this module): put `root` on
     PYTHONPATH (and the repository, for `tests`) and the registry finds it, as pip would install it."""
-    info = root / "guess_env-0.1.dist-info"
-    info.mkdir(parents=True)
-    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: guess-env\nVersion: 0.1\n")
-    (info / "entry_points.txt").write_text("[scalerl.environments]\nguess = tests.support.guess_environment:SPEC\n")
-    return root
+    return install_plugin(root, dist="guess-env", group="scalerl.environments", name="guess",
+                          target="tests.support.guess_environment:SPEC")
