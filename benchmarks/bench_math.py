@@ -160,7 +160,8 @@ def main() -> None:
     print(f"workload {args.workload}: {args.problems} MATH-500 problems x {args.samples} samples = {len(items)} items; "
           f"{len({(it['answer'], it['completion']) for it in items})} distinct (answer, completion)")
     print(f"verdicts: {dict(counts)}; decided by {dict(paths)}; "
-          f"deduplicated {sum(bool(v.details.get('deduplicated')) for v in verdicts)}")
+          f"deduplicated {sum(bool(v.details.get('deduplicated')) for v in verdicts)}; second opinions "
+          f"{dict(Counter(v.details['second_opinion'] for v in verdicts if 'second_opinion' in v.details))}")
     print(f"baseline math-verify loop: {base_s:8.2f} s  {len(items) / base_s:8.1f} items/s")
     print(f"verify_batch ({args.workers} workers, fast_path={math_config.fast_path}, "
           f"dedupe={math_config.dedupe}, second_opinion={math_config.second_opinion}): {ours_s:8.2f} s  "
