@@ -219,8 +219,12 @@ class _SecondOpinions:
             return verdicts
         for i, verdict in enumerate(verdicts):
             if verdict.status in NEGATIVE and self.wanted(i):
-                self.queue(i)  # a correct value that a required answer form rejected: queued last
-        for i, run in sorted(self._runs.items()):
+                # queued already, or a correct value a required answer form rejected; a pair's reply callback may
+                # also still be running in its driver thread (a future's waiters wake before its callbacks)
+                self.queue(i)
+        with self._lock:
+            runs = sorted(self._runs.items())
+        for i, run in runs:
             status = run.result().get("status")
             if status != "error" and verdicts[i].status in NEGATIVE:
                 details = opinion_details(verdicts[i].details, status == "correct", SECOND_JUDGE.by)
