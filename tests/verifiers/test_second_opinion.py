@@ -123,3 +123,24 @@ def test_a_worker_s_wider_math_verify_parse_caches_give_the_same_plain_verdicts(
     for _ in range(2):  # the second pass is served from the wider cache
         assert [worker.plain_math_verify(*case) for case in cases] == before
     assert parser.parse_latex_cached.cache_info().hits > 0
+
+
+def test_review_starts_a_judge_with_a_start_and_leaves_one_given_with_the_verdicts_alone() -> None:
+    from scalerl.env.contracts.records import Status, Verdict
+    from scalerl.verifiers.math.verifier import SECOND_JUDGE
+    from scalerl.verifiers.second_opinion import SecondJudge, review
+
+    class PlugIn:  # a domain verifier outside the project: the generic path
+        def second_judge(self) -> SecondJudge:
+            return SecondJudge(frozenset({Status.wrong}), "plug_in", lambda items, _: lambda: [True] * len(items))
+
+    class GivesItsOwn:  # math: its verdicts carry the opinion already
+        def second_judge(self) -> SecondJudge:
+            return SECOND_JUDGE
+
+    config = VerifierConfig.model_validate(ALL)
+    items = [VerifyItem.model_validate(IF_WRONG), VerifyItem.model_validate(BOTH_WRONG)]
+    verdicts = [Verdict.of(Status.wrong, rewards=config.rewards) for _ in items]
+    out = review(items, verdicts, config, {"if": PlugIn(), "math": GivesItsOwn()})
+    assert [(v.details.get("second_opinion"), v.details.get("second_opinion_by")) for v in out] == [
+        ("accepts", "plug_in"), (None, None)]
