@@ -27,9 +27,11 @@ _spec = importlib.util.spec_from_file_location("hostile_driver", os.path.join(CO
 corpus_driver = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(corpus_driver)  # the corpus's helpers: header, survivors, the loopback listener
 
-from scalerl.env.contracts.episodes import environment  # noqa: E402
 from scalerl.env.contracts.paths import reference_dir  # noqa: E402
 from scalerl.env.contracts.records import Limits, ProblemRecord  # noqa: E402
+
+sys.path.insert(0, REPO)
+from tests.support.episodes import play as play_episode  # noqa: E402
 
 HIDDEN = "hidden-" + secrets.token_hex(8)
 SANDBOX = Limits(**corpus_driver.LIMITS)
@@ -54,18 +56,8 @@ def code_problem(kind: str) -> ProblemRecord:
 
 
 def play(name: str, problem: ProblemRecord, actions: list[str], max_turns: int = 2) -> tuple[list, float]:
-    spec = environment(name)
-    limits = spec.limits.model_copy(update={"sandbox": SANDBOX, "max_turns": max_turns})
     started = time.monotonic()
-    episode = spec.open(problem, limits, None)
-    try:
-        steps = [episode.reset()]
-        for action in actions:
-            steps.append(episode.step(action))
-            if steps[-1].done:
-                break
-    finally:
-        episode.close()
+    steps = play_episode(name, problem, actions, sandbox=SANDBOX, max_turns=max_turns)
     return steps, time.monotonic() - started
 
 

@@ -18,6 +18,8 @@ from scalerl.env.environments.base import EpisodeStateError, truncate
 from scalerl.env.environments.code_feedback import split_tests
 from scalerl.env.sources.generators import generate
 
+from tests.support.episodes import play
+
 HIDDEN_IN = "HIDDENINPUT7f3a"
 HIDDEN_OUT = HIDDEN_IN[::-1]  # the reversing program's answer on the hidden case
 REVERSE = "```python\nprint(input()[::-1])\n```"
@@ -39,19 +41,6 @@ def math_record(answer: str = "1024") -> ProblemRecord:
                          prompt=[{"role": "user", "content": "What is 2 to the power 10?"}], answer=answer)
 
 
-def play(name: str, problem: ProblemRecord, actions: list[str], **limits) -> list:
-    """Reset, then the scripted actions until the episode ends; every step returned, the reset's first."""
-    spec = environment(name)
-    episode = spec.open(problem, spec.limits.model_copy(update=limits), None)
-    try:
-        steps = [episode.reset()]
-        for action in actions:
-            steps.append(episode.step(action))
-            if steps[-1].done:
-                break
-        return steps
-    finally:
-        episode.close()
 
 
 def every_text(steps: list) -> str:
