@@ -33,7 +33,8 @@ def test_after_the_episode_warm_start_the_tiny_model_follows_the_protocol(tmp_pa
     second one in most of the episodes that got feedback."""
     monkeypatch.setenv("SCALERL_CACHE_DIR", str(tmp_path / "cache"))
     out = tmp_path / "run"
-    steps = _train(out, "--max-steps", "2", "validation.enabled=false", "pipeline.prompts_per_step=4",
+    # pipeline.k=1: no more than two steps of episodes generated (each opens its own sandbox)
+    steps = _train(out, "--max-steps", "2", "validation.enabled=false", "pipeline.prompts_per_step=4", "pipeline.k=1",
                    "warm_start.episodes.steps=80", "warm_start.episodes.max_problems=96")
     episodes = sum(s[f"{ENV}/count"] for s in steps)
     assert episodes == 2 * 4 * 8
