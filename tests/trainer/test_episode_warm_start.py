@@ -71,3 +71,9 @@ def test_a_short_phase_writes_its_own_folder_keyed_by_the_limits(tmp_path, monke
     traced = trace_problems("code-feedback", problems, 3)
     assert episode_key(shipped, settings, "code-feedback", BRIEF, traced) == folder.name
     assert episode_key(shipped, settings, "code-feedback", EpisodeLimits(), traced) != folder.name
+
+
+def test_problems_without_solutions_leave_the_single_turn_start(tmp_path):
+    bare = [p.model_copy(update={"metadata": {}}) for p in _code_problems(3)]
+    cfg = TrainConfig()
+    assert episode_warm_start(tmp_path, cfg.tiny, cfg.warm_start, "code-feedback", BRIEF, bare, bare) == tmp_path

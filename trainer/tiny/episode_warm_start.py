@@ -97,10 +97,12 @@ def episode_warm_start(base: Path, model_cfg: TinyModelConfig, ws: WarmStartConf
                        problems: Sequence[ProblemRecord], single_turn: Sequence[ProblemRecord],
                        verifier_config: Any = None) -> Path:
     """The folder of the tiny model warm-started on `env`'s traces from `base` (the single-turn warm start's
-    folder, trained on `single_turn`), from the cache or trained now and cached."""
+    folder, trained on `single_turn`), from the cache or trained now and cached; `base` itself when no
+    problem of the environment's domain carries a solution to trace."""
     traced = trace_problems(env, problems, ws.episodes.max_problems)
-    if not traced:
-        raise ValueError(f"episode warm start: no {env} problem carries metadata['solution']")
+    if not traced:  # problems from files without solutions: nothing to trace, the run starts from `base`
+        log.warning("episode warm start skipped: no %s training problem carries metadata['solution']", env)
+        return base
 
     def train() -> tuple[Any, CharTokenizer]:
         from scalerl.trainer.core.checkpoint import load_model_weights
