@@ -6,7 +6,8 @@ from __future__ import annotations
 
 from scalerl.env.contracts.records import ProblemRecord
 
-from tests.env.test_environments import HIDDEN_IN, HIDDEN_OUT, every_text, play, reverse_record
+from tests.env.test_environments import HIDDEN_IN, HIDDEN_OUT, every_text, reverse_record
+from tests.support.episodes import play
 
 TWICE = ProblemRecord(
     prompt_id="twice", domain="code", source="test", prompt=[{"role": "user", "content": "g(1)=2 g(3)=6 g(x)="}],
