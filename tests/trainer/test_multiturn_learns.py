@@ -26,6 +26,7 @@ def _train(out, *extra: str) -> list[dict]:
     return read_metrics(out / "metrics.jsonl", "step")
 
 
+@pytest.mark.slow  # ~2 min idle, 5 min at load 10: out of the default run's budget
 @pytest.mark.timeout(900)
 def test_after_the_episode_warm_start_the_tiny_model_follows_the_protocol(tmp_path, monkeypatch):
     """A smaller episode warm start than the default's (built here, in an empty cache: about a minute), then
