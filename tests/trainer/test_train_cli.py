@@ -78,7 +78,7 @@ def test_dry_run_without_a_tokenizer_says_the_prompt_statistics_were_skipped(tmp
     assert result.exit_code == 0, result.output
     assert "prompt statistics skipped: " in result.output and reason in result.output
     assert "prompt tokens" not in result.output and "example prompt" not in result.output
-    assert "math: " in result.output and "held-out problems" in result.output  # the counts still show
+    assert "code: " in result.output and "held-out problems" in result.output  # the counts still show
     assert "memory plan" in result.output
 
 
