@@ -41,8 +41,7 @@ OPENINGS = ("", "Let's think step by step.\n\n", "We solve the problem carefully
 
 
 def workload(problems: int, samples: int, truncated: float, seed: int, kind: str = "short") -> list[dict]:
-    if kind == "worked":
-        return worked_workload(problems, samples, truncated, seed)
+    """`samples` completions per MATH-500 problem (module docstring); `kind` picks how one is written."""
     rng = random.Random(seed)
     rows = [json.loads(x) for x in REF.read_text().splitlines()][:problems]
     answers = [r["answer"] for r in rows]
@@ -50,40 +49,38 @@ def workload(problems: int, samples: int, truncated: float, seed: int, kind: str
     for pi, row in enumerate(rows):
         p = rng.random()
         distractors = [a for a in rng.sample(answers, 4) if a != row["answer"]][:3]
+        write = _worked_writer(row) if kind == "worked" else _short_writer(row)
         for s in range(samples):
-            r = rng.random()
-            if r < truncated:
-                text = row["solution"].split("\\boxed")[0][:200]
-            elif r < truncated + (1 - truncated) * p:
-                boxed = f"Working it out, we get $\\boxed{{{row['answer']}}}$."
-                text = row["solution"] if rng.random() < 0.5 else boxed
-            else:
-                text = f"After some algebra the result is $\\boxed{{{rng.choice(distractors)}}}$."
+            text = write(rng, truncated, truncated + (1 - truncated) * p, distractors)
             items.append({"id": f"{pi}-{s}", "domain": "math", "completion": text, "answer": row["answer"]})
     return items
 
 
-def worked_workload(problems: int, samples: int, truncated: float, seed: int) -> list[dict]:
-    """Full solutions (module docstring): the reference solution behind an opening, its last box holding the
-    reference answer or a distractor, or cut before that box."""
-    rng = random.Random(seed)
-    rows = [json.loads(x) for x in REF.read_text().splitlines()][:problems]
-    answers = [r["answer"] for r in rows]
-    items = []
-    for pi, row in enumerate(rows):
-        p = rng.random()
-        distractors = [a for a in rng.sample(answers, 4) if a != row["answer"]][:3]
-        head, _, tail = _split_last_box(row["solution"])
-        for s in range(samples):
-            r, opening = rng.random(), rng.choice(OPENINGS)
-            if r < truncated:
-                text = opening + head
-            elif r < truncated + (1 - truncated) * p:
-                text = opening + head + "\\boxed{" + row["answer"] + "}" + tail
-            else:
-                text = opening + head + "\\boxed{" + rng.choice(distractors) + "}" + tail
-            items.append({"id": f"{pi}-{s}", "domain": "math", "completion": text, "answer": row["answer"]})
-    return items
+def _short_writer(row: dict):
+    """Cut before the box, the reference solution or a short boxed answer, or a boxed distractor."""
+    def write(rng: random.Random, cut_below: float, correct_below: float, distractors: list[str]) -> str:
+        r = rng.random()
+        if r < cut_below:
+            return row["solution"].split("\\boxed")[0][:200]
+        if r < correct_below:
+            boxed = f"Working it out, we get $\\boxed{{{row['answer']}}}$."
+            return row["solution"] if rng.random() < 0.5 else boxed
+        return f"After some algebra the result is $\\boxed{{{rng.choice(distractors)}}}$."
+    return write
+
+
+def _worked_writer(row: dict):
+    """Full solutions: the reference solution behind an opening, its last box holding the reference answer
+    or a distractor, or cut before that box."""
+    head, _, tail = _split_last_box(row["solution"])
+
+    def write(rng: random.Random, cut_below: float, correct_below: float, distractors: list[str]) -> str:
+        r, opening = rng.random(), rng.choice(OPENINGS)
+        if r < cut_below:
+            return opening + head
+        answer = row["answer"] if r < correct_below else rng.choice(distractors)
+        return opening + head + "\\boxed{" + answer + "}" + tail
+    return write
 
 
 def _split_last_box(solution: str) -> tuple[str, str, str]:
