@@ -7,9 +7,12 @@ from __future__ import annotations
 import hashlib
 
 import pytest
+from scalerl.env.contracts.records import VerifyItem
 from scalerl.env.sources.generators import families_at, generate
+from scalerl.env.sources.generators.code_tasks import tells_apart
 from scalerl.env.sources.generators.math_tasks import number_words
 from scalerl.env.sources.prepare import check_records
+from scalerl.verifiers import verify_batch
 
 MATH_WORDS = ["arithmetic_words", "word_problem"]
 
@@ -55,3 +58,37 @@ def test_levels_below_4_draw_the_families_they_always_had():
             for r in generate(domain, seed=3, count=30, level=level):
                 digest.update(r.prompt_id.encode())
     assert digest.hexdigest()[:16] == "bab1323e90b4c14c"  # the same prompts as before the level-4 families
+
+
+def test_function_words_cases_fail_the_identity_and_every_constant():
+    """A task whose four cases a trivial program passes rewards gaming (`replace q by g` on strings without
+    a q: `return s` passed); every case set must fail the identity and all constants."""
+    records = [r for seed in range(3) for r in generate("code", seed=seed, count=400, level=4, families=["function_words"])]
+    for r in records:
+        inputs, outputs = [c.args[0] for c in r.tests.cases], [c.expected for c in r.tests.cases]
+        assert len({repr(y) for y in outputs}) > 1, r.prompt[0].content
+        if all(type(y) is type(x) for x, y in zip(inputs, outputs)):
+            assert 2 * sum(y != x for x, y in zip(inputs, outputs)) >= len(inputs), r.prompt[0].content
+    assert not any("replaced by the letter" in r.prompt[0].content and r.prompt[0].content[-19] == r.prompt[0].content[-2]
+                   for r in records)  # "every letter c replaced by the letter c" is the identity
+
+
+def test_function_words_trivial_programs_score_wrong_with_the_real_verifier():
+    records = [r for r in generate("code", seed=0, count=400, level=4, families=["function_words"])
+               if "replaced by the letter" in r.prompt[0].content or "appears in the string" in r.prompt[0].content]
+    assert len(records) >= 5
+    items = [VerifyItem(id=str(i), domain="code", completion=f"```python\ndef g(s):\n    return {body}\n```",
+                        tests=r.tests) for i, r in enumerate(records[:5]) for body in ("s", "0")]
+    assert [v.status for v in verify_batch(items)] == ["wrong"] * len(items)
+
+
+def test_telling_inputs_keep_the_first_draws_of_the_callers_generator():
+    """Redrawn cases come from a generator seeded by the prompt: the task stream (prompt ids) is the one
+    drawn before the cases were checked, so runs and held-out splits keep their prompts."""
+    digest = hashlib.sha256()
+    for seed in range(3):
+        for r in generate("code", seed=seed, count=60, level=4, families=["function_words"]):
+            digest.update(r.prompt_id.encode())
+    assert digest.hexdigest()[:16] == "bf4cb5f2febdfb0a"
+    assert tells_apart(["ab", "cd"], str.upper) and not tells_apart(["ab", "cd"], lambda s: s.replace("q", "g"))
+    assert not tells_apart(["ab", "cd"], len) and tells_apart(["ab", "cde"], len)

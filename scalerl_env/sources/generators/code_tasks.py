@@ -199,6 +199,8 @@ Task = tuple[str, str, Callable[[Any], Any]]  # (what it returns, in words; the 
 
 def _string_task(rng: random.Random) -> Task:
     k, c, d = rng.randint(2, 4), rng.choice(string.ascii_lowercase), rng.choice(string.ascii_lowercase)
+    if d == c:  # "replace c by c" would be the identity; the next letter, so no draw moves
+        d = string.ascii_lowercase[(string.ascii_lowercase.index(c) + 1) % 26]
     w = "".join(rng.choice(string.ascii_lowercase) for _ in range(rng.randint(2, 4)))
     op = rng.randrange(len(STRING_WORDS) + 6)
     if op < len(STRING_WORDS):
@@ -231,17 +233,49 @@ def _list_task(rng: random.Random) -> Task:
     ][op - len(LIST_WORDS)]
 
 
+def _random_string(rng: random.Random) -> str:
+    return "".join(rng.choice(string.ascii_letters) for _ in range(rng.randint(2, 8)))
+
+
+def _random_list(rng: random.Random) -> list[int]:
+    return [rng.randint(-9, 9) for _ in range(rng.randint(1, 6))]
+
+
+def tells_apart(inputs: list[Any], fn: Callable[[Any], Any]) -> bool:
+    """Whether cases on `inputs` fail the trivial programs: the identity (at least half the outputs differ
+    from their inputs, unless no output has the input's type) and every constant (not all outputs equal)."""
+    outputs = [fn(x) for x in inputs]
+    same_type = [type(y) is type(x) for x, y in zip(inputs, outputs)]
+    changed = sum(y != x for x, y in zip(inputs, outputs))
+    return len({repr(y) for y in outputs}) > 1 and (not any(same_type) or 2 * changed >= len(inputs))
+
+
+def _telling_inputs(prompt: str, inputs: list[Any], draw: Callable[[random.Random], Any],
+                    fn: Callable[[Any], Any]) -> list[Any]:
+    """`inputs`, or, when they cannot tell the task from a trivial program (`replace q by g` on strings with
+    no q: the identity passes), inputs drawn again until they can. The redraws come from a generator seeded
+    by the prompt, so the caller's draws (and every later task's prompt) are those of the first draw."""
+    local = random.Random(f"{prompt}|{inputs!r}")
+    for _ in range(1000):
+        if tells_apart(inputs, fn):
+            return inputs
+        inputs = [draw(local) for _ in inputs]
+    raise RuntimeError(f"no telling inputs for {prompt!r}")  # every task in STRING/LIST tables has some
+
+
 def function_words(rng: random.Random, level: int) -> Generated:
-    """`Write a Python function g(s) that returns the string s in upper case.` (or h(xs) on a list)."""
+    """`Write a Python function g(s) that returns the string s in upper case.` (or h(xs) on a list), checked
+    on four random inputs that tell it from the identity and from constants (`tells_apart`)."""
     if rng.random() < 0.5:
         name, arg, (what, body, fn) = "g", "s", _string_task(rng)
-        inputs: list[Any] = ["".join(rng.choice(string.ascii_letters) for _ in range(rng.randint(2, 8)))
-                             for _ in range(4)]
+        draw: Callable[[random.Random], Any] = _random_string
     else:
         name, arg, (what, body, fn) = "h", "xs", _list_task(rng)
-        inputs = [[rng.randint(-9, 9) for _ in range(rng.randint(1, 6))] for _ in range(4)]
+        draw = _random_list
+    prompt = f"Write a Python function {name}({arg}) that returns {what}."
+    inputs = _telling_inputs(prompt, [draw(rng) for _ in range(4)], draw, fn)
     cases = [FunctionalCase(args=[x], expected=fn(x)) for x in inputs]
-    return Generated(prompt=f"Write a Python function {name}({arg}) that returns {what}.",
+    return Generated(prompt=prompt,
                      solution=_fenced(f"def {name}({arg}):\n    return {body}"),
                      tests=FunctionalTests(entry_point=name, cases=cases))
 
