@@ -11,8 +11,8 @@ overrides; `scalerl train --print-config` names the layer beside each value. The
   half solves: code tasks stated in words (generator level 4, `families`) and generator level-1
   instructions, `if` evaluated on 64 real IFEval prompts never trained on (`IFEVAL_HELDOUT`); rendered
   with the chat template and the per-domain instruction; 4 prompts x 8 samples, 96-128 + 32-token
-  budgets, temperature 0.7 (at 1.0 the dequantized 135 M model rambles), lr 5e-6, 48 steps, 128
-  held-out samples per domain every 16. `--data` replaces the mix and `--domains` narrows it
+  budgets, temperature 0.7 (at 1.0 the dequantized 135 M model rambles), lr 5e-6, 48 steps, 64
+  held-out samples per domain every 6 steps (enough points for a sigmoid fit of one run). `--data` replaces the mix and `--domains` narrows it
   (`_for_flags`). Values measured on 2 shared cores (comments on the entry; docs/results.md, "Real models").
 - `paper`: the paper's settings for a GPU run: 48 prompts x 16 samples, AdamW 5e-7 with 100 warm-up
   steps, eps 1e-15, weight decay 0.01, thinking budget 10k-12k tokens + 2k answer after the paper's
@@ -75,8 +75,11 @@ PRESETS: dict[str, dict[str, Any]] = {
         # more correct answers (2 of 92 at level 0 vs 5 of 96 at levels 1 and 2), so the shorter tail.
         "length": {"think_budget_min_tokens": 96, "think_budget_max_tokens": 128,
                    "answer_budget_tokens": 32, "interruption_phrase": "\n\nTime is up. My final answer:\n"},
-        # 128 held-out samples per domain (2 per held-out prompt): standard error 0.04 at a 0.3 pass rate.
-        "validation": {"every_steps": 16, "min_evaluations_per_domain": 128},
+        # Every 6 steps, each of the 64 held-out prompts once: 9 evaluations, 8 past step 0, so a sigmoid (3
+        # free parameters, R0 pinned at step 0) fits one run; standard error 0.057 at a 0.3 pass rate. All
+        # 64 samples per domain go to rollouts.jsonl (the before/after reading).
+        "validation": {"every_steps": 6, "min_evaluations_per_domain": 64},
+        "rollout_log": {"samples_per_validation": 64},
         "checkpoint": {"every_steps": 25},
     },
     "paper": {
