@@ -1,0 +1,123 @@
+"""Read the SmolLM2 study's runs (docs/results.md, "SmolLM2 learns: the study").
+
+`summary RUN...`: per run and domain the held-out pass rate at each evaluation with its standard error
+(from the evaluation count), the last minus the first in standard errors of the difference, and, with
+`--rescore`, the held-out code samples in `rollouts.jsonl` scored again on the tests the installed generator
+writes for the same prompts (`data_sources.build_data` over the run's own `config.yaml`). A run made
+before a generator's tests changed is thus read on the current tests: a rise that survives is not a
+weak test passed by a trivial program.
+`rollouts RUN --domain D --first S --last T`: the held-out samples of step S and step T side by side,
+per prompt (the before/after reading).
+
+    python benchmarks/smol_study.py summary runs/smol-s0 runs/smol-s1 --rescore
+    python benchmarks/smol_study.py rollouts runs/smol-s0 --domain code --first 0 --last 48
+
+Guaranteed: numbers come from the run folders as written; rescoring runs the real sandboxed code
+verifier. Not guaranteed: a rescore covers only the samples the run logged (`rollout_log`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+
+def evaluations(run: Path) -> list[dict[str, Any]]:
+    """The run's validation lines, one per step (a resumed run may repeat one)."""
+    seen: dict[int, dict[str, Any]] = {}
+    for line in (run / "metrics.jsonl").open():
+        row = json.loads(line)
+        if row.get("kind") == "validation":
+            seen.setdefault(row["step"], row)
+    return [seen[s] for s in sorted(seen)]
+
+
+def se(p: float, n: float) -> float:
+    return math.sqrt(p * (1 - p) / n) if n else float("nan")
+
+
+def change_in_se(p0: float, n0: float, p1: float, n1: float) -> float:
+    spread = math.sqrt(p0 * (1 - p0) / n0 + p1 * (1 - p1) / n1)
+    return (p1 - p0) / spread if spread else 0.0
+
+
+def rollouts(run: Path, kind: str = "validation") -> list[dict[str, Any]]:
+    return [r for r in map(json.loads, (run / "rollouts.jsonl").open()) if r["kind"] == kind]
+
+
+def rescored_code(run: Path) -> dict[int, tuple[int, int, int]]:
+    """step -> (samples, correct as the run scored them, correct on the installed generator's tests)."""
+    from scalerl.env.contracts.records import VerifyItem
+    from scalerl.trainer.config.train import TrainConfig
+    from scalerl.trainer.run.data_sources import build_data
+    from scalerl.verifiers import verify_batch
+
+    cfg = TrainConfig.model_validate(yaml.safe_load((run / "config.yaml").read_text()))
+    tests = {r.prompt_id: r.tests for r in build_data(cfg)["code"].holdout}
+    rows = [r for r in rollouts(run) if r["domain"] == "code" and r["prompt_id"] in tests]
+    verdicts = verify_batch([VerifyItem(id=str(i), domain="code", completion=r["completion"],
+                                        tests=tests[r["prompt_id"]]) for i, r in enumerate(rows)])
+    out: dict[int, list[int]] = defaultdict(lambda: [0, 0, 0])
+    for r, v in zip(rows, verdicts):
+        counts = out[r["step"]]
+        counts[0] += 1
+        counts[1] += r["status"] == "correct"
+        counts[2] += v.status == "correct"
+    return {step: tuple(c) for step, c in sorted(out.items())}
+
+
+def summary(runs: list[Path], rescore: bool) -> None:
+    for run in runs:
+        evals = evaluations(run)
+        print(f"== {run} ({len(evals)} evaluations, steps {evals[0]['step']}..{evals[-1]['step']})")
+        for domain in evals[0]["val"]:
+            cells = [(e["step"], e["val"][domain]["pass_rate"], e["val"][domain]["n"]) for e in evals]
+            (_, p0, n0), (_, p1, n1) = cells[0], cells[-1]
+            line = "  ".join(f"{s}: {p:.3f}±{se(p, n):.3f}" for s, p, n in cells)
+            print(f"  {domain:5s} {line}   last-first {p1 - p0:+.3f} = {change_in_se(p0, n0, p1, n1):+.2f} SE")
+        if rescore and "code" in evals[0]["val"]:
+            for step, (n, ran, now) in rescored_code(run).items():
+                print(f"  code step {step}: {n} logged samples, {ran} correct as run, {now} on the current tests "
+                      f"({now / n:.3f})")
+
+
+def side_by_side(run: Path, domain: str, first: int, last: int, width: int) -> None:
+    rows = [r for r in rollouts(run) if r["domain"] == domain and r["step"] in (first, last)]
+    by_prompt: dict[str, dict[int, list[dict[str, Any]]]] = defaultdict(lambda: defaultdict(list))
+    for r in rows:
+        by_prompt[r["prompt_id"]][r["step"]].append(r)
+    for pid, steps in by_prompt.items():
+        if first in steps and last in steps:
+            print(f"-- {pid}")
+            for step in (first, last):
+                for r in steps[step]:
+                    print(f"  {step:>3} {r['status']:8s} {r['completion'][:width]!r}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    sub = parser.add_subparsers(dest="cmd", required=True)
+    s = sub.add_parser("summary")
+    s.add_argument("runs", nargs="+", type=Path)
+    s.add_argument("--rescore", action="store_true", help="score logged code samples on the current tests")
+    r = sub.add_parser("rollouts")
+    r.add_argument("run", type=Path)
+    r.add_argument("--domain", default="code")
+    r.add_argument("--first", type=int, default=0)
+    r.add_argument("--last", type=int, required=True)
+    r.add_argument("--width", type=int, default=160)
+    args = parser.parse_args()
+    if args.cmd == "summary":
+        summary(args.runs, args.rescore)
+    else:
+        side_by_side(args.run, args.domain, args.first, args.last, args.width)
+
+
+if __name__ == "__main__":
+    main()
