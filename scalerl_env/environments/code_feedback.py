@@ -182,7 +182,7 @@ class CodeFeedbackEpisode(TurnEpisode):
         """What the submitted function returns on visible case `index`: one plain sandbox run that prints
         its repr (the code verifier compares results without reporting them)."""
         case = tests.cases[index]
-        program = extract_code(action, self.config.code.max_code_chars)
+        program = extract_code(action, self.config.code.max_code_chars, tests.entry_point)
         call = (f"\n\nimport json as _json\nprint(repr({tests.entry_point}(*_json.loads({json.dumps(case.args)!r}), "
                 f"**_json.loads({json.dumps(case.kwargs)!r}))))\n")
         try:

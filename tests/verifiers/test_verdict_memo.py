@@ -136,10 +136,10 @@ def test_code_an_extraction_that_fails_is_that_items_error_only(monkeypatch):
 
     real = judge.extract_code
 
-    def extract(text, limit):
+    def extract(text, limit, entry_point=None):
         if "BOOM" in text:
             raise RuntimeError("extractor bug")
-        return real(text, limit)
+        return real(text, limit, entry_point)
 
     monkeypatch.setattr(judge, "extract_code", extract)
     items = [code_item(0, SQUARE), code_item(1, SQUARE + "\n# BOOM"), code_item(2, SQUARE)]

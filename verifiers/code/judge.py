@@ -42,6 +42,11 @@ logger = logging.getLogger(__name__)
 SIGXCPU, SIGKILL = 24, 9
 
 
+
+def _entry_point(item: VerifyItem) -> str | None:
+    """The function the item's tests call, if they call one (extraction prefers the block defining it)."""
+    return getattr(item.tests, "entry_point", None)
+
 class CodeVerifier:
     """Scores code items; raises `SandboxUnavailable` at construction if the host is below `config.sandbox`."""
 
@@ -88,7 +93,7 @@ class CodeVerifier:
     def _extract(self, item: VerifyItem) -> str | None:
         """The item's program; None if extraction failed (its run then fails the same way, as an `error`)."""
         try:
-            return extract_code(item.completion, self.config.max_code_chars)
+            return extract_code(item.completion, self.config.max_code_chars, _entry_point(item))
         except Exception:
             return None
 
@@ -133,7 +138,7 @@ class CodeVerifier:
     # ------------------------------------------------------------------------------------------ internals
     def _verify(self, item: VerifyItem, code: str | None = None) -> tuple[Status, dict[str, Any]]:
         if code is None:
-            code = extract_code(item.completion, self.config.max_code_chars)
+            code = extract_code(item.completion, self.config.max_code_chars, _entry_point(item))
         if not code:
             return Status.no_answer, {"extracted": ""}
         tests, limits = item.tests, item.limits or Limits()
