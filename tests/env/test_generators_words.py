@@ -5,6 +5,7 @@ draw from the families they always had."""
 from __future__ import annotations
 
 import hashlib
+import re
 
 import pytest
 from scalerl.env.contracts.records import VerifyItem
@@ -63,14 +64,15 @@ def test_levels_below_4_draw_the_families_they_always_had():
 def test_function_words_cases_fail_the_identity_and_every_constant():
     """A task whose four cases a trivial program passes rewards gaming (`replace q by g` on strings without
     a q: `return s` passed); every case set must fail the identity and all constants."""
-    records = [r for seed in range(3) for r in generate("code", seed=seed, count=400, level=4, families=["function_words"])]
+    records = [r for seed in range(3)
+               for r in generate("code", seed=seed, count=400, level=4, families=["function_words"])]
     for r in records:
         inputs, outputs = [c.args[0] for c in r.tests.cases], [c.expected for c in r.tests.cases]
         assert len({repr(y) for y in outputs}) > 1, r.prompt[0].content
         if all(type(y) is type(x) for x, y in zip(inputs, outputs)):
             assert 2 * sum(y != x for x, y in zip(inputs, outputs)) >= len(inputs), r.prompt[0].content
-    assert not any("replaced by the letter" in r.prompt[0].content and r.prompt[0].content[-19] == r.prompt[0].content[-2]
-                   for r in records)  # "every letter c replaced by the letter c" is the identity
+    same_letter = re.compile(r"every letter (\w) replaced by the letter \1\.")  # the identity
+    assert not any(same_letter.search(r.prompt[0].content) for r in records)
 
 
 def test_function_words_trivial_programs_score_wrong_with_the_real_verifier():

@@ -39,19 +39,22 @@ def test_extraction_takes_the_last_python_block_else_everything() -> None:
 
 
 def test_extraction_with_an_entry_point_takes_the_last_block_defining_it() -> None:
-    solution_then_usage = '```python\ndef g(s):\n    return s.replace("q", "g")\n```\n\nExample usage:\n```python\nprint(g("123"))\n'
+    solution_then_usage = ('```python\ndef g(s):\n    return s.replace("q", "g")\n```\n\n'
+                           'Example usage:\n```python\nprint(g("123"))\n')
     assert extract_code(solution_then_usage) == 'print(g("123"))'  # the last block, as before
     assert extract_code(solution_then_usage, entry_point="g") == 'def g(s):\n    return s.replace("q", "g")'
     two_tries = "```python\ndef g(s):\n    return 1\n```\n```python\nasync def g(s):\n    return 2\n```"
     assert extract_code(two_tries, entry_point="g").endswith("return 2")
-    assert extract_code("```python\ndef gg(s):\n    return 1\n```\n```python\nprint(3)\n```", entry_point="g") == "print(3)"
+    no_definition = "```python\ndef gg(s):\n    return 1\n```\n```python\nprint(3)\n```"
+    assert extract_code(no_definition, entry_point="g") == "print(3)"
 
 
 def test_a_solution_followed_by_a_usage_block_is_correct(verifier: CodeVerifier) -> None:
     """A SmolLM2 sample (the study in docs/results.md): the usage block alone raised NameError."""
     tests = {"kind": "functional", "entry_point": "g",
              "cases": [{"args": ["aqb"], "expected": "agb"}, {"args": ["qq"], "expected": "gg"}]}
-    text = '```python\ndef g(s):\n    return s.replace("q", "g")\n```\n\nExample usage:\n```python\nprint(g("123"))  # Output: "123G"\n'
+    text = ('```python\ndef g(s):\n    return s.replace("q", "g")\n```\n\n'
+            'Example usage:\n```python\nprint(g("123"))  # Output: "123G"\n')
     assert verifier.verify_one(item(text, tests)).status == Status.correct
     assert verifier.verify_one(item(text.replace('"g")', '"x")', 1), tests)).status == Status.wrong
 
