@@ -13,7 +13,8 @@ overrides; `scalerl train --print-config` names the layer beside each value. The
   with the chat template and the per-domain instruction; 4 prompts x 8 samples, 96-128 + 32-token
   budgets, temperature 0.7 (at 1.0 the dequantized 135 M model rambles), lr 5e-6, 48 steps, 64
   held-out samples per domain every 6 steps (enough points for a sigmoid fit of one run). `--data`
-  replaces the mix and `--domains` narrows it (`_for_flags`). Values measured on 2 shared cores (comments on the entry; docs/results.md, "Real models").
+  replaces the mix and `--domains` narrows it (`_for_flags`). Values measured on 2 shared cores
+  (comments on the entry; docs/results.md, "Real models").
 - `paper`: the paper's settings for a GPU run: 48 prompts x 16 samples, AdamW 5e-7 with 100 warm-up
   steps, eps 1e-15, weight decay 0.01, thinking budget 10k-12k tokens + 2k answer after the paper's
   interruption phrase, PipelineRL k = 8, bf16 on CUDA, 1,000 held-out prompts per domain.
