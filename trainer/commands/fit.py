@@ -106,12 +106,19 @@ def register(app: typer.Typer) -> None:
         pass_rate = bool(metrics) and metric.endswith("pass_rate")
         try:
             series = _load(metrics, domain, compute, metric, csv_file, compute_col, reward_cols)
-            results = [_fit_one(s, r0=r0, burn_in=burn_in, fit_until=fit_until, method=method,
-                                fixed_a=fixed_a, power_law=power_law, level=level,
-                                predict_at=_floats(predict_at), a_max=1.0 if pass_rate else None) for s in series]
         except (FitError, OSError) as exc:
             typer.echo(f"error: {exc}", err=True)
             raise typer.Exit(2) from None
+        results = []
+        for s in series:  # one series that cannot be fitted (a flat domain) does not hide the others
+            try:
+                results.append(_fit_one(s, r0=r0, burn_in=burn_in, fit_until=fit_until, method=method,
+                                        fixed_a=fixed_a, power_law=power_law, level=level,
+                                        predict_at=_floats(predict_at), a_max=1.0 if pass_rate else None))
+            except FitError as exc:
+                typer.echo(f"error: {exc}", err=True)
+        if not results:
+            raise typer.Exit(2)
         _emit(results, as_json)
         if plot is not None:
             from scalerl.trainer.fit.data import COMPUTE_LABELS

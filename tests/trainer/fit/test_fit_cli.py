@@ -156,6 +156,15 @@ def test_unfittable_series_is_named(app, tmp_path):
     assert res.exit_code == 2 and "r: no upward trend" in res.stderr
 
 
+def test_an_unfittable_series_does_not_hide_the_others(app, tmp_path):
+    path = tmp_path / "two.csv"
+    path.write_text("c,flat,rising\n" + "".join(f"{c},0.4,{0.1 + 0.5 * c / (c + 5)}\n" for c in range(1, 20)))
+    res = _run(app, "--csv", path, "--compute-col", "c", "--reward-col", "flat", "--reward-col", "rising",
+               "--plot", tmp_path / "fig.png")
+    assert res.exit_code == 0 and "flat: no upward trend" in res.stderr
+    assert "rising" in res.stdout and "A " in res.stdout and (tmp_path / "fig.png").stat().st_size > 0
+
+
 def test_needs_exactly_one_input(app, csv_file, metrics):
     assert _run(app).exit_code == 2
     res = _run(app, "--metrics", metrics, "--csv", csv_file, "--compute-col", "gpu_hours", "--reward-col", "math")
