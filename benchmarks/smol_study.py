@@ -51,17 +51,18 @@ def rollouts(run: Path, kind: str = "validation") -> list[dict[str, Any]]:
     return [r for r in map(json.loads, (run / "rollouts.jsonl").open()) if r["kind"] == kind]
 
 
-def rescored_code(run: Path) -> dict[int, tuple[int, int, int]]:
-    """step -> (samples, correct as the run scored them, correct on the installed generator's tests)."""
+def rescored(run: Path, domain: str = "code") -> dict[int, tuple[int, int, int]]:
+    """step -> (samples, correct as the run scored them, correct on the tests the installed generator
+    writes now) for `domain`'s logged held-out samples."""
     from scalerl.env.contracts.records import VerifyItem
     from scalerl.trainer.config.train import TrainConfig
     from scalerl.trainer.run.data_sources import build_data
     from scalerl.verifiers import verify_batch
 
     cfg = TrainConfig.model_validate(yaml.safe_load((run / "config.yaml").read_text()))
-    tests = {r.prompt_id: r.tests for r in build_data(cfg)["code"].holdout}
-    rows = [r for r in rollouts(run) if r["domain"] == "code" and r["prompt_id"] in tests]
-    verdicts = verify_batch([VerifyItem(id=str(i), domain="code", completion=r["completion"],
+    tests = {r.prompt_id: r.tests for r in build_data(cfg)[domain].holdout}
+    rows = [r for r in rollouts(run) if r["domain"] == domain and r["prompt_id"] in tests]
+    verdicts = verify_batch([VerifyItem(id=str(i), domain=domain, completion=r["completion"],
                                         tests=tests[r["prompt_id"]]) for i, r in enumerate(rows)])
     out: dict[int, list[int]] = defaultdict(lambda: [0, 0, 0])
     for r, v in zip(rows, verdicts):
@@ -82,7 +83,7 @@ def summary(runs: list[Path], rescore: bool) -> None:
             line = "  ".join(f"{s}: {p:.3f}±{se(p, n):.3f}" for s, p, n in cells)
             print(f"  {domain:5s} {line}   last-first {p1 - p0:+.3f} = {change_in_se(p0, n0, p1, n1):+.2f} SE")
         if rescore and "code" in evals[0]["val"]:
-            for step, (n, ran, now) in rescored_code(run).items():
+            for step, (n, ran, now) in rescored(run).items():
                 print(f"  code step {step}: {n} logged samples, {ran} correct as run, {now} on the current tests "
                       f"({now / n:.3f})")
 
