@@ -6,10 +6,14 @@
 writes for the same prompts (`data_sources.build_data` over the run's own `config.yaml`). A run made
 before a generator's tests changed is thus read on the current tests: a rise that survives is not a
 weak test passed by a trivial program.
+`mean RUN... --csv OUT`: the seeds' mean curve per domain at equal steps (so equal samples), with the
+standard error of the mean from the evaluation counts and the spread between seeds, written as a CSV
+that `scalerl fit --csv OUT --compute-col samples --reward-col code` fits (one column per run too).
 `rollouts RUN --domain D --first S --last T`: the held-out samples of step S and step T side by side,
 per prompt (the before/after reading).
 
     python benchmarks/smol_study.py summary runs/smol-s0 runs/smol-s1 --rescore
+    python benchmarks/smol_study.py mean runs/smol3-s0 runs/smol3-s1 runs/smol3-s2 --csv mean.csv
     python benchmarks/smol_study.py rollouts runs/smol-s0 --domain code --first 0 --last 48
 
 Guaranteed: numbers come from the run folders as written; rescoring runs the real sandboxed code
@@ -19,12 +23,14 @@ verifier. Not guaranteed: a rescore covers only the samples the run logged (`rol
 from __future__ import annotations
 
 import argparse
+import csv
 import json
 import math
 from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import yaml
 
 
@@ -88,6 +94,40 @@ def summary(runs: list[Path], rescore: bool) -> None:
                       f"({now / n:.3f})")
 
 
+def mean_curve(runs: list[Path], out: Path | None) -> None:
+    """Mean over runs at the steps every run evaluated; rows of the CSV are those steps."""
+    evals = {run: {e["step"]: e for e in evaluations(run)} for run in runs}
+    steps = sorted(set.intersection(*(set(by_step) for by_step in evals.values())))
+    domains = list(evals[runs[0]][steps[0]]["val"])
+    table: list[dict[str, float]] = []
+    for step in steps:
+        rows = [evals[run][step] for run in runs]
+        cells: dict[str, float] = {"step": step, "samples": rows[0]["compute_samples"]}
+        for domain in domains:
+            rates = [r["val"][domain]["pass_rate"] for r in rows]
+            counts = [r["val"][domain]["n"] for r in rows]
+            mean = sum(rates) / len(rates)
+            cells[domain] = mean
+            cells[f"{domain}_se"] = math.sqrt(sum(se(p, n) ** 2 for p, n in zip(rates, counts))) / len(rates)
+            cells[f"{domain}_seed_sd"] = float(np.std(rates, ddof=1)) if len(rates) > 1 else 0.0
+            cells.update({f"{domain}_{run.name}": p for run, p in zip(runs, rates)})
+        table.append(cells)
+    print(f"mean of {len(runs)} runs ({', '.join(r.name for r in runs)}) at {len(steps)} common steps")
+    for domain in domains:
+        line = "  ".join(f"{c['step']}: {c[domain]:.3f}±{c[f'{domain}_se']:.3f}" for c in table)
+        first, last = table[0], table[-1]
+        spread = math.hypot(first[f"{domain}_se"], last[f"{domain}_se"])
+        change = last[domain] - first[domain]
+        print(f"  {domain:5s} {line}   last-first {change:+.3f} = {change / spread if spread else 0.0:+.2f} SE"
+              f"  (seed sd at the last step {last[f'{domain}_seed_sd']:.3f})")
+    if out is not None:
+        with out.open("w", newline="") as fh:
+            writer = csv.DictWriter(fh, fieldnames=list(table[0]))
+            writer.writeheader()
+            writer.writerows(table)
+        print(f"wrote {out}")
+
+
 def side_by_side(run: Path, domain: str, first: int, last: int, width: int) -> None:
     rows = [r for r in rollouts(run) if r["domain"] == domain and r["step"] in (first, last)]
     by_prompt: dict[str, dict[int, list[dict[str, Any]]]] = defaultdict(lambda: defaultdict(list))
@@ -107,6 +147,9 @@ def main() -> None:
     s = sub.add_parser("summary")
     s.add_argument("runs", nargs="+", type=Path)
     s.add_argument("--rescore", action="store_true", help="score logged code samples on the current tests")
+    m = sub.add_parser("mean")
+    m.add_argument("runs", nargs="+", type=Path)
+    m.add_argument("--csv", type=Path, help="write the mean curve (and each run's) as CSV")
     r = sub.add_parser("rollouts")
     r.add_argument("run", type=Path)
     r.add_argument("--domain", default="code")
@@ -116,6 +159,8 @@ def main() -> None:
     args = parser.parse_args()
     if args.cmd == "summary":
         summary(args.runs, args.rescore)
+    elif args.cmd == "mean":
+        mean_curve(args.runs, args.csv)
     else:
         side_by_side(args.run, args.domain, args.first, args.last, args.width)
 
