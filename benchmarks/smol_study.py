@@ -95,7 +95,9 @@ def summary(runs: list[Path], rescore: bool) -> None:
 
 
 def mean_curve(runs: list[Path], out: Path | None) -> None:
-    """Mean over runs at the steps every run evaluated; rows of the CSV are those steps."""
+    """Mean over runs at the steps every run evaluated; rows of the CSV are those steps. Validation samples
+    with seed = policy version, so the runs' step-0 evaluations are one evaluation of the starting policy
+    (its standard error is that of one run); later ones are of different policies, taken as independent."""
     evals = {run: {e["step"]: e for e in evaluations(run)} for run in runs}
     steps = sorted(set.intersection(*(set(by_step) for by_step in evals.values())))
     domains = list(evals[runs[0]][steps[0]]["val"])
@@ -108,7 +110,10 @@ def mean_curve(runs: list[Path], out: Path | None) -> None:
             counts = [r["val"][domain]["n"] for r in rows]
             mean = sum(rates) / len(rates)
             cells[domain] = mean
-            cells[f"{domain}_se"] = math.sqrt(sum(se(p, n) ** 2 for p, n in zip(rates, counts))) / len(rates)
+            if all(r["compute_samples"] == 0 for r in rows):  # one policy, one sampling seed: one evaluation
+                cells[f"{domain}_se"] = se(rates[0], counts[0])
+            else:
+                cells[f"{domain}_se"] = math.sqrt(sum(se(p, n) ** 2 for p, n in zip(rates, counts))) / len(rates)
             cells[f"{domain}_seed_sd"] = float(np.std(rates, ddof=1)) if len(rates) > 1 else 0.0
             cells.update({f"{domain}_{run.name}": p for run, p in zip(runs, rates)})
         table.append(cells)
