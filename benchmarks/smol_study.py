@@ -26,11 +26,11 @@ import argparse
 import csv
 import json
 import math
+import statistics
 from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import yaml
 
 
@@ -114,7 +114,7 @@ def mean_curve(runs: list[Path], out: Path | None) -> None:
                 cells[f"{domain}_se"] = se(rates[0], counts[0])
             else:
                 cells[f"{domain}_se"] = math.sqrt(sum(se(p, n) ** 2 for p, n in zip(rates, counts))) / len(rates)
-            cells[f"{domain}_seed_sd"] = float(np.std(rates, ddof=1)) if len(rates) > 1 else 0.0
+            cells[f"{domain}_seed_sd"] = statistics.stdev(rates) if len(rates) > 1 else 0.0
             cells.update({f"{domain}_{run.name}": p for run, p in zip(runs, rates)})
         table.append(cells)
     print(f"mean of {len(runs)} runs ({', '.join(r.name for r in runs)}) at {len(steps)} common steps")

@@ -42,10 +42,10 @@ logger = logging.getLogger(__name__)
 SIGXCPU, SIGKILL = 24, 9
 
 
-
 def _entry_point(item: VerifyItem) -> str | None:
     """The function the item's tests call, if they call one (extraction prefers the block defining it)."""
     return getattr(item.tests, "entry_point", None)
+
 
 class CodeVerifier:
     """Scores code items; raises `SandboxUnavailable` at construction if the host is below `config.sandbox`."""
@@ -90,10 +90,13 @@ class CodeVerifier:
             self._statuses.update(v.status.value for i, v in enumerate(copies) if owners[i] != i)
         return copies
 
+    def _program(self, item: VerifyItem) -> str:
+        return extract_code(item.completion, self.config.max_code_chars, _entry_point(item))
+
     def _extract(self, item: VerifyItem) -> str | None:
         """The item's program; None if extraction failed (its run then fails the same way, as an `error`)."""
         try:
-            return extract_code(item.completion, self.config.max_code_chars, _entry_point(item))
+            return self._program(item)
         except Exception:
             return None
 
@@ -138,7 +141,7 @@ class CodeVerifier:
     # ------------------------------------------------------------------------------------------ internals
     def _verify(self, item: VerifyItem, code: str | None = None) -> tuple[Status, dict[str, Any]]:
         if code is None:
-            code = extract_code(item.completion, self.config.max_code_chars, _entry_point(item))
+            code = self._program(item)
         if not code:
             return Status.no_answer, {"extracted": ""}
         tests, limits = item.tests, item.limits or Limits()
