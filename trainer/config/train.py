@@ -122,6 +122,9 @@ class ValidationConfig(Strict):
 
 class CheckpointConfig(Strict):
     every_steps: int = Field(default=50, ge=1)
+    keep_last: int | None = Field(
+        default=None, ge=1, description="after each save, delete all but the newest N `step_*` folders (the one "
+        "`latest` names always stays); null keeps every checkpoint")
 
 
 class LoggingConfig(Strict):

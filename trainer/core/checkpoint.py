@@ -16,6 +16,8 @@ Atomicity: everything is written into `<root>/~<name>` and renamed to `<name>` a
 leaves at most a `~name` folder (ignored and replaced next time), never a half checkpoint under its
 real name. An existing `<name>` is replaced only after the new one is complete. `<root>/latest`
 (written atomically) names the last completed checkpoint.
+`prune_checkpoints` deletes older `<name>` folders after a save (`checkpoint.keep_last`), never the one
+`latest` names.
 
 Guarantee: `load_checkpoint` into a trainer built the same way restores model weights (bit-exact),
 optimizer, scheduler, RNG, step and policy_version, so the next step is bit-identical on CPU.
@@ -153,6 +155,21 @@ def latest_checkpoint(root: str | Path) -> Path | None:
         return None
     path = Path(root) / pointer.read_text().strip()
     return path if path.is_dir() else None
+
+
+def prune_checkpoints(root: str | Path, keep_last: int) -> list[Path]:
+    """Delete all but the newest `keep_last` `step_NNNNNN` folders under `root` (by step number), never the
+    one `latest` names nor a `~` staging folder. Returns the folders deleted, oldest first."""
+    if keep_last < 1:
+        raise ValueError(f"keep_last must be >= 1, got {keep_last}")
+    root = Path(root)
+    steps = sorted((p for p in root.glob("step_*") if p.is_dir() and p.name[5:].isdigit()),
+                   key=lambda p: int(p.name[5:]))
+    current = latest_checkpoint(root)
+    doomed = [p for p in steps[:-keep_last] if current is None or p.resolve() != current.resolve()]
+    for folder in doomed:
+        shutil.rmtree(folder)
+    return doomed
 
 
 def load_model_weights(path: str | Path, model: nn.Module) -> None:

@@ -34,6 +34,7 @@ import torch
 from scalerl.env.contracts.records import Verdict
 from scalerl.trainer.config.train import TrainConfig
 from scalerl.trainer.core.advantages import compute_advantages
+from scalerl.trainer.core.checkpoint import prune_checkpoints
 from scalerl.trainer.core.length_control import length_metrics, training_loss_mask
 from scalerl.trainer.core.lora import adapter_state_dict
 from scalerl.trainer.core.lora_config import pushes_adapters
@@ -274,6 +275,8 @@ def checkpoint(run: Run) -> Path:
         shutil.copy2(run.out / LEDGER, staging / LEDGER)
     path = run.ranks.save_checkpoint(folder, extra=extra, files={LEDGER: staging / LEDGER})
     staging.rmdir()
+    if run.cfg.checkpoint.keep_last is not None:
+        prune_checkpoints(folder.parent, run.cfg.checkpoint.keep_last)
     return path
 
 

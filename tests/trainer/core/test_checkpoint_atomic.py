@@ -28,6 +28,7 @@ SCRIPT = textwrap.dedent("""
     ranks = RankGroup.single(model, OptimConfig(), LossConfig())
     run = SimpleNamespace(
         out=out, step=1, model=model, trainer=ranks.trainer, ranks=ranks, ledger=ledger,
+        cfg=SimpleNamespace(checkpoint=SimpleNamespace(keep_last=None)),
         runtime=SimpleNamespace(next_group_id=lambda: 0), state=SimpleNamespace(elapsed_s=0.0),
         clock=SimpleNamespace(state=dict), sampler=SimpleNamespace(state_dict=dict),
         rollouts=SimpleNamespace(paused=contextlib.nullcontext, draw=SimpleNamespace(state=dict)))
