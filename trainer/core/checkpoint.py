@@ -43,6 +43,7 @@ from torch import nn
 
 STATE_PT = "trainer_state.pt"
 STATE_JSON = "trainer_state.json"
+STEP_PREFIX = "step_"  # a run's checkpoint folders: step_NNNNNN (`step_folder`)
 
 
 def _rng_state() -> dict[str, Any]:
@@ -157,16 +158,21 @@ def latest_checkpoint(root: str | Path) -> Path | None:
     return path if path.is_dir() else None
 
 
+def step_folder(root: str | Path, step: int) -> Path:
+    """The checkpoint folder of optimizer step `step` under `root` (`step_NNNNNN`)."""
+    return Path(root) / f"{STEP_PREFIX}{step:06d}"
+
+
 def prune_checkpoints(root: str | Path, keep_last: int) -> list[Path]:
-    """Delete all but the newest `keep_last` `step_NNNNNN` folders under `root` (by step number), never the
-    one `latest` names nor a `~` staging folder. Returns the folders deleted, oldest first."""
+    """Delete all but the newest `keep_last` step folders under `root` (by step number), never the one
+    `latest` names nor a `~` staging folder. Returns the folders deleted, oldest first."""
     if keep_last < 1:
         raise ValueError(f"keep_last must be >= 1, got {keep_last}")
-    root = Path(root)
-    steps = sorted((p for p in root.glob("step_*") if p.is_dir() and p.name[5:].isdigit()),
-                   key=lambda p: int(p.name[5:]))
+    steps = sorted((p for p in Path(root).glob(f"{STEP_PREFIX}*")
+                    if p.is_dir() and p.name.removeprefix(STEP_PREFIX).isdigit()),
+                   key=lambda p: int(p.name.removeprefix(STEP_PREFIX)))
     current = latest_checkpoint(root)
-    doomed = [p for p in steps[:-keep_last] if current is None or p.resolve() != current.resolve()]
+    doomed = [p for p in steps[:-keep_last] if current is None or p.name != current.name]
     for folder in doomed:
         shutil.rmtree(folder)
     return doomed

@@ -34,7 +34,7 @@ import torch
 from scalerl.env.contracts.records import Verdict
 from scalerl.trainer.config.train import TrainConfig
 from scalerl.trainer.core.advantages import compute_advantages
-from scalerl.trainer.core.checkpoint import prune_checkpoints
+from scalerl.trainer.core.checkpoint import prune_checkpoints, step_folder
 from scalerl.trainer.core.length_control import length_metrics, training_loss_mask
 from scalerl.trainer.core.lora import adapter_state_dict
 from scalerl.trainer.core.lora_config import pushes_adapters
@@ -265,7 +265,7 @@ def validate(run: Run) -> dict[str, float]:
 
 def checkpoint(run: Run) -> Path:
     """Model + optimizer + a copy of the ledger (taken with the sampler paused), atomically."""
-    folder = run.out / "checkpoints" / f"step_{run.step:06d}"
+    folder = step_folder(run.out / "checkpoints", run.step)
     with run.rollouts.paused():  # the sampler's state, its begun batch and the next group id agree
         extra = {"next_group_id": run.runtime.next_group_id(), "elapsed_s": run.state.elapsed_s,
                  **run.clock.state(), "sampler": run.sampler.state_dict(), "sampler_buffer": run.rollouts.draw.state()}
