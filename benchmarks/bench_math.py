@@ -14,9 +14,10 @@ answer with probability --truncated, and otherwise boxes one of three wrong answ
 
 Baseline: `verify(parse("$\\boxed{answer}$"), parse(completion))` with math-verify defaults, one
 item after another in this process. Both sides are warm before timing (math-verify imported and
-exercised; pool workers started). Prints items/s for both, the ratio, the largest per-item elapsed
-time against the deadline, and how often the two verdicts agree (they differ where our policy
-differs: false-positive guard, extraction rules).
+exercised; pool workers started). Prints items/s for both, the ratio, the CPU seconds our side spent
+(this process and the math workers), the largest per-item elapsed time against the deadline, and how
+often the two verdicts agree (they differ where our policy differs: false-positive guard, extraction
+rules).
 
     python benchmarks/bench_math.py                 # MATH-500 x 16 = 8000 items
     python benchmarks/bench_math.py --problems 100  # quicker
@@ -33,6 +34,7 @@ import random
 import time
 from collections import Counter
 
+import psutil
 from scalerl.env.contracts.paths import reference_dir
 
 REF = reference_dir() / "math500" / "test.jsonl"
@@ -116,9 +118,22 @@ def ours(items: list[dict], math_config, warm: list[dict]) -> tuple[list, float,
             time.sleep(0.05)
         if warm:
             pool.verify_batch(warm)
+        workers = [psutil.Process(pid) for pid in pool.info()["math"]["pids"]]
+        cpu_before = [_cpu_s(p) for p in [psutil.Process(), *workers]]
         start = time.perf_counter()
         verdicts = pool.verify_batch(items)
-        return verdicts, time.perf_counter() - start, pool.info()
+        elapsed = time.perf_counter() - start
+        cpu = [_cpu_s(p) - before for p, before in zip([psutil.Process(), *workers], cpu_before)]
+        return verdicts, elapsed, {**pool.info(), "cpu_s": {"parent": cpu[0], "workers": sum(cpu[1:])}}
+
+
+def _cpu_s(process) -> float:
+    """User + system CPU seconds of one process so far (a killed and replaced worker reads 0 after)."""
+    try:
+        times = process.cpu_times()
+    except psutil.NoSuchProcess:
+        return 0.0
+    return times.user + times.system
 
 
 def main() -> None:
@@ -163,6 +178,8 @@ def main() -> None:
     print(f"verify_batch ({args.workers} workers, fast_path={math_config.fast_path}, "
           f"dedupe={math_config.dedupe}, second_opinion={math_config.second_opinion}): {ours_s:8.2f} s  "
           f"{len(items) / ours_s:8.1f} items/s")
+    print(f"CPU during verify_batch: {info['cpu_s']['parent']:.2f} s in this process, "
+          f"{info['cpu_s']['workers']:.2f} s in the math workers (load-independent, unlike the ratio)")
     print(f"slowest item {worst:.3f} s (deadline {args.timeout_s} s); timeouts {counts.get('timeout', 0)}; "
           f"kills {info['math']['kills']}; agreement with baseline {100 * agree:.2f}%")
     print(f"load average (1 min) {load_before:.2f} at start, {os.getloadavg()[0]:.2f} at end; "

@@ -2,8 +2,10 @@
 
 `MathWorkerPool(config)` starts `config.workers` processes (`sys.executable`, spawned fresh, never
 forked from a threaded parent), each driven by one parent thread. A request is a (gold, pred) pair;
-the driver takes up to `DISPATCH_BATCH` queued requests, writes them to its worker in one write (they
-fit the pipe buffer, so the write never blocks), then reads the replies in order, waiting at most
+requests of one reference answer queue for one worker (`scalerl.verifiers.math.dispatch`: its parse memos
+then parse that reference once; idle drivers take work from busy ones); the driver takes up to
+`DISPATCH_BATCH` queued requests, writes them to its worker in one write (they fit the pipe buffer, so
+the write never blocks), then reads the replies in order, waiting at most
 `timeout_s` for each from the moment the previous reply came (when the worker started it). Past that
 the worker is killed (SIGKILL) and replaced, the request is answered `timeout`, and the requests of
 the batch it never started go back to the queue. A worker that dies on its own is replaced too and
@@ -21,7 +23,6 @@ from __future__ import annotations
 import json
 import logging
 import os
-import queue
 import select
 import subprocess
 import sys
@@ -29,6 +30,7 @@ import threading
 import time
 from concurrent.futures import Future
 
+from scalerl.verifiers.math.dispatch import Dispatcher, home
 from scalerl.verifiers.math.worker import SETTINGS_FIELDS
 from scalerl.verifiers.verifier_config import MathConfig
 
@@ -104,11 +106,12 @@ class _Worker:
 
 
 class _Request:
-    __slots__ = ("future", "line")
+    __slots__ = ("future", "home", "line")
 
-    def __init__(self, gold: str, pred: str, plain: bool = False):
+    def __init__(self, gold: str, pred: str, plain: bool, workers: int):
         body = {"gold": gold, "pred": pred, **({"plain": True} if plain else {})}
         self.line = (json.dumps(body) + "\n").encode()
+        self.home = home(gold, workers)
         self.future = Future()
 
 
@@ -117,7 +120,7 @@ class MathWorkerPool:
 
     def __init__(self, config: MathConfig):
         self.config = config
-        self._queue: queue.SimpleQueue[_Request | None] = queue.SimpleQueue()
+        self._queue = Dispatcher(config.workers, DISPATCH_BATCH, DISPATCH_BYTES)
         self._lock = threading.Lock()
         self._closed = False
         self._alive = 0
@@ -134,7 +137,7 @@ class MathWorkerPool:
     def submit(self, gold: str, pred: str, *, plain: bool = False) -> Future:
         """The worker's reply for the pair; `plain`: plain math-verify on `pred`, a whole completion
         (the second opinion, `scalerl.verifiers.math.worker.plain_math_verify`)."""
-        request = _Request(gold, pred, plain)
+        request = _Request(gold, pred, plain, self.config.workers)
         with self._lock:
             if self._closed:
                 request.future.set_result({"status": "error", "reason": "verifier pool is closed",
@@ -153,7 +156,7 @@ class MathWorkerPool:
             return {"workers": self.config.workers, "alive": self._alive, "warm": len(self._warm),
                     "restarts": self.stats["restarts"], "kills": dict(self.stats["kills"]),
                     "requests": self.stats["requests"], "start_failures": self.stats["start_failures"],
-                    "queued": self._queue.qsize(), "timeout_s": self.config.timeout_s,
+                    "queued": self._queue.queued(), "timeout_s": self.config.timeout_s,
                     "startup_s": list(self.stats["startup_s"][-8:]),
                     "pids": sorted(w.proc.pid for w in self._workers.values())}
 
@@ -163,8 +166,7 @@ class MathWorkerPool:
                 return
             self._closed = True
             workers = list(self._workers.values())
-        for _ in self._threads:
-            self._queue.put(None)
+        self._queue.close()
         for worker in workers:
             worker.kill()  # a driver blocked on a long request sees WorkerDied and answers `error`
         for thread in self._threads:
@@ -172,20 +174,16 @@ class MathWorkerPool:
         self._drain("verifier pool closed before this item ran")
 
     def _drain(self, reason: str) -> None:
-        while True:
-            try:
-                request = self._queue.get_nowait()
-            except queue.Empty:
-                return
-            if request is not None and not request.future.done():
+        for request in self._queue.drain():
+            if not request.future.done():
                 request.future.set_result({"status": "error", "reason": reason, "elapsed_s": 0.0})
 
     # ------------------------------------------------------------------------------------ driver side
     def _drive(self, index: int) -> None:
         worker = self._start(index)
         while True:
-            batch, stop = self._take_batch()
-            if stop and not batch:
+            batch = self._queue.take(index)
+            if batch is None:
                 break
             if self._closed:
                 for request in batch:
@@ -200,33 +198,9 @@ class MathWorkerPool:
                                                "reason": "math worker could not be started (see logs)"})
                 continue
             worker, unstarted = self._run_batch(index, worker, batch)
-            for request in unstarted:  # never reached the killed worker: back in the queue, not failed
-                self._queue.put(request)
-            if stop:
-                self._queue.put(None)  # the close() sentinel taken with the batch: honour it next round
+            self._queue.put_back(unstarted)  # never reached the killed worker: queued again, not failed
         if worker is not None:
             self._retire(index, worker)
-
-    def _take_batch(self) -> tuple[list[_Request], bool]:
-        """Up to DISPATCH_BATCH queued requests whose lines fit a pipe buffer (so writing them can never
-        block on a busy worker: a healthy worker has read every earlier line); (batch, close seen)."""
-        first = self._queue.get()
-        if first is None:
-            return [], True
-        batch, size = [first], len(first.line)
-        while len(batch) < DISPATCH_BATCH:
-            try:
-                request = self._queue.get_nowait()
-            except queue.Empty:
-                break
-            if request is None:
-                return batch, True
-            if size + len(request.line) > DISPATCH_BYTES:
-                self._queue.put(request)
-                break
-            batch.append(request)
-            size += len(request.line)
-        return batch, False
 
     def _run_batch(self, index: int, worker: _Worker, batch: list[_Request]) -> tuple[_Worker | None, list]:
         """Send the batch in one write, then read the replies in order. Each item's deadline runs from the
