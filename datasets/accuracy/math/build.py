@@ -153,7 +153,8 @@ HAND = [
     ("plain", "MATH", VEC, "\\begin{pmatrix}1\\\\2\\end{pmatrix}", 0, "Find v."),
 ]
 
-# Issue 40's classes, appended after every other item so the earlier ids stay as they were.
+# The last classes of false negatives found on real outputs, appended after every other item so the
+# earlier ids stay as they were.
 LAST_CLASSES = [
     ("unicode", "MATH", "(-\\infty,-3)\\cup(3,\\infty)", "(−∞, −3) ∪ (3, +∞)", 1, "Solve x^2 > 9."),
     ("unicode", "MATH", "(-\\infty,-3)\\cup(3,\\infty)", "(−∞, −3) ∪ (4, +∞)", 0, "Solve x^2 > 9."),
