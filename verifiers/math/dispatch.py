@@ -1,7 +1,7 @@
 """Which math worker runs which request: one queue per worker, filled by reference answer, with stealing.
 
-A request goes to its home worker, `home(key, workers)`: the same reference answer always lands on the
-same worker, so that worker's parse memos (`scalerl.verifiers.math.worker`) parse a prompt's reference,
+A request goes to its home worker, `home(key, workers)`: the requests of one reference answer queue for
+one worker, so that worker's parse memos (`scalerl.verifiers.math.worker`) parse a prompt's reference,
 and the answers its samples repeat, once instead of once per worker. A driver takes from its own queue
 first. An idle driver takes from another worker's queue only while that worker is busy (its driver is
 not waiting here: running a dispatch, or starting a worker), and then at most half of that queue, so
@@ -9,7 +9,8 @@ a batch's tail is shared between the workers and a lightly loaded pool keeps its
 
 Guarantees: every request put in is taken by exactly one driver or returned by `drain()`; each queue
 is first-in first-out, and requests put back (`put_back`, after a killed worker) go to the front of their
-home queue; `take` blocks until it has work or the dispatcher is closed, then returns None. Not
+home queue; `take` blocks until there is work the slot may take, and returns None once the dispatcher
+is closed. Not
 guaranteed: affinity (a busy home worker's requests may run elsewhere); order across queues.
 """
 
