@@ -10,8 +10,7 @@ a batch's tail is shared between the workers and a lightly loaded pool keeps its
 Guarantees: every request put in is taken by exactly one driver or returned by `drain()`; each queue
 is first-in first-out, and requests put back (`put_back`, after a killed worker) go to the front of their
 home queue; `take` blocks until there is work the slot may take, and returns None once the dispatcher
-is closed. Not
-guaranteed: affinity (a busy home worker's requests may run elsewhere); order across queues.
+is closed. Not guaranteed: affinity (a busy home worker's requests may run elsewhere); order across queues.
 """
 
 from __future__ import annotations
