@@ -118,17 +118,17 @@ def ours(items: list[dict], math_config, warm: list[dict]) -> tuple[list, float,
             time.sleep(0.05)
         if warm:
             pool.verify_batch(warm)
-        workers = [psutil.Process(pid) for pid in pool.info()["math"]["pids"]]
-        cpu_before = [_cpu_s(p) for p in [psutil.Process(), *workers]]
+        processes = [psutil.Process(), *(psutil.Process(pid) for pid in pool.info()["math"]["pids"])]
+        cpu_before = [process_cpu_s(p) for p in processes]
         start = time.perf_counter()
         verdicts = pool.verify_batch(items)
         elapsed = time.perf_counter() - start
-        cpu = [_cpu_s(p) - before for p, before in zip([psutil.Process(), *workers], cpu_before)]
+        cpu = [process_cpu_s(p) - before for p, before in zip(processes, cpu_before)]
         return verdicts, elapsed, {**pool.info(), "cpu_s": {"parent": cpu[0], "workers": sum(cpu[1:])}}
 
 
-def _cpu_s(process) -> float:
-    """User + system CPU seconds of one process so far (a killed and replaced worker reads 0 after)."""
+def process_cpu_s(process: psutil.Process) -> float:
+    """User + system CPU seconds of one process so far; 0 once it is gone (a killed worker)."""
     try:
         times = process.cpu_times()
     except psutil.NoSuchProcess:

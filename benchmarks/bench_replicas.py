@@ -45,6 +45,9 @@ from scalerl.env.server.owner_link import ingest_rows
 
 from tests.support.server_harness import ServerProcess
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_math import process_cpu_s  # one reading of a process's CPU for both benchmarks
+
 WORKERS = ("--workers", "1")
 
 
@@ -68,16 +71,9 @@ def math_items(n: int, tag: str, workload: str = "fast") -> list[dict]:
 
 
 def cpu_s(servers: list[ServerProcess]) -> float:
-    total = 0.0
-    for server in servers:
-        proc = psutil.Process(server.proc.pid)
-        for p in [proc, *proc.children(recursive=True)]:
-            try:
-                t = p.cpu_times()
-                total += t.user + t.system
-            except psutil.NoSuchProcess:
-                pass
-    return total
+    """CPU seconds so far of every server process and its children (the verifier workers)."""
+    roots = [psutil.Process(server.proc.pid) for server in servers]
+    return sum(process_cpu_s(p) for root in roots for p in [root, *root.children(recursive=True)])
 
 
 def start(mode: str, tmp: Path) -> tuple[list[ServerProcess], list[str]]:

@@ -28,8 +28,8 @@ class Queued(Protocol):
 
 
 def home(key: str, workers: int) -> int:
-    """The worker slot for requests keyed by `key` (a reference answer); stable across processes."""
-    return zlib.crc32(key.encode("utf-8", "surrogatepass")) % max(workers, 1)
+    """The worker slot (of `workers` >= 1) for requests keyed by `key`, a reference answer."""
+    return zlib.crc32(key.encode("utf-8", "surrogatepass")) % workers
 
 
 class Dispatcher:

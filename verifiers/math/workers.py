@@ -108,10 +108,10 @@ class _Worker:
 class _Request:
     __slots__ = ("future", "home", "line")
 
-    def __init__(self, gold: str, pred: str, plain: bool, workers: int):
+    def __init__(self, gold: str, pred: str, plain: bool, slot: int):
         body = {"gold": gold, "pred": pred, **({"plain": True} if plain else {})}
         self.line = (json.dumps(body) + "\n").encode()
-        self.home = home(gold, workers)
+        self.home = slot  # the worker whose queue it joins (`scalerl.verifiers.math.dispatch.home`)
         self.future = Future()
 
 
@@ -137,7 +137,7 @@ class MathWorkerPool:
     def submit(self, gold: str, pred: str, *, plain: bool = False) -> Future:
         """The worker's reply for the pair; `plain`: plain math-verify on `pred`, a whole completion
         (the second opinion, `scalerl.verifiers.math.worker.plain_math_verify`)."""
-        request = _Request(gold, pred, plain, self.config.workers)
+        request = _Request(gold, pred, plain, home(gold, self.config.workers))
         with self._lock:
             if self._closed:
                 request.future.set_result({"status": "error", "reason": "verifier pool is closed",
